@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# make            build .output/ntbpf (BPF objects embedded as skeletons)
+# make check      unit tests (cmocka, no root, seconds)
+# make test       deps + build + unit + root integration tests + lab tests
+# make demo       boot the NVMe/TCP lab and print a real two-host breakdown
+# make bench      benchmarks
+# make deps       install every Debian package needed (root)
+# V=1             show the commands
+
+OUTPUT  ?= .output
+CC      ?= cc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+ARCH    := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Werror -std=gnu11 \
+	   -Iinclude -Isrc -I$(OUTPUT) -DNTBPF_VERSION='"$(VERSION)"'
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+	   -Iinclude -Ivmlinux -Ibpf
+LDLIBS  := -lbpf -lelf -lz
+ifeq ($(STATIC),1)
+LDFLAGS += -static
+LDLIBS  += -lzstd
+endif
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+
+# Pure modules: no BPF, no root; unit-tested.
+BPF_USER_SRCS := src/bpfrec.c src/probe.c src/hooks.c
+CORE_SRCS := $(filter-out src/main.c $(BPF_USER_SRCS),$(wildcard src/*.c))
+CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
+BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
+TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
+
+.PHONY: all check test test-root test-lab deps demo bench clean lab-shell vmlinux
+.DELETE_ON_ERROR:
+
+all: $(OUTPUT)/ntbpf
+
+$(OUTPUT) $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/ntbpf.h $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(OUTPUT)/%.o: src/%.c $(wildcard src/*.h) include/ntbpf.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BPFU_OBJS) $(OUTPUT)/main.o: $(SKELS)
+
+$(OUTPUT)/libntcore.a: $(CORE_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@; ar rcs $@ $^
+
+$(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lm
+
+$(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lm
+
+# Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
+check: $(TESTS)
+	$(Q)fail=0; for t in $(TESTS); do \
+		echo "== $$t"; NTBPF_TESTDATA=tests/unit $$t || fail=1; \
+	done; exit $$fail
+
+# Root integration tests on this machine's kernel (block layer only).
+test-root: all
+	$(Q)tests/integration/run-all
+
+# Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
+test-lab: all
+	$(Q)if [ -x tests/lab/test ]; then tests/lab/test; else echo "lab: not present"; fi
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory check
+	$(Q)$(MAKE) --no-print-directory test-root
+	$(Q)$(MAKE) --no-print-directory test-lab
+
+deps:
+	$(Q)scripts/deps
+
+demo: all
+	$(Q)tests/lab/demo
+
+lab-shell: all
+	$(Q)tests/lab/run --shell --kernel $(or $(KERNEL),6.12)
+
+bench: all
+	$(Q)bench/run
+
+# Regenerate vmlinux/vmlinux.h from the pinned Debian kernel package.
+vmlinux:
+	$(Q)vmlinux/gen
+
+clean:
+	$(Q)rm -rf $(OUTPUT)

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ntbpf.h - the one boundary between the BPF programs and user space.
+ *
+ * Fixed-width types only.  The per-I/O record defined here is what the BPF
+ * programs assemble in a map while a request is in flight and emit once, at
+ * completion, through the ring buffer; user space writes it unchanged (little
+ * endian) into the record file (docs/record-format.md).
+ *
+ * Include after vmlinux.h (BPF side) or <linux/types.h> (user space).
+ */
+#ifndef NTBPF_H
+#define NTBPF_H
+
+#define NTBPF_MAX_EV 16		/* event slots per record */
+#define NTBPF_MAX_DEVS 64	/* -d filters */
+
+/* Which host a record (or a file) comes from. */
+enum ntbpf_role {
+	NTBPF_ROLE_INITIATOR = 1,
+	NTBPF_ROLE_TARGET = 2,
+};
+
+/*
+ * Events seen on the initiator.  ev[i] holds the time of event i in ns after
+ * the record's t0 (bit i of ev_mask says whether it was seen).  Stages are
+ * differences of two events of the same host: src/stages.c and
+ * docs/stages.md.  Values are part of the file format: append, never renumber.
+ */
+enum ntbpf_ev_init {
+	EV_I_BLK_START = 0,	/* rq->start_time_ns (blk-mq request allocated); t0 */
+	EV_I_BLK_ISSUE = 1,	/* block:block_rq_issue (blk_mq_start_request) */
+	EV_I_QUEUE_RQ = 2,	/* nvme_tcp_queue_rq / nvme:nvme_setup_cmd */
+	EV_I_CMD_SENT = 3,	/* command PDU (+ in-capsule data) handed to the socket */
+	EV_I_R2T_ARRIVE = 4,	/* last R2T PDU's skb arrived (large writes) */
+	EV_I_DATA_SENT = 5,	/* last H2C data PDU handed to the socket */
+	EV_I_RESP_ARRIVE = 6,	/* skb with the response (or last C2H data) arrived */
+	EV_I_RESP_PROC = 7,	/* nvme_tcp receive path processes the response */
+	EV_I_NVME_DONE = 8,	/* nvme:nvme_complete_rq */
+	EV_I_BLK_DONE = 9,	/* block:block_rq_complete */
+	EV_I_NR
+};
+
+/* Events seen on the target (t0 is the first of them seen). */
+enum ntbpf_ev_tgt {
+	EV_T_CMD_ARRIVE = 0,	/* skb with the command PDU arrived at the socket */
+	EV_T_CMD_PICKUP = 1,	/* nvmet_tcp_try_recv_pdu picks the PDU up */
+	EV_T_REQ_INIT = 2,	/* nvmet:nvmet_req_init */
+	EV_T_R2T_SENT = 3,	/* last R2T handed to the socket (large writes) */
+	EV_T_DATA_ARRIVE = 4,	/* skb with the last H2C data arrived */
+	EV_T_EXEC = 5,		/* request handed to the backend (execute) */
+	EV_T_SUBSYS_DONE = 6,	/* nvmet:nvmet_req_complete */
+	EV_T_RESP_QUEUED = 7,	/* nvmet_tcp_queue_response */
+	EV_T_RESP_SENT = 8,	/* response capsule (+ C2H data) handed to the socket */
+	EV_T_NR
+};
+
+/* Block-layer operation, the grouping key "op". */
+enum ntbpf_op {
+	NTBPF_OP_READ = 0,
+	NTBPF_OP_WRITE = 1,
+	NTBPF_OP_FLUSH = 2,
+	NTBPF_OP_DISCARD = 3,
+	NTBPF_OP_WRITE_ZEROES = 4,
+	NTBPF_OP_OTHER = 5,
+	NTBPF_OP_NR
+};
+
+/* ntbpf_rec.flags */
+#define NTBPF_F_ADMIN     0x01	/* admin queue (qid 0) command */
+#define NTBPF_F_NVME      0x02	/* ctrl/qid/cid/opcode are valid */
+#define NTBPF_F_SATURATED 0x04	/* an event was > 4.29 s after t0 and was clamped */
+#define NTBPF_F_PARTIAL   0x08	/* completed in more than one block_rq_complete */
+
+#define NTBPF_NO_DEV 0xffffffffu
+
+/*
+ * One record per I/O per host: 104 bytes, little endian, no holes.
+ * Field order and sizes are the on-disk layout (version 1).
+ */
+struct ntbpf_rec {
+	__u64 t0;		/* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) of the first event */
+	__u64 sector;		/* starting sector (512 B) on the device, or 0 */
+	__u32 dev;		/* dev_t of the block device (initiator) or nsid (target) */
+	__u32 bytes;		/* transfer size */
+	__u32 ev_mask;		/* bit i set: ev[i] is valid */
+	__u16 ctrl;		/* initiator: nvme ctrl instance; target: cntlid */
+	__u16 qid;		/* NVMe queue id (0 = admin) */
+	__u16 cid;		/* NVMe command id as on the wire */
+	__u8 op;		/* enum ntbpf_op */
+	__u8 opcode;		/* NVMe opcode, 0xff if unknown */
+	__u8 flags;		/* NTBPF_F_* */
+	__u8 role;		/* enum ntbpf_role */
+	__u16 status;		/* NVMe status or blk_status_t, 0 = success */
+	__u32 ev[NTBPF_MAX_EV];	/* ns after t0 */
+};
+
+/* Counters kept by the BPF side (per-CPU array, index = enum). */
+enum ntbpf_stat {
+	ST_EMITTED = 0,		/* records handed to the ring buffer */
+	ST_LOST_RINGBUF,	/* ring buffer full: record dropped */
+	ST_LOST_MAP_FULL,	/* in-flight map full: request not tracked */
+	ST_NO_START,		/* completion of a request not seen starting */
+	ST_ADMIN_SKIPPED,	/* admin-queue commands not recorded */
+	ST_FILTERED,		/* requests skipped by -d / --sample */
+	ST_NR
+};
+
+#endif /* NTBPF_H */

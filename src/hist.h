@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * hist - streaming log-linear latency histogram.
+ *
+ * Values are nanoseconds (uint64).  Buckets are exact below 2^NT_HIST_SUB_BITS
+ * and log-linear above (2^NT_HIST_SUB_BITS linear sub-buckets per power of two),
+ * so a percentile read back is within 1 % of the true sample value, whatever
+ * the number of values; memory is fixed.  Mergeable (two hosts, per-CPU, ...).
+ */
+#ifndef NTBPF_HIST_H
+#define NTBPF_HIST_H
+
+#include <stdint.h>
+
+#define NT_HIST_SUB_BITS 7			/* 128 sub-buckets: <= 0.79 % error */
+#define NT_HIST_SUB (1u << NT_HIST_SUB_BITS)
+#define NT_HIST_NBUCKETS ((64 - NT_HIST_SUB_BITS + 1) * NT_HIST_SUB)
+
+struct nt_hist {
+	uint64_t count;
+	uint64_t sum;		/* for the average (saturating) */
+	uint64_t min, max;	/* exact */
+	uint64_t *buckets;	/* NT_HIST_NBUCKETS counters, allocated on first add */
+};
+
+void nt_hist_init(struct nt_hist *h);
+void nt_hist_free(struct nt_hist *h);
+int nt_hist_add(struct nt_hist *h, uint64_t v);	/* 0, or -1 on allocation failure */
+int nt_hist_merge(struct nt_hist *dst, const struct nt_hist *src);
+/* p in [0, 100]; nearest-rank percentile; 0 for an empty histogram.  p=0 gives min, p=100 max. */
+uint64_t nt_hist_percentile(const struct nt_hist *h, double p);
+double nt_hist_mean(const struct nt_hist *h);
+
+/* bucket index of v and the representative value of a bucket (exposed for tests) */
+uint32_t nt_hist_bucket(uint64_t v);
+uint64_t nt_hist_bucket_value(uint32_t b);
+
+#endif

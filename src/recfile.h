@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * recfile - the ntbpf record file (docs/record-format.md).
+ *
+ *   header   magic "NTBPFREC", version, then TLV items (host, kernel, clocks,
+ *            hooks, controllers, queues, ...), CRC32
+ *   chunks   "CHNK", record count, byte-shuffled fixed records, zlib, CRC32
+ *   trailer  "TRLR", record count, BPF counters, end time, CRC32
+ *
+ * Pure functions over stdio streams; no BPF, no root.
+ */
+#ifndef NTBPF_RECFILE_H
+#define NTBPF_RECFILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "ntbpf.h"
+
+#define NT_FILE_VERSION 1
+#define NT_CHUNK_RECS 4096	/* records per chunk (a writer may flush earlier) */
+
+struct nt_hook_info {
+	char name[64];		/* e.g. "block:block_rq_issue", "nvme_tcp:nvme_tcp_queue_rq" */
+	char attach[16];	/* "tp_btf", "raw_tp", "fentry", "fexit", "kprobe", "kretprobe", "" */
+	char status[96];	/* "attached", or why not ("module nvme_tcp not loaded", ...) */
+	char boundary[128];	/* the stage boundary this hook gives, or the stand-in used */
+};
+
+struct nt_queue_info {
+	uint16_t qid;
+	int32_t io_cpu;		/* -1 unknown */
+	char saddr[48];		/* local address of the queue's TCP connection */
+	uint16_t sport;
+	char daddr[48];		/* remote address */
+	uint16_t dport;
+};
+
+struct nt_ctrl_info {
+	int32_t instance;	/* nvmeN on the initiator, -1 on the target */
+	uint16_t cntlid;
+	char transport[16];	/* "tcp" */
+	char subsysnqn[256];
+	char hostnqn[256];
+	char address[160];	/* "traddr=...,trsvcid=...,src_addr=..." as in sysfs */
+	uint32_t nqueues;
+	struct nt_queue_info *queues;	/* owned by the header */
+};
+
+struct nt_header {
+	uint16_t version;		/* NT_FILE_VERSION when written */
+	uint8_t role;			/* enum ntbpf_role */
+	uint32_t rec_size;		/* sizeof(struct ntbpf_rec) of the writer */
+	uint32_t nev;			/* NTBPF_MAX_EV of the writer */
+	char ntbpf_version[32];
+	char hostname[256];
+	char kernel[128];		/* uname -r */
+	char boot_id[40];		/* /proc/sys/kernel/random/boot_id */
+	char cmdline[512];		/* how ntbpf record was invoked */
+	uint64_t mono_ns;		/* CLOCK_MONOTONIC  } read together at start: */
+	uint64_t real_ns;		/* CLOCK_REALTIME   } t_wall = t_mono - mono_ns + real_ns */
+	uint64_t boot_ns;		/* CLOCK_BOOTTIME   } */
+	uint32_t sample;		/* 1 = every I/O, N = about 1 in N */
+	uint32_t ndevs;
+	char devs[NTBPF_MAX_DEVS][32];	/* -d filters as given, resolved names */
+	uint32_t nhooks;
+	struct nt_hook_info *hooks;	/* owned by the header */
+	uint32_t nctrls;
+	struct nt_ctrl_info *ctrls;	/* owned by the header */
+};
+
+struct nt_trailer {
+	uint64_t records;		/* records written */
+	uint64_t stats[ST_NR];		/* BPF counters (enum ntbpf_stat) */
+	uint64_t lost_user;		/* records user space could not write */
+	uint64_t end_mono_ns;		/* CLOCK_MONOTONIC at stop */
+};
+
+/* Result of reading a file to its end. */
+enum nt_read_status {
+	NT_READ_OK = 0,		/* header, chunks and trailer all good */
+	NT_READ_TRUNCATED,	/* cut short: every whole chunk before the cut was returned */
+	NT_READ_CORRUPT,	/* a CRC or a structure was wrong: chunks before it were returned */
+};
+
+/* header helpers */
+void nt_header_init(struct nt_header *h, uint8_t role);	/* zeroes, fills version/sizes */
+struct nt_hook_info *nt_header_add_hook(struct nt_header *h);	/* appends a zeroed entry */
+struct nt_ctrl_info *nt_header_add_ctrl(struct nt_header *h);
+struct nt_queue_info *nt_ctrl_add_queue(struct nt_ctrl_info *c);
+void nt_header_free(struct nt_header *h);
+
+/* writer */
+struct nt_writer;
+struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h);	/* writes the header */
+int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a full chunk */
+int nt_writer_flush(struct nt_writer *w);	/* writes the pending records as a chunk (none: no-op), fflush */
+int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t);	/* flush, trailer, free; not fclose */
+uint64_t nt_writer_bytes(const struct nt_writer *w);	/* bytes written so far */
+
+/* reader */
+struct nt_reader;
+/* NULL on failure with a one-line cause in err (not a record file, bad version, header corrupt, ...) */
+struct nt_reader *nt_reader_open(FILE *f, struct nt_header *h, char *err, size_t errlen);
+/* 1: *r filled; 0: no more records (see nt_reader_status); records come in file order */
+int nt_reader_next(struct nt_reader *rd, struct ntbpf_rec *r);
+/* valid after nt_reader_next returned 0; err gets a one-line cause unless OK */
+enum nt_read_status nt_reader_status(const struct nt_reader *rd, char *err, size_t errlen);
+/* the trailer, or NULL when the file had none (truncated) */
+const struct nt_trailer *nt_reader_trailer(const struct nt_reader *rd);
+void nt_reader_close(struct nt_reader *rd);	/* not fclose */
+
+const char *nt_role_name(uint8_t role);	/* "initiator", "target", "unknown" */
+int nt_role_parse(const char *s);	/* enum ntbpf_role, or -1 */
+
+#endif
