@@ -7,10 +7,14 @@
  * completion, through the ring buffer; user space writes it unchanged (little
  * endian) into the record file (docs/record-format.md).
  *
- * Include after vmlinux.h (BPF side) or <linux/types.h> (user space).
+ * On the BPF side include it after vmlinux.h.
  */
 #ifndef NTBPF_H
 #define NTBPF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
 
 #define NTBPF_MAX_EV 16		/* event slots per record */
 #define NTBPF_MAX_DEVS 64	/* -d filters */
@@ -103,6 +107,7 @@ enum ntbpf_stat {
 	ST_NO_START,		/* completion of a request not seen starting */
 	ST_ADMIN_SKIPPED,	/* admin-queue commands not recorded */
 	ST_FILTERED,		/* requests skipped by -d / --sample */
+	ST_INFLIGHT_END,	/* still in flight when recording stopped (user space) */
 	ST_NR
 };
 

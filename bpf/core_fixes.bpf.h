@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * core_fixes.bpf.h - every kernel difference ntbpf's BPF code depends on, in
+ * one place, each resolved through CO-RE (never a kernel version number).
+ */
+#ifndef NTBPF_CORE_FIXES_BPF_H
+#define NTBPF_CORE_FIXES_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+/*
+ * v5.17 (f3fa33acca9f "block: remove the ->rq_disk field in struct request"):
+ * the disk is reached through rq->q->disk; before, rq->rq_disk.
+ */
+struct request___old_rq_disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct gendisk *rq_disk(struct request *rq)
+{
+	struct request___old_rq_disk *old = (void *)rq;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return BPF_CORE_READ(old, rq_disk);
+	return BPF_CORE_READ(rq, q, disk);
+}
+
+/* dev_t as the kernel encodes it (MKDEV: major << 20 | minor), as in block tracepoints */
+static __always_inline __u32 rq_devt(struct request *rq)
+{
+	struct gendisk *disk = rq_disk(rq);
+
+	if (!disk)
+		return NTBPF_NO_DEV;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+/*
+ * v5.19 renamed enum req_opf to enum req_op (and made it blk_opf_t based);
+ * the numeric values of the ops have never changed, but read them from BTF.
+ * REQ_OP_BITS is a #define; its value is the first flag bit, __REQ_FAILFAST_DEV.
+ */
+enum req_opf___old {
+	REQ_OP_READ___old = 0,
+	REQ_OP_WRITE___old = 1,
+	REQ_OP_FLUSH___old = 2,
+	REQ_OP_DISCARD___old = 3,
+	REQ_OP_WRITE_ZEROES___old = 9,
+};
+
+enum req_flag_bits___x {
+	__REQ_FAILFAST_DEV___x = 8,
+};
+
+/* value of REQ_OP_<name> on the running kernel, or -1 if it has none */
+#define REQ_OP_VAL(name)							\
+	(bpf_core_enum_value_exists(enum req_op, REQ_OP_##name) ?		\
+		(int)bpf_core_enum_value(enum req_op, REQ_OP_##name) :		\
+	 bpf_core_enum_value_exists(enum req_opf___old, REQ_OP_##name##___old) ? \
+		(int)bpf_core_enum_value(enum req_opf___old, REQ_OP_##name##___old) : -1)
+
+static __always_inline __u8 rq_ntbpf_op(struct request *rq)
+{
+	__u32 bits = 8, flags = BPF_CORE_READ(rq, cmd_flags);
+	int op;
+
+	if (bpf_core_enum_value_exists(enum req_flag_bits___x, __REQ_FAILFAST_DEV___x))
+		bits = bpf_core_enum_value(enum req_flag_bits___x, __REQ_FAILFAST_DEV___x);
+	op = flags & ((1u << (bits & 31)) - 1);
+
+	if (op == REQ_OP_VAL(READ))
+		return NTBPF_OP_READ;
+	if (op == REQ_OP_VAL(WRITE))
+		return NTBPF_OP_WRITE;
+	if (op == REQ_OP_VAL(FLUSH))
+		return NTBPF_OP_FLUSH;
+	if (op == REQ_OP_VAL(DISCARD))
+		return NTBPF_OP_DISCARD;
+	if (op == REQ_OP_VAL(WRITE_ZEROES))
+		return NTBPF_OP_WRITE_ZEROES;
+	return NTBPF_OP_OTHER;
+}
+
+#endif

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cli.c - argp front end for "ntbpf record | report | probe".
+ *
+ * argp prints its own "Try --help" hint to the state's err_stream; we point
+ * that at a scratch stream so that every bad command line gives exactly one
+ * line on stderr: the cause.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+const char *argp_program_version = "ntbpf " NTBPF_VERSION;
+const char *argp_program_bug_address = NULL;
+
+struct parse_ctx {
+	struct nt_config *cfg;
+	FILE *err;
+	const char *prog;
+	FILE *scratch;
+	bool failed;
+	bool help;	/* only printing help: stay quiet about missing arguments */
+};
+
+static void fail(struct parse_ctx *pc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (pc->failed || pc->help)
+		return;
+	pc->failed = true;
+	fprintf(pc->err, "%s: ", pc->prog);
+	va_start(ap, fmt);
+	vfprintf(pc->err, fmt, ap);
+	va_end(ap);
+	fputc('\n', pc->err);
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return (errno || end == s || *end || !isfinite(*out)) ? -1 : 0;
+}
+
+int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen)
+{
+	char buf[256], *save = NULL, *tok;
+
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(msg, msglen, "--percentiles list too long");
+		return -1;
+	}
+	strcpy(buf, s);
+	*n = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		double p;
+
+		if (parse_double(tok, &p) || p <= 0 || p > 100) {
+			snprintf(msg, msglen, "bad percentile '%s' (want a number in (0, 100])", tok);
+			return -1;
+		}
+		if (*n == NT_MAX_PCTS) {
+			snprintf(msg, msglen, "at most %d percentiles", NT_MAX_PCTS);
+			return -1;
+		}
+		pcts[(*n)++] = p;
+	}
+	if (!*n) {
+		snprintf(msg, msglen, "--percentiles needs at least one value");
+		return -1;
+	}
+	return 0;
+}
+
+int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
+{
+	static const struct { const char *name; unsigned int bit; } keys[] = {
+		{ "op", NT_GB_OP }, { "size", NT_GB_SIZE }, { "dev", NT_GB_DEV },
+		{ "device", NT_GB_DEV }, { "queue", NT_GB_QUEUE }, { "none", 0 },
+	};
+	char buf[128], *save = NULL, *tok;
+
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(msg, msglen, "--group-by list too long");
+		return -1;
+	}
+	strcpy(buf, s);
+	*gb = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (!strcmp(tok, keys[i].name))
+				break;
+		if (i == sizeof(keys) / sizeof(keys[0])) {
+			snprintf(msg, msglen, "bad --group-by key '%s' (want op, size, dev, queue or none)", tok);
+			return -1;
+		}
+		*gb |= keys[i].bit;
+	}
+	return 0;
+}
+
+/* ---- record ---- */
+
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP };
+
+static const char record_doc[] =
+"Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
+"into a compressed record file, until Ctrl-C, --duration, or CMD exits.\n"
+"\v"
+"EXAMPLES:\n"
+"  ntbpf record -d nvme1n1 -- fio --name=t --filename=/dev/nvme1n1 --rw=randread --direct=1\n"
+"                                 record while fio runs (initiator)\n"
+"  ntbpf record --role target -o target.ntbpf\n"
+"                                 on the target, until Ctrl-C\n"
+"  ntbpf record --sample 10 --duration 30 -o init.ntbpf\n"
+"                                 about 1 I/O in 10, for 30 seconds\n"
+"Then: ntbpf report init.ntbpf target.ntbpf";
+
+static const struct argp_option record_opts[] = {
+	{ "output", 'o', "FILE", 0, "Record file to write (default: ntbpf.data)", 0 },
+	{ "role", OPT_ROLE, "ROLE", 0, "initiator, target or auto (default: auto, from the loaded nvme_tcp / nvmet_tcp modules)", 0 },
+	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
+	{ "device", 'd', "DEV", 0, "Only this block device (repeatable), e.g. nvme1n1", 0 },
+	{ "sample", OPT_SAMPLE, "N", 0, "Record about 1 in N I/Os (same I/Os on initiator and target)", 0 },
+	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details", 0 },
+	{},
+};
+
+static error_t record_parse(int key, char *arg, struct argp_state *st)
+{
+	struct parse_ctx *pc = st->input;
+	struct nt_config *cfg = pc->cfg;
+	double d;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		st->err_stream = pc->scratch;
+		break;
+	case 'o':
+		cfg->output = arg;
+		break;
+	case OPT_ROLE:
+		if (!strcmp(arg, "auto"))
+			cfg->role = 0;
+		else if (!strcmp(arg, "initiator") || !strcmp(arg, "host"))
+			cfg->role = NTBPF_ROLE_INITIATOR;
+		else if (!strcmp(arg, "target"))
+			cfg->role = NTBPF_ROLE_TARGET;
+		else {
+			fail(pc, "bad --role '%s' (want initiator, target or auto)", arg);
+			return EINVAL;
+		}
+		break;
+	case OPT_DURATION:
+		if (parse_double(arg, &d) || d <= 0) {
+			fail(pc, "bad --duration '%s' (want seconds > 0)", arg);
+			return EINVAL;
+		}
+		cfg->duration = d;
+		break;
+	case 'd':
+		if (cfg->ndevs == NTBPF_MAX_DEVS) {
+			fail(pc, "at most %d -d devices", NTBPF_MAX_DEVS);
+			return EINVAL;
+		}
+		if (!strncmp(arg, "/dev/", 5))
+			arg += 5;
+		if (!*arg || strchr(arg, '/')) {
+			fail(pc, "bad device name '%s'", arg);
+			return EINVAL;
+		}
+		cfg->devs[cfg->ndevs++] = arg;
+		break;
+	case OPT_SAMPLE: {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || v < 1 || v > 1000000 || arg[0] == '-') {
+			fail(pc, "bad --sample '%s' (want a whole number from 1 to 1000000)", arg);
+			return EINVAL;
+		}
+		cfg->sample = v;
+		break;
+	}
+	case 'v':
+		cfg->verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);
+		return EINVAL;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* ---- report ---- */
+
+static const char report_doc[] =
+"Merge record files from the initiator and the target, match each I/O across hosts, "
+"and print the per-stage latency breakdown with percentiles.\n"
+"\v"
+"EXAMPLES:\n"
+"  ntbpf report initiator.ntbpf target.ntbpf\n"
+"                                 full breakdown, both hosts\n"
+"  ntbpf report --percentiles 50,99,99.99 --group-by op,size,queue ntbpf.data\n"
+"  ntbpf report --format json ntbpf.data | jq '.groups[0].stages.end_to_end'\n"
+"STAGES: blk_submission nvme_tcp_submission nstack_submission nvmet_tcp_submission "
+"target_subsystem nvmet_tcp_completion network_transmission nstack_completion "
+"nvme_tcp_completion blk_completion end_to_end (see docs/stages.md)";
+
+static const struct argp_option report_opts[] = {
+	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "text, json or csv (default: text)", 0 },
+	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "verbose", 'v', NULL, 0, "Also print empty stages and per-file details", 0 },
+	{},
+};
+
+static error_t report_parse(int key, char *arg, struct argp_state *st)
+{
+	struct parse_ctx *pc = st->input;
+	struct nt_config *cfg = pc->cfg;
+	char msg[160];
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		st->err_stream = pc->scratch;
+		break;
+	case OPT_PCT:
+		if (nt_parse_percentiles(arg, cfg->pcts, &cfg->npcts, msg, sizeof(msg))) {
+			fail(pc, "%s", msg);
+			return EINVAL;
+		}
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "text"))
+			cfg->format = NT_FMT_TEXT;
+		else if (!strcmp(arg, "json"))
+			cfg->format = NT_FMT_JSON;
+		else if (!strcmp(arg, "csv"))
+			cfg->format = NT_FMT_CSV;
+		else {
+			fail(pc, "bad --format '%s' (want text, json or csv)", arg);
+			return EINVAL;
+		}
+		break;
+	case OPT_GROUP:
+		if (nt_parse_group_by(arg, &cfg->group_by, msg, sizeof(msg))) {
+			fail(pc, "%s", msg);
+			return EINVAL;
+		}
+		break;
+	case 'v':
+		cfg->verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		if (cfg->nfiles == NT_MAX_FILES) {
+			fail(pc, "at most %d record files", NT_MAX_FILES);
+			return EINVAL;
+		}
+		cfg->files[cfg->nfiles++] = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!cfg->nfiles) {
+			fail(pc, "no record file given (usage: ntbpf report [OPTION...] FILE...)");
+			return EINVAL;
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* ---- probe ---- */
+
+static const char probe_doc[] =
+"List every hook ntbpf wants on this kernel, whether it can attach and how "
+"(tp_btf, raw_tp, fentry, kprobe), or why not.\n"
+"\v"
+"EXAMPLES:\n"
+"  ntbpf probe";
+
+static const struct argp_option probe_opts[] = {
+	{ "verbose", 'v', NULL, 0, "Also try loading each program", 0 },
+	{},
+};
+
+static error_t probe_parse(int key, char *arg, struct argp_state *st)
+{
+	struct parse_ctx *pc = st->input;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		st->err_stream = pc->scratch;
+		break;
+	case 'v':
+		pc->cfg->verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		fail(pc, "unexpected argument '%s'", arg);
+		return EINVAL;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const char top_usage[] =
+"Usage: ntbpf COMMAND [OPTION...]\n"
+"Where every microsecond of an NVMe/TCP I/O goes, on stock kernels (eBPF).\n\n"
+"Commands:\n"
+"  record   record one record per I/O on this host (initiator or target)\n"
+"  report   merge record files of both hosts and print the stage breakdown\n"
+"  probe    list the hooks this kernel offers and how ntbpf attaches them\n\n"
+"EXAMPLES:\n"
+"  target#    ntbpf record --role target -o target.ntbpf        (Ctrl-C to stop)\n"
+"  initiator# ntbpf record -o initiator.ntbpf -d nvme1n1 -- fio job.fio\n"
+"  anywhere$  ntbpf report initiator.ntbpf target.ntbpf\n\n"
+"'ntbpf COMMAND --help' for the options of a command.\n";
+
+static void defaults(struct nt_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->output = "ntbpf.data";
+	cfg->sample = 1;
+	cfg->npcts = 4;
+	cfg->pcts[0] = 50;
+	cfg->pcts[1] = 90;
+	cfg->pcts[2] = 99;
+	cfg->pcts[3] = 99.9;
+	cfg->group_by = NT_GB_OP | NT_GB_SIZE | NT_GB_DEV;
+}
+
+int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
+{
+	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
+	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL, NULL, NULL };
+	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
+	const struct argp *ap;
+	struct parse_ctx pc = { .cfg = cfg, .err = err };
+	char prog[32], *scratch_buf = NULL;
+	size_t scratch_len = 0;
+	int sub_argc, i, dashdash = -1, rc;
+	const char *sub;
+
+	defaults(cfg);
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		fputs(top_usage, argc < 2 ? err : stdout);
+		return argc < 2 ? -1 : 1;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("%s\n", argp_program_version);
+		return 1;
+	}
+	sub = argv[1];
+	if (!strcmp(sub, "record")) {
+		cfg->cmd = NT_CMD_RECORD;
+		ap = &record_argp;
+	} else if (!strcmp(sub, "report")) {
+		cfg->cmd = NT_CMD_REPORT;
+		ap = &report_argp;
+	} else if (!strcmp(sub, "probe")) {
+		cfg->cmd = NT_CMD_PROBE;
+		ap = &probe_argp;
+	} else {
+		fprintf(err, "ntbpf: unknown command '%s' (want record, report or probe; see ntbpf --help)\n", sub);
+		return -1;
+	}
+
+	/* "record ... -- CMD ARGS": argp must not see CMD's options */
+	sub_argc = argc - 1;
+	for (i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dashdash = i;
+			break;
+		}
+	if (dashdash >= 0) {
+		if (cfg->cmd != NT_CMD_RECORD || dashdash == argc - 1) {
+			fprintf(err, "ntbpf %s: nothing after '--'%s\n", sub,
+				cfg->cmd == NT_CMD_RECORD ? " (give the command to run)" : "");
+			return -1;
+		}
+		cfg->cmd_argv = &argv[dashdash + 1];
+		sub_argc = dashdash - 1;
+	}
+
+	snprintf(prog, sizeof(prog), "ntbpf %s", sub);
+	pc.prog = prog;
+	for (i = 2; i < (dashdash >= 0 ? dashdash : argc); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-?") ||
+		    !strcmp(argv[i], "--usage") || !strcmp(argv[i], "-V") ||
+		    !strcmp(argv[i], "--version")) {
+			char *hargv[] = { prog, argv[i], NULL };
+
+			pc.help = true;
+			pc.scratch = stderr;
+			argp_parse(ap, 2, hargv, ARGP_NO_EXIT, NULL, &pc);
+			return 1;
+		}
+
+	pc.scratch = open_memstream(&scratch_buf, &scratch_len);
+	if (!pc.scratch)
+		return -1;
+	{
+		char *saved = argv[1];
+
+		argv[1] = prog;	/* argp and getopt name the program after argv[0] */
+		rc = argp_parse(ap, sub_argc, argv + 1, ARGP_NO_EXIT | ARGP_IN_ORDER, NULL, &pc);
+		argv[1] = saved;
+	}
+	fclose(pc.scratch);
+	free(scratch_buf);
+	if (rc || pc.failed) {
+		/* getopt itself already printed "unrecognized option" etc. on stderr */
+		if (!pc.failed && rc != EINVAL)
+			fprintf(err, "%s: bad command line (%s)\n", prog, strerror(rc));
+		return -1;
+	}
+	return 0;
+}

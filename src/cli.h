@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* cli - the command line, parsed into one config struct (pure, unit-tested). */
+#ifndef NTBPF_CLI_H
+#define NTBPF_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ntbpf.h"
+
+#define NT_MAX_PCTS 16
+#define NT_MAX_FILES 64
+
+enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE };
+enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV };
+
+/* --group-by keys, in the order they are printed */
+#define NT_GB_OP    0x1
+#define NT_GB_SIZE  0x2
+#define NT_GB_DEV   0x4
+#define NT_GB_QUEUE 0x8
+
+struct nt_config {
+	enum nt_cmd cmd;
+	bool verbose;
+	/* record */
+	const char *output;		/* -o, default "ntbpf.data" */
+	int role;			/* 0 = auto, else enum ntbpf_role */
+	double duration;		/* seconds, 0 = until stopped */
+	int ndevs;
+	const char *devs[NTBPF_MAX_DEVS];
+	uint32_t sample;		/* 1 = every I/O */
+	char **cmd_argv;		/* after "--", NULL-terminated; NULL if none */
+	/* report */
+	int npcts;
+	double pcts[NT_MAX_PCTS];
+	enum nt_format format;
+	unsigned int group_by;		/* NT_GB_* */
+	int nfiles;
+	const char *files[NT_MAX_FILES];
+};
+
+/*
+ * Parses argv (argv[0] is the program, argv[1] the subcommand).
+ * Returns 0 to run, 1 when help/usage/version was printed (exit 0), -1 on a
+ * bad command line; the one-line cause is printed to err.
+ */
+int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err);
+
+/* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
+int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);
+int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen);
+
+#endif
