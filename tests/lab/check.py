@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Assertions on one lab result directory (report.json, report-initiator.json, fio.json).
+
+    tests/lab/check.py DIR CHECK[:JSON-PARAMS]...       e.g. check.py out initiator_count_equals_fio
+    tests/lab/check.py --scenario NAME DIR              the checks scenarios.py lists for NAME
+
+Each check returns (ok, message); a check whose params carry "pending" is reported as SKIP.
+"""
+import json, os, sys
+
+DEV_PREFIX = "nvme0"   # nvme0n1, and the multipath path device nvme0c0n1
+
+
+def load(d, name):
+    p = os.path.join(d, name)
+    if not os.path.exists(p):
+        raise AssertionError(f"{name} missing")
+    with open(p) as f:
+        return json.load(f)
+
+
+def fio_total_ios(fio):
+    return sum(j[op]["total_ios"] for j in fio["jobs"] for op in ("read", "write", "trim") if op in j)
+
+
+def fio_clat_us(fio, pct):
+    """fio's clat percentile (us) over all jobs/ops that did I/O (QD1 scenarios: one job)."""
+    key = f"{float(pct):.6f}"
+    vals = [j[op]["clat_ns"]["percentile"][key] / 1000.0 for j in fio["jobs"]
+            for op in ("read", "write") if j[op]["total_ios"] > 0]
+    if not vals:
+        raise AssertionError("fio did no I/O")
+    return max(vals)
+
+
+def dev_groups(rep):
+    return [g for g in rep.get("groups", []) if str(g.get("device", "")).startswith(DEV_PREFIX)]
+
+
+def stage_pct(rep, stage, pct):
+    """count-weighted mean of a stage percentile over the device's groups (QD1: one group)."""
+    gs = [g for g in dev_groups(rep) if stage in g.get("stages", {})]
+    if not gs:
+        raise AssertionError(f"no '{stage}' stage for {DEV_PREFIX}* in the report")
+    key = f"p{pct}_us".replace(".", "_")
+    n = sum(g["count"] for g in gs)
+    return sum(g["stages"][stage][key] * g["count"] for g in gs) / max(n, 1)
+
+
+# ---- the checks: f(dir, **params) -> message; raise AssertionError to fail ------------------
+def fio_ok(d):
+    fio = load(d, "fio.json")
+    errs = [j.get("error", 0) for j in fio["jobs"]]
+    assert not any(errs), f"fio job errors {errs}"
+    n = fio_total_ios(fio)
+    assert n > 0, "fio did no I/O"
+    return f"fio {n} I/Os"
+
+
+def initiator_count_equals_fio(d, slack=0):
+    fio_n = fio_total_ios(load(d, "fio.json"))
+    rep = load(d, "report-initiator.json")
+    n = sum(g["count"] for g in dev_groups(rep))
+    assert abs(n - fio_n) <= slack, f"initiator records {n} != fio total_ios {fio_n} (slack {slack})"
+    return f"initiator {n} == fio {fio_n}"
+
+
+def end_to_end_vs_fio_clat(d, percentile=50, rel_tol=0.3):
+    e2e = stage_pct(load(d, "report-initiator.json"), "end_to_end", percentile)
+    clat = fio_clat_us(load(d, "fio.json"), percentile)
+    rel = abs(e2e - clat) / clat
+    assert rel <= rel_tol, f"end_to_end p{percentile} {e2e:.0f}us vs fio clat {clat:.0f}us: {rel:.0%} > {rel_tol:.0%}"
+    return f"p{percentile} {e2e:.0f}us ~ fio {clat:.0f}us ({rel:.0%})"
+
+
+def no_lost_records(d):
+    rep = load(d, "report.json")
+    lost = rep.get("lost_records", 0)
+    assert lost == 0, f"lost_records {lost}"
+    return "0 lost"
+
+
+def matched_fraction(d, min=0.99):
+    rep = load(d, "report-initiator.json")
+    n = sum(g["count"] for g in dev_groups(rep))
+    m = load(d, "report.json").get("matched", 0)
+    assert n > 0 and m / n >= min, f"matched {m} of {n} initiator I/Os < {min:.0%}"
+    return f"matched {m}/{n}"
+
+
+def target_records(d):
+    rep = load(d, "report.json")
+    roles = {i.get("role") for i in rep.get("inputs", [])}
+    assert "target" in roles, "no target input in the report"
+    m = rep.get("matched", 0) + rep.get("unmatched", {}).get("target", 0)
+    assert m > 0, "target recorded nothing"
+    return f"target records {m}"
+
+
+def ops_present(d, ops=()):
+    have = {g["op"] for g in dev_groups(load(d, "report-initiator.json"))}
+    missing = set(ops) - have
+    assert not missing, f"no groups for {sorted(missing)} (have {sorted(have)})"
+    return "ops " + ",".join(sorted(have))
+
+
+def stage_at_least(d, stage, percentile, us):
+    v = stage_pct(load(d, "report.json"), stage, percentile)
+    assert v >= us, f"{stage} p{percentile} {v:.0f}us < {us}us"
+    return f"{stage} p{percentile} {v:.0f}us >= {us}us"
+
+
+CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end_vs_fio_clat,
+                                  no_lost_records, matched_fraction, target_records, ops_present,
+                                  stage_at_least)}
+
+
+def run_checks(d, checks, out=sys.stdout):
+    """Runs (name, params) checks on DIR; prints one line each; returns the number failed."""
+    failed = 0
+    for name, params in checks:
+        params = dict(params)
+        pending = params.pop("pending", None)
+        label = name + ("(" + ",".join(f"{k}={v}" for k, v in params.items()) + ")" if params else "")
+        if pending:
+            print(f"    SKIP  {label}: {pending}", file=out)
+            continue
+        try:
+            msg = CHECKS[name](d, **params)
+            print(f"    ok    {label}: {msg}", file=out)
+        except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+            failed += 1
+            print(f"    FAIL  {label}: {e}", file=out)
+    return failed
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "--scenario":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from scenarios import SCENARIOS
+        sc = [s for s in SCENARIOS if s["name"] == argv[1]]
+        if not sc:
+            sys.exit(f"check: unknown scenario {argv[1]}")
+        return 1 if run_checks(argv[2], sc[0]["checks"]) else 0
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    checks = []
+    for a in argv[1:]:
+        name, _, js = a.partition(":")
+        checks.append((name, json.loads(js) if js else {}))
+    return 1 if run_checks(argv[0], checks) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
