@@ -111,8 +111,17 @@ static __always_inline int on_rq_issue(struct request *rq)
 		r.t0 = now;
 	}
 	ev_set(&r, EV_I_BLK_ISSUE, now);
-	if (bpf_map_update_elem(&inflight, &key, &r, BPF_ANY))
-		stat_inc(ST_LOST_MAP_FULL);
+	/*
+	 * An entry left for this request means its completion never reached
+	 * us (the kernel can skip a tracing program's run): count that record
+	 * as lost instead of silently overwriting it.
+	 */
+	if (bpf_map_update_elem(&inflight, &key, &r, BPF_NOEXIST)) {
+		if (bpf_map_lookup_elem(&inflight, &key))
+			stat_inc(ST_NO_COMPLETE);
+		if (bpf_map_update_elem(&inflight, &key, &r, BPF_ANY))
+			stat_inc(ST_LOST_MAP_FULL);
+	}
 	return 0;
 }
 

@@ -108,6 +108,8 @@ enum ntbpf_stat {
 	ST_ADMIN_SKIPPED,	/* admin-queue commands not recorded */
 	ST_FILTERED,		/* requests skipped by -d / --sample */
 	ST_INFLIGHT_END,	/* still in flight when recording stopped (user space) */
+	ST_PROG_MISSES,		/* program runs the kernel skipped (recursion_misses, user space) */
+	ST_NO_COMPLETE,		/* request reissued before its completion was seen: record lost */
 	ST_NR
 };
 

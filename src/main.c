@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* ntbpf - where every microsecond of an NVMe/TCP I/O goes. */
+#include <stdio.h>
+#include "bpfrec.h"
+#include "cli.h"
+#include "hooks.h"
+#include "report.h"
+
+int main(int argc, char **argv)
+{
+	struct nt_config cfg;
+	int rc = nt_cli_parse(argc, argv, &cfg, stderr);
+
+	if (rc)
+		return rc < 0 ? 2 : 0;
+	switch (cfg.cmd) {
+	case NT_CMD_RECORD:
+		return nt_record_run(&cfg, argc, argv);
+	case NT_CMD_REPORT:
+		return nt_report_cmd(&cfg, stdout, stderr);
+	case NT_CMD_PROBE:
+		return nt_probe_print(stdout) ? 1 : 0;
+	default:
+		return 2;
+	}
+}

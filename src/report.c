@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * report.c - aggregation and rendering.  Each I/O contributes one value per
+ * stage it has to its group's histograms; groups are few (op x size x device
+ * x queue), so they live in a small array found by linear probing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+static const char *const op_names[NTBPF_OP_NR] = {
+	[NTBPF_OP_READ] = "read", [NTBPF_OP_WRITE] = "write", [NTBPF_OP_FLUSH] = "flush",
+	[NTBPF_OP_DISCARD] = "discard", [NTBPF_OP_WRITE_ZEROES] = "write_zeroes",
+	[NTBPF_OP_OTHER] = "other",
+};
+
+const char *nt_op_name(uint8_t op)
+{
+	return op < NTBPF_OP_NR ? op_names[op] : "other";
+}
+
+/* ---- loading ---- */
+
+int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
+{
+	struct nt_reader *rd;
+	size_t cap = 0;
+	const struct nt_trailer *t;
+
+	memset(in, 0, sizeof(*in));
+	in->path = name;
+	rd = nt_reader_open(f, &in->hdr, err, errlen);
+	if (!rd)
+		return -1;
+	for (;;) {
+		if (in->n == cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			struct ntbpf_rec *p = realloc(in->recs, ncap * sizeof(*p));
+
+			if (!p) {
+				snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
+				nt_reader_close(rd);
+				return -1;
+			}
+			in->recs = p;
+			cap = ncap;
+		}
+		if (nt_reader_next(rd, &in->recs[in->n]) != 1)
+			break;
+		in->n++;
+	}
+	in->status = nt_reader_status(rd, in->status_msg, sizeof(in->status_msg));
+	t = nt_reader_trailer(rd);
+	if (t) {
+		in->has_trailer = true;
+		in->trailer = *t;
+	}
+	nt_reader_close(rd);
+	return 0;
+}
+
+int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char sub[200];
+	int rc;
+
+	if (!f) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = nt_input_load_stream(in, f, path, sub, sizeof(sub));
+	if (rc)
+		snprintf(err, errlen, "%s: %s", path, sub);
+	fclose(f);
+	return rc;
+}
+
+void nt_input_free(struct nt_input *in)
+{
+	free(in->recs);
+	nt_header_free(&in->hdr);
+	memset(in, 0, sizeof(*in));
+}
+
+/* ---- grouping ---- */
+
+static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	unsigned int gb = rep->o->group_by;
+	struct nt_group key = { 0 }, *g;
+	int i;
+
+	if (gb & NT_GB_OP)
+		key.op = r->op;
+	else
+		key.op = 0xff;
+	if (gb & NT_GB_SIZE)
+		key.size = r->bytes;
+	if (gb & NT_GB_DEV) {
+		key.dev_role = r->role;
+		key.dev = r->dev;
+	}
+	if ((gb & NT_GB_QUEUE) && (r->flags & NTBPF_F_NVME)) {
+		key.has_queue = true;
+		key.ctrl = r->ctrl;
+		key.qid = r->qid;
+	}
+	for (i = 0; i < rep->ngroups; i++) {
+		g = &rep->groups[i];
+		if (g->op == key.op && g->size == key.size && g->dev_role == key.dev_role &&
+		    g->dev == key.dev && g->has_queue == key.has_queue && g->ctrl == key.ctrl &&
+		    g->qid == key.qid)
+			return g;
+	}
+	g = realloc(rep->groups, (rep->ngroups + 1) * sizeof(*g));
+	if (!g)
+		return NULL;
+	rep->groups = g;
+	g = &rep->groups[rep->ngroups++];
+	*g = key;
+	for (i = 0; i < NT_ST_NR; i++)
+		nt_hist_init(&g->h[i]);
+	return g;
+}
+
+static int account(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt)
+{
+	uint64_t vals[NT_ST_NR];
+	uint32_t mask, stand_in;
+	bool neg;
+	struct nt_group *g = group_for(rep, init ? init : tgt);
+
+	if (!g)
+		return -1;
+	mask = nt_stages_compute(init, tgt, vals, &stand_in, &neg);
+	if (neg)
+		rep->neg_network++;
+	g->count++;
+	rep->stages_seen |= mask;
+	for (int s = 0; s < NT_ST_NR; s++) {
+		if (!(mask & (1u << s)))
+			continue;
+		if (nt_hist_add(&g->h[s], vals[s]))
+			return -1;
+		if (stand_in & (1u << s))
+			g->stand_in[s]++;
+	}
+	return 0;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct nt_group *x = a, *y = b;
+
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	if (x->dev_role != y->dev_role)
+		return x->dev_role < y->dev_role ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ctrl != y->ctrl)
+		return x->ctrl < y->ctrl ? -1 : 1;
+	if (x->qid != y->qid)
+		return x->qid < y->qid ? -1 : 1;
+	return 0;
+}
+
+int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
+		    const struct nt_report_opts *o)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->o = o;
+	rep->ins = ins;
+	rep->nins = nins;
+	for (int i = 0; i < nins; i++) {
+		const struct nt_input *in = &ins[i];
+
+		if (in->has_trailer) {
+			rep->lost += in->trailer.stats[ST_LOST_RINGBUF] + in->trailer.stats[ST_LOST_MAP_FULL] +
+				     in->trailer.stats[ST_PROG_MISSES] + in->trailer.stats[ST_NO_COMPLETE] +
+				     in->trailer.lost_user;
+			rep->no_start += in->trailer.stats[ST_NO_START];
+			rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
+		}
+		for (size_t k = 0; k < in->n; k++) {
+			const struct ntbpf_rec *r = &in->recs[k];
+
+			if (r->flags & NTBPF_F_ADMIN) {
+				rep->admin++;
+				continue;
+			}
+			if (r->role == NTBPF_ROLE_TARGET) {
+				rep->n_tgt++;
+				rep->unmatched_tgt++;
+				if (account(rep, NULL, r))
+					return -1;
+			} else {
+				rep->n_init++;
+				rep->unmatched_init++;
+				if (account(rep, r, NULL))
+					return -1;
+			}
+		}
+	}
+	if (rep->ngroups > 1)
+		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
+	return 0;
+}
+
+void nt_report_free(struct nt_report *rep)
+{
+	for (int i = 0; i < rep->ngroups; i++)
+		for (int s = 0; s < NT_ST_NR; s++)
+			nt_hist_free(&rep->groups[i].h[s]);
+	free(rep->groups);
+	memset(rep, 0, sizeof(*rep));
+}
+
+/* ---- naming ---- */
+
+/* header DEV items are "name=major:minor" */
+static void dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
+{
+	unsigned int maj = dev >> 20, min = dev & 0xfffff;
+
+	if (role == NTBPF_ROLE_TARGET) {
+		snprintf(buf, len, "nsid%u", dev);
+		return;
+	}
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		if (h->role == NTBPF_ROLE_TARGET)
+			continue;
+		for (uint32_t k = 0; k < h->ndevs; k++) {
+			const char *eq = strchr(h->devs[k], '=');
+			unsigned int a, b;
+
+			if (eq && sscanf(eq + 1, "%u:%u", &a, &b) == 2 && a == maj && b == min) {
+				snprintf(buf, len, "%.*s", (int)(eq - h->devs[k]), h->devs[k]);
+				return;
+			}
+		}
+	}
+	if (dev == NTBPF_NO_DEV)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%u:%u", maj, min);
+}
+
+static void queue_name(const struct nt_group *g, char *buf, size_t len)
+{
+	if (!g->has_queue)
+		snprintf(buf, len, "-");
+	else if (g->dev_role == NTBPF_ROLE_TARGET)
+		snprintf(buf, len, "cntlid%uq%u", g->ctrl, g->qid);
+	else
+		snprintf(buf, len, "nvme%uq%u", g->ctrl, g->qid);
+}
+
+static void pct_key(double p, char *buf, size_t len)
+{
+	/* 50 -> "p50", 99.9 -> "p99.9" */
+	snprintf(buf, len, "p%g", p);
+}
+
+static double us(uint64_t ns)
+{
+	return ns / 1000.0;
+}
+
+/* hooks of every input that did not attach */
+static int hooks_missing(const struct nt_report *rep)
+{
+	int n = 0;
+
+	for (int i = 0; i < rep->nins; i++)
+		for (uint32_t k = 0; k < rep->ins[i].hdr.nhooks; k++)
+			n += strcmp(rep->ins[i].hdr.hooks[k].status, "attached") != 0;
+	return n;
+}
+
+/* ---- text ---- */
+
+static void print_notes_text(FILE *out, const struct nt_report *rep)
+{
+	fprintf(out, "# lost records: %" PRIu64 "\n", rep->lost);
+	fprintf(out, "# matched: %" PRIu64 "; unmatched: initiator %" PRIu64 ", target %" PRIu64 "\n",
+		rep->matched, rep->unmatched_init, rep->unmatched_tgt);
+	if (rep->no_start || rep->inflight_end)
+		fprintf(out, "# in flight when recording began: %" PRIu64 ", when it stopped: %" PRIu64
+			" (not recorded)\n", rep->no_start, rep->inflight_end);
+	if (rep->admin)
+		fprintf(out, "# admin-queue commands left out: %" PRIu64 "\n", rep->admin);
+	if (rep->neg_network)
+		fprintf(out, "# network_transmission left out where negative: %" PRIu64 " I/Os\n", rep->neg_network);
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		for (uint32_t k = 0; k < h->nhooks; k++)
+			if (strcmp(h->hooks[k].status, "attached"))
+				fprintf(out, "# %s: hook %s not attached (%s); %s\n", nt_role_name(h->role),
+					h->hooks[k].name, h->hooks[k].status,
+					h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");
+	}
+	if (!(rep->stages_seen & ~((1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E))) &&
+	    rep->n_init)
+		fprintf(out, "# no nvme_tcp events: blk_submission ends at block_rq_issue; the rest is blk_device\n");
+	if (rep->n_init && !rep->n_tgt)
+		fprintf(out, "# no target records: target stages and network_transmission not measured\n");
+	if (rep->n_tgt && !rep->n_init)
+		fprintf(out, "# no initiator records: host stages and network_transmission not measured\n");
+}
+
+static void print_text(FILE *out, const struct nt_report *rep)
+{
+	const struct nt_report_opts *o = rep->o;
+	char name[64], q[32], key[16];
+
+	fprintf(out, "# ntbpf report\n");
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_input *in = &rep->ins[i];
+
+		fprintf(out, "# input %s: %s on %s, kernel %s, %zu records%s%s\n", in->path,
+			nt_role_name(in->hdr.role), in->hdr.hostname, in->hdr.kernel, in->n,
+			in->status == NT_READ_OK ? "" : ", ", in->status == NT_READ_OK ? "" : in->status_msg);
+	}
+	print_notes_text(out, rep);
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		const struct nt_group *g = &rep->groups[gi];
+
+		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+		queue_name(g, q, sizeof(q));
+		fprintf(out, "\ngroup: op=%s size=%u dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
+			g->size, (o->group_by & NT_GB_DEV) ? name : "all");
+		if (o->group_by & NT_GB_QUEUE)
+			fprintf(out, " queue=%s", q);
+		fprintf(out, " I/Os=%" PRIu64 "\n", g->count);
+		fprintf(out, "%-22s %10s %10s", "stage", "count", "avg_us");
+		for (int p = 0; p < o->npcts; p++) {
+			pct_key(o->pcts[p], key, sizeof(key));
+			strcat(key, "_us");
+			fprintf(out, " %10s", key);
+		}
+		fputc('\n', out);
+		for (int s = 0; s < NT_ST_NR; s++) {
+			const struct nt_hist *h = &g->h[s];
+
+			if (!h->count && !o->verbose)
+				continue;
+			if (s == NT_ST_E2E)
+				fprintf(out, "%-22s\n", "----");
+			fprintf(out, "%-22s %10" PRIu64 " %10.2f", nt_stage_name(s), h->count, h->count ? nt_hist_mean(h) / 1000.0 : 0.0);
+			for (int p = 0; p < o->npcts; p++)
+				fprintf(out, " %10.2f", us(nt_hist_percentile(h, o->pcts[p])));
+			if (g->stand_in[s])
+				fprintf(out, "  (stand-in on %" PRIu64 ")", g->stand_in[s]);
+			fputc('\n', out);
+		}
+	}
+	if (!rep->ngroups)
+		fprintf(out, "\nno I/O recorded\n");
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void print_json(FILE *out, const struct nt_report *rep)
+{
+	const struct nt_report_opts *o = rep->o;
+	char name[64], q[32], key[16];
+	bool first;
+
+	fprintf(out, "{\"ntbpf_version\": ");
+	json_str(out, o->version ? o->version : "");
+	fprintf(out, ",\n \"inputs\": [");
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_input *in = &rep->ins[i];
+
+		fprintf(out, "%s\n  {\"file\": ", i ? "," : "");
+		json_str(out, in->path);
+		fprintf(out, ", \"role\": ");
+		json_str(out, nt_role_name(in->hdr.role));
+		fprintf(out, ", \"hostname\": ");
+		json_str(out, in->hdr.hostname);
+		fprintf(out, ", \"kernel\": ");
+		json_str(out, in->hdr.kernel);
+		fprintf(out, ", \"records\": %zu, \"complete\": %s", in->n, in->status == NT_READ_OK ? "true" : "false");
+		if (in->status != NT_READ_OK) {
+			fprintf(out, ", \"error\": ");
+			json_str(out, in->status_msg);
+		}
+		fprintf(out, ",\n   \"hooks\": [");
+		for (uint32_t k = 0; k < in->hdr.nhooks; k++) {
+			const struct nt_hook_info *hk = &in->hdr.hooks[k];
+
+			fprintf(out, "%s{\"name\": ", k ? ", " : "");
+			json_str(out, hk->name);
+			fprintf(out, ", \"attach\": ");
+			json_str(out, hk->attach);
+			fprintf(out, ", \"status\": ");
+			json_str(out, hk->status);
+			fprintf(out, ", \"boundary\": ");
+			json_str(out, hk->boundary);
+			fputc('}', out);
+		}
+		fprintf(out, "]}");
+	}
+	fprintf(out, "],\n \"lost_records\": %" PRIu64 ", \"matched\": %" PRIu64
+		", \"unmatched\": {\"initiator\": %" PRIu64 ", \"target\": %" PRIu64 "},\n",
+		rep->lost, rep->matched, rep->unmatched_init, rep->unmatched_tgt);
+	fprintf(out, " \"not_recorded\": {\"in_flight_at_start\": %" PRIu64 ", \"in_flight_at_stop\": %" PRIu64
+		", \"admin\": %" PRIu64 ", \"negative_network\": %" PRIu64 "},\n",
+		rep->no_start, rep->inflight_end, rep->admin, rep->neg_network);
+	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		const struct nt_group *g = &rep->groups[gi];
+
+		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+		queue_name(g, q, sizeof(q));
+		fprintf(out, "%s\n  {\"op\": ", gi ? "," : "");
+		json_str(out, g->op == 0xff ? "all" : nt_op_name(g->op));
+		fprintf(out, ", \"size\": %u, \"device\": ", g->size);
+		json_str(out, (o->group_by & NT_GB_DEV) ? name : "all");
+		if (o->group_by & NT_GB_QUEUE) {
+			fprintf(out, ", \"queue\": ");
+			json_str(out, q);
+		}
+		fprintf(out, ", \"count\": %" PRIu64 ",\n   \"stages\": {", g->count);
+		first = true;
+		for (int s = 0; s < NT_ST_NR; s++) {
+			const struct nt_hist *h = &g->h[s];
+
+			if (!h->count)
+				continue;
+			fprintf(out, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
+				nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
+			for (int p = 0; p < o->npcts; p++) {
+				pct_key(o->pcts[p], key, sizeof(key));
+				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
+			}
+			if (g->stand_in[s])
+				fprintf(out, ", \"stand_in\": %" PRIu64, g->stand_in[s]);
+			fputc('}', out);
+			first = false;
+		}
+		fprintf(out, "}}");
+	}
+	fprintf(out, "]}\n");
+}
+
+/* ---- CSV ---- */
+
+static void print_csv(FILE *out, const struct nt_report *rep)
+{
+	const struct nt_report_opts *o = rep->o;
+	char name[64], q[32], key[16];
+
+	fprintf(out, "op,size,device,queue,group_count,stage,count,avg_us");
+	for (int p = 0; p < o->npcts; p++) {
+		pct_key(o->pcts[p], key, sizeof(key));
+		fprintf(out, ",%s_us", key);
+	}
+	fputc('\n', out);
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		const struct nt_group *g = &rep->groups[gi];
+
+		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+		queue_name(g, q, sizeof(q));
+		for (int s = 0; s < NT_ST_NR; s++) {
+			const struct nt_hist *h = &g->h[s];
+
+			if (!h->count)
+				continue;
+			fprintf(out, "%s,%u,%s,%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f",
+				g->op == 0xff ? "all" : nt_op_name(g->op), g->size,
+				(o->group_by & NT_GB_DEV) ? name : "all", q, g->count, nt_stage_name(s),
+				h->count, nt_hist_mean(h) / 1000.0);
+			for (int p = 0; p < o->npcts; p++)
+				fprintf(out, ",%.3f", us(nt_hist_percentile(h, o->pcts[p])));
+			fputc('\n', out);
+		}
+	}
+}
+
+void nt_report_print(FILE *out, const struct nt_report *rep)
+{
+	switch (rep->o->format) {
+	case NT_FMT_JSON:
+		print_json(out, rep);
+		break;
+	case NT_FMT_CSV:
+		print_csv(out, rep);
+		break;
+	default:
+		print_text(out, rep);
+	}
+}
+
+int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
+{
+	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins));
+	struct nt_report_opts o = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
+				    .group_by = cfg->group_by, .verbose = cfg->verbose };
+	struct nt_report rep;
+	char msg[400];
+	int rc = 0, n = 0;
+
+	if (!ins)
+		return 1;
+	memcpy(o.pcts, cfg->pcts, sizeof(o.pcts));
+	for (int i = 0; i < cfg->nfiles; i++, n++) {
+		if (nt_input_load(&ins[i], cfg->files[i], msg, sizeof(msg))) {
+			fprintf(err, "ntbpf report: %s\n", msg);
+			rc = 1;
+			goto out;
+		}
+		if (ins[i].status != NT_READ_OK) {
+			fprintf(err, "ntbpf report: warning: %s: %s\n", cfg->files[i], ins[i].status_msg);
+			rc = 1;	/* still report what the whole chunks hold */
+		}
+	}
+	if (nt_report_build(&rep, ins, n, &o)) {
+		fprintf(err, "ntbpf report: out of memory\n");
+		nt_report_free(&rep);
+		rc = 1;
+		goto out;
+	}
+	nt_report_print(out, &rep);
+	nt_report_free(&rep);
+	if (fflush(out) || ferror(out)) {
+		fprintf(err, "ntbpf report: cannot write the report\n");
+		rc = 1;
+	}
+out:
+	for (int i = 0; i < n; i++)
+		nt_input_free(&ins[i]);
+	free(ins);
+	return rc;
+}

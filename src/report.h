@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * report - turn record files into the per-stage breakdown (pure: no BPF).
+ *
+ *   nt_input_load()    read one file completely (keeps what a cut file holds)
+ *   nt_report_build()  pair I/Os across hosts, group, fill histograms, collect
+ *                      what could not be seen
+ *   nt_report_print()  text (ntprof-like table), JSON (docs/report-json.md), CSV
+ */
+#ifndef NTBPF_REPORT_H
+#define NTBPF_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "cli.h"
+#include "hist.h"
+#include "recfile.h"
+#include "stages.h"
+
+struct nt_input {
+	const char *path;
+	struct nt_header hdr;
+	struct ntbpf_rec *recs;
+	size_t n;
+	enum nt_read_status status;
+	char status_msg[256];	/* why not OK */
+	bool has_trailer;
+	struct nt_trailer trailer;
+};
+
+/* 0, or -1 with a one-line cause in err (file not loaded at all) */
+int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen);
+/* the same from an already open stream (tests) */
+int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen);
+void nt_input_free(struct nt_input *in);
+
+struct nt_group {
+	uint8_t op;
+	uint32_t size;
+	int dev_role;		/* role whose device id is in dev */
+	uint32_t dev;
+	uint16_t ctrl, qid;
+	bool has_queue;
+	uint64_t count;
+	uint64_t stand_in[NT_ST_NR];	/* I/Os whose stage used a stand-in boundary */
+	struct nt_hist h[NT_ST_NR];
+};
+
+struct nt_report_opts {
+	const char *version;	/* ntbpf_version printed in JSON */
+	int npcts;
+	double pcts[NT_MAX_PCTS];
+	enum nt_format format;
+	unsigned int group_by;
+	bool verbose;
+};
+
+struct nt_report {
+	const struct nt_report_opts *o;
+	const struct nt_input *ins;
+	int nins;
+	uint64_t n_init, n_tgt;		/* records per side (admin excluded) */
+	uint64_t matched;
+	uint64_t unmatched_init, unmatched_tgt;
+	uint64_t admin;			/* admin-queue records left out */
+	uint64_t neg_network;		/* matched I/Os whose network term came out negative */
+	uint64_t lost;			/* ring buffer + map full + user space */
+	uint64_t no_start, inflight_end;
+	uint32_t stages_seen;		/* mask of stages with any value */
+	int ngroups;
+	struct nt_group *groups;
+};
+
+int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
+		    const struct nt_report_opts *o);
+void nt_report_print(FILE *out, const struct nt_report *rep);
+void nt_report_free(struct nt_report *rep);
+
+const char *nt_op_name(uint8_t op);
+
+/* "ntbpf report": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
+int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err);
+
+#endif

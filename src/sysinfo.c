@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include "sysinfo.h"
+
+/* first line of a small sysfs file, newline stripped; 0 or -1 */
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, len, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	return 0;
+}
+
+static int dev_of(const char *root, const char *name, uint32_t *devt)
+{
+	char path[512], buf[32];
+	unsigned int maj, min;
+
+	snprintf(path, sizeof(path), "%s/sys/class/block/%s/dev", root, name);
+	if (read_line(path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
+		return -1;
+	*devt = maj << 20 | min;
+	return 0;
+}
+
+static int add_dev(struct nt_devset *ds, const char *name, uint32_t devt)
+{
+	for (int i = 0; i < ds->n; i++)
+		if (ds->devt[i] == devt)
+			return 0;
+	if (ds->n == NTBPF_MAX_DEVS)
+		return -1;
+	ds->devt[ds->n] = devt;
+	snprintf(ds->name[ds->n], sizeof(ds->name[0]), "%s", name);
+	ds->n++;
+	return 0;
+}
+
+int nt_dev_resolve(const char *root, const char *name, struct nt_devset *ds, char *err, size_t errlen)
+{
+	unsigned int subsys, nsid;
+	uint32_t devt;
+	char tail;
+
+	if (dev_of(root, name, &devt)) {
+		snprintf(err, errlen, "unknown device '%s' (no %s/sys/class/block/%s)", name, root, name);
+		return -1;
+	}
+	if (add_dev(ds, name, devt)) {
+		snprintf(err, errlen, "too many devices (at most %d)", NTBPF_MAX_DEVS);
+		return -1;
+	}
+	/* native NVMe multipath: I/O to nvmeXnY is issued on the hidden nvmeXcZnY */
+	if (sscanf(name, "nvme%un%u%c", &subsys, &nsid, &tail) == 2) {
+		char dir[512];
+		DIR *d;
+		struct dirent *e;
+
+		snprintf(dir, sizeof(dir), "%s/sys/class/block", root);
+		d = opendir(dir);
+		while (d && (e = readdir(d))) {
+			unsigned int s, c, n;
+			char t;
+
+			if (sscanf(e->d_name, "nvme%uc%un%u%c", &s, &c, &n, &t) == 3 && s == subsys &&
+			    n == nsid && !dev_of(root, e->d_name, &devt) && add_dev(ds, e->d_name, devt)) {
+				snprintf(err, errlen, "too many devices (at most %d)", NTBPF_MAX_DEVS);
+				closedir(d);
+				return -1;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	return 0;
+}
+
+int nt_dev_all(const char *root, struct nt_devset *ds)
+{
+	char dir[512];
+	DIR *d;
+	struct dirent *e;
+	uint32_t devt;
+
+	snprintf(dir, sizeof(dir), "%s/sys/block", root);
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && !dev_of(root, e->d_name, &devt))
+			add_dev(ds, e->d_name, devt);
+	closedir(d);
+	/* hidden multipath disks are not in /sys/block on every kernel */
+	snprintf(dir, sizeof(dir), "%s/sys/class/block", root);
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		unsigned int s, c, n;
+		char t;
+
+		if (sscanf(e->d_name, "nvme%uc%un%u%c", &s, &c, &n, &t) == 3 && !dev_of(root, e->d_name, &devt))
+			add_dev(ds, e->d_name, devt);
+	}
+	if (d)
+		closedir(d);
+	return 0;
+}
+
+void nt_dev_to_header(const struct nt_devset *ds, struct nt_header *h)
+{
+	for (int i = 0; i < ds->n && h->ndevs < NTBPF_MAX_DEVS; i++)
+		snprintf(h->devs[h->ndevs++], sizeof(h->devs[0]), "%.20s=%u:%u", ds->name[i],
+			 ds->devt[i] >> 20, ds->devt[i] & 0xfffff);
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void nt_sys_identity(struct nt_header *h, int argc, char **argv)
+{
+	struct utsname u;
+	size_t off = 0;
+	uint64_t m0, m1;
+
+	if (gethostname(h->hostname, sizeof(h->hostname) - 1))
+		snprintf(h->hostname, sizeof(h->hostname), "unknown");
+	if (!uname(&u))
+		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
+	if (read_line("/proc/sys/kernel/random/boot_id", h->boot_id, sizeof(h->boot_id)))
+		h->boot_id[0] = 0;
+	/* realtime and boottime bracketed by two monotonic reads: take the midpoint */
+	m0 = clock_ns(CLOCK_MONOTONIC);
+	h->real_ns = clock_ns(CLOCK_REALTIME);
+	h->boot_ns = clock_ns(CLOCK_BOOTTIME);
+	m1 = clock_ns(CLOCK_MONOTONIC);
+	h->mono_ns = m0 + (m1 - m0) / 2;
+	for (int i = 0; i < argc && off + 2 < sizeof(h->cmdline); i++)
+		off += snprintf(h->cmdline + off, sizeof(h->cmdline) - off, "%s%s", i ? " " : "", argv[i]);
+	snprintf(h->ntbpf_version, sizeof(h->ntbpf_version), "%s", NTBPF_VERSION);
+}
+
+int nt_sys_nvme_ctrls(const char *root, struct nt_header *h)
+{
+	char dir[512], path[768], buf[256];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/sys/class/nvme", root);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		struct nt_ctrl_info *c;
+		int inst;
+		char t;
+
+		if (sscanf(e->d_name, "nvme%d%c", &inst, &t) != 1)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/transport", dir, e->d_name);
+		if (read_line(path, buf, sizeof(buf)))
+			continue;
+		c = nt_header_add_ctrl(h);
+		if (!c)
+			break;
+		c->instance = inst;
+		snprintf(c->transport, sizeof(c->transport), "%s", buf);
+		snprintf(path, sizeof(path), "%s/%s/cntlid", dir, e->d_name);
+		if (!read_line(path, buf, sizeof(buf)))
+			c->cntlid = (uint16_t)strtoul(buf, NULL, 0);
+		snprintf(path, sizeof(path), "%s/%s/subsysnqn", dir, e->d_name);
+		read_line(path, c->subsysnqn, sizeof(c->subsysnqn));
+		snprintf(path, sizeof(path), "%s/%s/hostnqn", dir, e->d_name);
+		read_line(path, c->hostnqn, sizeof(c->hostnqn));
+		snprintf(path, sizeof(path), "%s/%s/address", dir, e->d_name);
+		read_line(path, c->address, sizeof(c->address));
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int nt_sys_module_loaded(const char *root, const char *name)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/sys/module/%s", root, name);
+	return stat(path, &st) == 0;
+}

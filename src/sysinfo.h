@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * sysinfo - what this host says about itself, for the record file header:
+ * host, kernel, boot id, clocks, block devices, NVMe controllers.
+ * Every function takes the root of /sys and /proc ("" on a live system) so
+ * tests can point it at a fake tree.
+ */
+#ifndef NTBPF_SYSINFO_H
+#define NTBPF_SYSINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "recfile.h"
+
+struct nt_devset {
+	int n;
+	uint32_t devt[NTBPF_MAX_DEVS];		/* kernel encoding: major << 20 | minor */
+	char name[NTBPF_MAX_DEVS][32];
+};
+
+/*
+ * Resolve a -d name ("nvme1n1", "loop0") into its dev_t, plus the hidden
+ * per-path disks of an NVMe multipath head (nvme1c*n1), where I/O lands.
+ * 0, or -1 with a one-line cause in err.
+ */
+int nt_dev_resolve(const char *root, const char *name, struct nt_devset *ds, char *err, size_t errlen);
+/* every whole disk in /sys/block (for naming devices when no -d was given) */
+int nt_dev_all(const char *root, struct nt_devset *ds);
+/* header DEV items "name=major:minor" */
+void nt_dev_to_header(const struct nt_devset *ds, struct nt_header *h);
+
+/* hostname, kernel release, boot id, clocks (read together), cmdline */
+void nt_sys_identity(struct nt_header *h, int argc, char **argv);
+/* NVMe over TCP controllers of this host from <root>/sys/class/nvme (initiator) */
+int nt_sys_nvme_ctrls(const char *root, struct nt_header *h);
+/* is kernel module NAME loaded (<root>/sys/module/NAME) */
+int nt_sys_module_loaded(const char *root, const char *name);
+
+#endif
