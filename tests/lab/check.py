@@ -42,7 +42,7 @@ def stage_pct(rep, stage, pct):
     gs = [g for g in dev_groups(rep) if stage in g.get("stages", {})]
     if not gs:
         raise AssertionError(f"no '{stage}' stage for {DEV_PREFIX}* in the report")
-    key = f"p{pct}_us".replace(".", "_")
+    key = "avg_us" if pct == "avg" else f"p{pct}_us"
     n = sum(g["count"] for g in gs)
     return sum(g["stages"][stage][key] * g["count"] for g in gs) / max(n, 1)
 
@@ -65,12 +65,40 @@ def initiator_count_equals_fio(d, slack=0):
     return f"initiator {n} == fio {fio_n}"
 
 
-def end_to_end_vs_fio_clat(d, percentile=50, rel_tol=0.3):
-    e2e = stage_pct(load(d, "report-initiator.json"), "end_to_end", percentile)
-    clat = fio_clat_us(load(d, "fio.json"), percentile)
-    rel = abs(e2e - clat) / clat
-    assert rel <= rel_tol, f"end_to_end p{percentile} {e2e:.0f}us vs fio clat {clat:.0f}us: {rel:.0%} > {rel_tol:.0%}"
-    return f"p{percentile} {e2e:.0f}us ~ fio {clat:.0f}us ({rel:.0%})"
+def fio_lat(fio, what):
+    """fio's total latency (submit start -> completion reaped), us: 'mean' or a percentile."""
+    vals = []
+    for j in fio["jobs"]:
+        for op in ("read", "write"):
+            if j[op]["total_ios"] == 0:
+                continue
+            lat = j[op]["lat_ns"]
+            if what == "mean":
+                vals.append(lat["mean"] / 1000.0)
+            else:
+                pc = lat.get("percentile")
+                if not pc:
+                    raise AssertionError("fio.json has no lat percentiles (--lat_percentiles=1)")
+                vals.append(pc[f"{float(what):.6f}"] / 1000.0)
+    if not vals:
+        raise AssertionError("fio did no I/O")
+    return max(vals)
+
+
+def end_to_end_within_fio_lat(d, stat="avg", low=0.3, high=1.0, slack_us=0):
+    """At QD1 every I/O's block-layer end_to_end lies inside fio's lat of the same I/O, so
+    e2e <= fio lat holds exactly for the mean and for every percentile (fio's percentile
+    buckets are ~3 % wide: give percentiles high=1.05).  The gap is the syscall/wake-up
+    overhead, large under TCG: low is a sanity floor."""
+    rep = load(d, "report-initiator.json")
+    if stat == "avg":
+        e2e = stage_pct(rep, "end_to_end", "avg"); ref = fio_lat(load(d, "fio.json"), "mean")
+    else:
+        e2e = stage_pct(rep, "end_to_end", stat); ref = fio_lat(load(d, "fio.json"), stat)
+    r = e2e / ref
+    assert ref * low <= e2e <= ref * high + slack_us, \
+        f"end_to_end {stat} {e2e:.0f}us vs fio lat {ref:.0f}us: ratio {r:.2f} outside [{low}, {high}]"
+    return f"{stat} {e2e:.0f}us vs fio lat {ref:.0f}us (ratio {r:.2f})"
 
 
 def no_lost_records(d):
@@ -110,7 +138,7 @@ def stage_at_least(d, stage, percentile, us):
     return f"{stage} p{percentile} {v:.0f}us >= {us}us"
 
 
-CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end_vs_fio_clat,
+CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, matched_fraction, target_records, ops_present,
                                   stage_at_least)}
 

@@ -11,12 +11,13 @@ BASIC = [
     # every I/O fio completed is one initiator record for the device; ntbpf record wraps
     # fio's whole life, so nothing fio does can fall outside the window: slack 0
     ("initiator_count_equals_fio", {"slack": 0}),
-    # block-layer end_to_end vs fio's completion latency at QD1: the same I/Os seen from two
-    # places. fio's clat starts after io_submit returns (so it misses part of the
-    # submission) and ends when fio reaps the event (so it adds a wake-up): under TCG each
-    # side is a few tens of us out of ~1 ms. Tolerance: 30 % at p50, 50 % at p99.
-    ("end_to_end_vs_fio_clat", {"percentile": 50, "rel_tol": 0.30}),
-    ("end_to_end_vs_fio_clat", {"percentile": 99, "rel_tol": 0.50}),
+    # block-layer end_to_end vs fio's lat (submit -> reaped) of the same I/Os at QD1:
+    # e2e <= lat per I/O, so for the mean and every percentile (+5 % for fio's percentile
+    # buckets).  The floor is loose on purpose: under TCG the syscall and wake-up overhead
+    # outside the block layer is large (measured e2e/lat: 0.46 at p50, 0.58 avg, 0.59 p99).
+    ("end_to_end_within_fio_lat", {"stat": "avg", "low": 0.3, "high": 1.0}),
+    ("end_to_end_within_fio_lat", {"stat": 50, "low": 0.2, "high": 1.05}),
+    ("end_to_end_within_fio_lat", {"stat": 99, "low": 0.2, "high": 1.05}),
     ("no_lost_records", {}),
     ("matched_fraction", {"min": 0.99, "pending": "host/target matching not implemented yet"}),
     ("target_records", {"pending": "nvmet hooks not implemented yet"}),
