@@ -336,8 +336,13 @@ static void print_text(FILE *out, const struct nt_report *rep)
 
 		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 		queue_name(g, q, sizeof(q));
-		fprintf(out, "\ngroup: op=%s size=%u dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
-			g->size, (o->group_by & NT_GB_DEV) ? name : "all");
+		if (o->group_by & NT_GB_SIZE)
+			snprintf(q, sizeof(q), "%u", g->size);
+		else
+			snprintf(q, sizeof(q), "all");
+		fprintf(out, "\ngroup: op=%s size=%s dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
+			q, (o->group_by & NT_GB_DEV) ? name : "all");
+		queue_name(g, q, sizeof(q));
 		if (o->group_by & NT_GB_QUEUE)
 			fprintf(out, " queue=%s", q);
 		fprintf(out, " I/Os=%" PRIu64 "\n", g->count);

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+/* parse a space-separated command line; err text in errbuf */
+static int parse(const char *line, struct nt_config *cfg, char *errbuf, size_t errlen)
+{
+	static char buf[1024];
+	static char *argv[64];
+	int argc = 0, rc;
+	char *save = NULL, *tok;
+	FILE *err = fmemopen(errbuf, errlen, "w");
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (tok = strtok_r(buf, " ", &save); tok && argc < 63; tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	memset(errbuf, 0, errlen);
+	rc = nt_cli_parse(argc, argv, cfg, err);
+	fclose(err);
+	return rc;
+}
+
+/* a bad command line: -1 and exactly one line naming the cause */
+static void assert_bad(const char *line, const char *cause)
+{
+	struct nt_config cfg;
+	char err[512];
+
+	assert_int_equal(parse(line, &cfg, err, sizeof(err)), -1);
+	if (cause) {
+		assert_non_null(strstr(err, cause));
+		assert_non_null(strchr(err, '\n'));
+		assert_null(strchr(strchr(err, '\n') + 1, '\n'));
+	}
+}
+
+static void test_record_defaults(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	assert_int_equal(parse("ntbpf record", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cmd, NT_CMD_RECORD);
+	assert_string_equal(cfg.output, "ntbpf.data");
+	assert_int_equal(cfg.role, 0);
+	assert_int_equal(cfg.sample, 1);
+	assert_int_equal(cfg.ndevs, 0);
+	assert_null(cfg.cmd_argv);
+	assert_true(cfg.duration == 0);
+}
+
+static void test_record_full(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	assert_int_equal(parse("ntbpf record -o x.ntbpf --role target --duration 2.5 -d nvme1n1 -d /dev/loop0 "
+			       "--sample 10 -- fio --name=t -x", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.output, "x.ntbpf");
+	assert_int_equal(cfg.role, NTBPF_ROLE_TARGET);
+	assert_true(cfg.duration == 2.5);
+	assert_int_equal(cfg.ndevs, 2);
+	assert_string_equal(cfg.devs[0], "nvme1n1");
+	assert_string_equal(cfg.devs[1], "loop0");
+	assert_int_equal(cfg.sample, 10);
+	assert_non_null(cfg.cmd_argv);
+	assert_string_equal(cfg.cmd_argv[0], "fio");
+	assert_string_equal(cfg.cmd_argv[1], "--name=t");
+	assert_string_equal(cfg.cmd_argv[2], "-x");	/* the command's options are not ours */
+	assert_null(cfg.cmd_argv[3]);
+	assert_int_equal(parse("ntbpf record --role initiator", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.role, NTBPF_ROLE_INITIATOR);
+}
+
+static void test_record_bad(void **state)
+{
+	assert_bad("ntbpf record --role both", "bad --role 'both'");
+	assert_bad("ntbpf record --duration -1", "bad --duration");
+	assert_bad("ntbpf record --duration abc", "bad --duration");
+	assert_bad("ntbpf record --sample 0", "bad --sample '0'");
+	assert_bad("ntbpf record --sample 5x", "bad --sample");
+	assert_bad("ntbpf record --sample -3", "bad --sample");
+	assert_bad("ntbpf record stray", "unexpected argument 'stray'");
+	assert_bad("ntbpf record -d a/b", "bad device name");
+	assert_bad("ntbpf record --", "nothing after '--'");
+	/* getopt names unknown options on stderr itself; we only check the status */
+	assert_bad("ntbpf record --bogus", NULL);
+}
+
+static void test_report(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	assert_int_equal(parse("ntbpf report a.ntbpf b.ntbpf", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cmd, NT_CMD_REPORT);
+	assert_int_equal(cfg.nfiles, 2);
+	assert_string_equal(cfg.files[1], "b.ntbpf");
+	assert_int_equal(cfg.npcts, 4);
+	assert_true(cfg.pcts[3] == 99.9);
+	assert_int_equal(cfg.format, NT_FMT_TEXT);
+	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_SIZE | NT_GB_DEV);
+
+	assert_int_equal(parse("ntbpf report --percentiles 50,99.99 --format json --group-by op,queue f",
+			       &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.npcts, 2);
+	assert_true(cfg.pcts[1] == 99.99);
+	assert_int_equal(cfg.format, NT_FMT_JSON);
+	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_QUEUE);
+	assert_int_equal(parse("ntbpf report --format csv --group-by none f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.format, NT_FMT_CSV);
+	assert_int_equal(cfg.group_by, 0);
+}
+
+static void test_report_bad(void **state)
+{
+	assert_bad("ntbpf report", "no record file given");
+	assert_bad("ntbpf report --percentiles 0 f", "bad percentile '0'");
+	assert_bad("ntbpf report --percentiles 101 f", "bad percentile '101'");
+	assert_bad("ntbpf report --percentiles 50,x f", "bad percentile 'x'");
+	assert_bad("ntbpf report --percentiles , f", "at least one");
+	assert_bad("ntbpf report --format xml f", "bad --format 'xml'");
+	assert_bad("ntbpf report --group-by op,color f", "bad --group-by key 'color'");
+	assert_bad("ntbpf report f -- x", "nothing after");
+}
+
+static void test_top_level(void **state)
+{
+	struct nt_config cfg;
+	char err[2048];
+
+	assert_bad("ntbpf frobnicate", "unknown command 'frobnicate'");
+	assert_int_equal(parse("ntbpf", &cfg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "Usage: ntbpf COMMAND"));
+	assert_int_equal(parse("ntbpf probe", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cmd, NT_CMD_PROBE);
+	assert_bad("ntbpf probe extra", "unexpected argument");
+}
+
+static void test_help_is_not_an_error(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+	FILE *saved = stdout;
+
+	/* argp prints help to stdout: keep the test output clean */
+	stdout = fopen("/dev/null", "w");
+	assert_int_equal(parse("ntbpf report --help", &cfg, err, sizeof(err)), 1);
+	assert_int_equal(parse("ntbpf record --help", &cfg, err, sizeof(err)), 1);
+	assert_int_equal(parse("ntbpf --help", &cfg, err, sizeof(err)), 1);
+	fclose(stdout);
+	stdout = saved;
+	assert_string_equal(err, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_defaults),
+		cmocka_unit_test(test_record_full),
+		cmocka_unit_test(test_record_bad),
+		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_report_bad),
+		cmocka_unit_test(test_top_level),
+		cmocka_unit_test(test_help_is_not_an_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stages.h"
+
+static struct ntbpf_rec init_rec(const uint32_t *ev, int n)
+{
+	struct ntbpf_rec r = { .t0 = 1000000, .role = NTBPF_ROLE_INITIATOR };
+
+	for (int i = 0; i < n; i++) {
+		if (ev[i] == UINT32_MAX)
+			continue;
+		r.ev[i] = ev[i];
+		r.ev_mask |= 1u << i;
+	}
+	return r;
+}
+
+/* every initiator event, in ns after t0 */
+static const uint32_t full_init[EV_I_NR] = {
+	[EV_I_BLK_START] = 0, [EV_I_BLK_ISSUE] = 900, [EV_I_QUEUE_RQ] = 700,
+	[EV_I_CMD_SENT] = 5700, [EV_I_R2T_ARRIVE] = UINT32_MAX, [EV_I_DATA_SENT] = UINT32_MAX,
+	[EV_I_RESP_ARRIVE] = 105700, [EV_I_RESP_PROC] = 108000, [EV_I_NVME_DONE] = 109500,
+	[EV_I_BLK_DONE] = 110000,
+};
+
+static struct ntbpf_rec tgt_rec(void)
+{
+	struct ntbpf_rec r = { .t0 = 77, .role = NTBPF_ROLE_TARGET };
+	const uint32_t ev[EV_T_NR] = {
+		[EV_T_CMD_ARRIVE] = 0, [EV_T_CMD_PICKUP] = 3000, [EV_T_REQ_INIT] = 3500,
+		[EV_T_EXEC] = 4000, [EV_T_SUBSYS_DONE] = 54000, [EV_T_RESP_QUEUED] = 55000,
+		[EV_T_RESP_SENT] = 60000,
+	};
+
+	for (int i = 0; i < EV_T_NR; i++)
+		if (i != EV_T_R2T_SENT && i != EV_T_DATA_ARRIVE) {
+			r.ev[i] = ev[i];
+			r.ev_mask |= 1u << i;
+		}
+	return r;
+}
+
+static void test_init_only_stages(void **state)
+{
+	struct ntbpf_rec r = init_rec(full_init, EV_I_NR);
+	uint64_t v[NT_ST_NR], sum;
+	uint32_t stand_in;
+	bool neg;
+	uint32_t m = nt_stages_compute(&r, NULL, v, &stand_in, &neg);
+
+	assert_true(m & (1u << NT_ST_BLK_SUB));
+	assert_int_equal(v[NT_ST_BLK_SUB], 700);
+	assert_int_equal(v[NT_ST_NVME_TCP_SUB], 5000);
+	assert_int_equal(v[NT_ST_REMOTE], 100000);
+	assert_int_equal(v[NT_ST_NSTACK_COMP], 2300);
+	assert_int_equal(v[NT_ST_NVME_TCP_COMP], 1500);
+	assert_int_equal(v[NT_ST_BLK_COMP], 500);
+	assert_int_equal(v[NT_ST_E2E], 110000);
+	/* nvme events seen: no blk_device, no target stages, no network */
+	assert_false(m & (1u << NT_ST_BLK_DEVICE));
+	assert_false(m & (1u << NT_ST_NETWORK));
+	assert_false(m & (1u << NT_ST_TARGET_SUBSYS));
+	assert_int_equal(stand_in, 0);
+	sum = v[NT_ST_BLK_SUB] + v[NT_ST_NVME_TCP_SUB] + v[NT_ST_REMOTE] + v[NT_ST_NSTACK_COMP] +
+	      v[NT_ST_NVME_TCP_COMP] + v[NT_ST_BLK_COMP];
+	assert_int_equal(sum, v[NT_ST_E2E]);
+}
+
+static void test_matched_ten_stages_sum(void **state)
+{
+	struct ntbpf_rec i = init_rec(full_init, EV_I_NR), t = tgt_rec();
+	uint64_t v[NT_ST_NR], sum = 0;
+	uint32_t stand_in;
+	bool neg;
+	uint32_t m = nt_stages_compute(&i, &t, v, &stand_in, &neg);
+	static const int ten[] = { NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
+				   NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
+				   NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP };
+
+	assert_false(neg);
+	for (size_t k = 0; k < sizeof(ten) / sizeof(ten[0]); k++) {
+		assert_true(m & (1u << ten[k]));
+		sum += v[ten[k]];
+	}
+	assert_int_equal(v[NT_ST_NETWORK], 100000 - 60000);
+	assert_int_equal(v[NT_ST_TARGET_SUBSYS], 50000);
+	assert_int_equal(sum, v[NT_ST_E2E]);
+}
+
+static void test_negative_network_left_out(void **state)
+{
+	struct ntbpf_rec i = init_rec(full_init, EV_I_NR), t = tgt_rec();
+	uint64_t v[NT_ST_NR];
+	uint32_t stand_in;
+	bool neg;
+	uint32_t m;
+
+	t.ev[EV_T_RESP_SENT] = 200000;	/* target residence longer than the host's wait */
+	m = nt_stages_compute(&i, &t, v, &stand_in, &neg);
+	assert_true(neg);
+	assert_false(m & (1u << NT_ST_NETWORK));
+}
+
+static void test_block_only(void **state)
+{
+	const uint32_t ev[EV_I_NR] = {
+		[EV_I_BLK_START] = 0, [EV_I_BLK_ISSUE] = 250, [EV_I_QUEUE_RQ] = UINT32_MAX,
+		[EV_I_CMD_SENT] = UINT32_MAX, [EV_I_R2T_ARRIVE] = UINT32_MAX, [EV_I_DATA_SENT] = UINT32_MAX,
+		[EV_I_RESP_ARRIVE] = UINT32_MAX, [EV_I_RESP_PROC] = UINT32_MAX, [EV_I_NVME_DONE] = UINT32_MAX,
+		[EV_I_BLK_DONE] = 47000,
+	};
+	struct ntbpf_rec r = init_rec(ev, EV_I_NR);
+	uint64_t v[NT_ST_NR];
+	uint32_t stand_in;
+	bool neg;
+	uint32_t m = nt_stages_compute(&r, NULL, v, &stand_in, &neg);
+
+	assert_int_equal(m, (1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E));
+	assert_int_equal(stand_in, 1u << NT_ST_BLK_SUB);
+	assert_int_equal(v[NT_ST_BLK_SUB], 250);
+	assert_int_equal(v[NT_ST_BLK_DEVICE], 46750);
+	assert_int_equal(v[NT_ST_BLK_SUB] + v[NT_ST_BLK_DEVICE], v[NT_ST_E2E]);
+}
+
+static void test_no_start_stamp(void **state)
+{
+	struct ntbpf_rec r = { .role = NTBPF_ROLE_INITIATOR };
+	uint64_t v[NT_ST_NR];
+	uint32_t stand_in;
+	bool neg;
+	uint32_t m;
+
+	r.ev_mask = (1u << EV_I_BLK_ISSUE) | (1u << EV_I_BLK_DONE);
+	r.ev[EV_I_BLK_ISSUE] = 0;
+	r.ev[EV_I_BLK_DONE] = 3000;
+	m = nt_stages_compute(&r, NULL, v, &stand_in, &neg);
+	assert_false(m & (1u << NT_ST_BLK_SUB));
+	assert_true(m & (1u << NT_ST_E2E));
+	assert_true(stand_in & (1u << NT_ST_E2E));
+	assert_int_equal(v[NT_ST_E2E], 3000);
+}
+
+static void test_out_of_order_is_not_a_value(void **state)
+{
+	struct ntbpf_rec r = init_rec(full_init, EV_I_NR);
+	uint64_t ns = 0;
+
+	r.ev[EV_I_NVME_DONE] = 200000;	/* after blk_done */
+	assert_int_equal(nt_stage_value(&r, NT_ST_BLK_COMP, &ns), -1);
+	/* a target stage asked of an initiator record */
+	assert_int_equal(nt_stage_value(&r, NT_ST_TARGET_SUBSYS, &ns), 0);
+}
+
+static void test_names(void **state)
+{
+	for (int s = 0; s < NT_ST_NR; s++)
+		assert_int_equal(nt_stage_by_name(nt_stage_name(s)), s);
+	assert_int_equal(nt_stage_by_name("nope"), -1);
+	assert_string_equal(nt_stage_name(NT_ST_E2E), "end_to_end");
+	assert_string_equal(nt_ev_name(NTBPF_ROLE_TARGET, EV_T_EXEC), "exec");
+}
+
+/* docs/stages.md's table and src/stages.c must say the same thing */
+static void test_doc_agrees(void **state)
+{
+	const char *dir = getenv("NTBPF_TESTDATA");
+	char path[512], line[512];
+	FILE *f;
+	int rows = 0, in_table = 0;
+	uint32_t seen = 0;
+
+	snprintf(path, sizeof(path), "%s/../../docs/stages.md", dir ? dir : "tests/unit");
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char name[64], host[32], from[32], to[32], alt[64] = "";
+		const struct nt_stage_def *d;
+		int s;
+
+		if (strstr(line, "stages-table: begin"))
+			in_table = 1;
+		if (strstr(line, "stages-table: end"))
+			break;
+		if (!in_table || line[0] != '|' || strstr(line, "---") || strstr(line, "| stage |"))
+			continue;
+		/* | name | host | from | to | stand-in | */
+		assert_true(sscanf(line, "| %63s | %31s | %31s | %31s | %63[^|]", name, host, from, to, alt) >= 4);
+		s = nt_stage_by_name(name);
+		assert_true(s >= 0);
+		d = nt_stage(s);
+		seen |= 1u << s;
+		rows++;
+		if (s == NT_ST_NETWORK) {
+			assert_string_equal(host, "both");
+			assert_string_equal(from, nt_stage_name(NT_ST_REMOTE));
+			assert_string_equal(to, nt_stage_name(NT_ST_TARGET_RES));
+			continue;
+		}
+		assert_string_equal(host, d->role == NTBPF_ROLE_INITIATOR ? "initiator" : "target");
+		assert_string_equal(from, nt_ev_name(d->role, d->from));
+		assert_string_equal(to, nt_ev_name(d->role, d->to));
+		if (d->alt_from >= 0) {
+			char want[64];
+
+			snprintf(want, sizeof(want), "from: %s", nt_ev_name(d->role, d->alt_from));
+			assert_non_null(strstr(alt, want));
+		}
+		if (d->alt_to >= 0) {
+			char want[64];
+
+			snprintf(want, sizeof(want), "to: %s", nt_ev_name(d->role, d->alt_to));
+			assert_non_null(strstr(alt, want));
+		}
+		if (d->alt_from < 0 && d->alt_to < 0)
+			assert_null(strstr(alt, ":"));
+	}
+	fclose(f);
+	assert_int_equal(rows, NT_ST_NR);
+	assert_int_equal(seen, (1u << NT_ST_NR) - 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_init_only_stages),
+		cmocka_unit_test(test_matched_ten_stages_sum),
+		cmocka_unit_test(test_negative_network_left_out),
+		cmocka_unit_test(test_block_only),
+		cmocka_unit_test(test_no_start_stamp),
+		cmocka_unit_test(test_out_of_order_is_not_a_value),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_doc_agrees),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
