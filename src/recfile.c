@@ -1,0 +1,1283 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * recfile.c - write and read the ntbpf record file.
+ *
+ * The byte-level format is specified in docs/record-format.md.  Every
+ * multi-byte integer on disk is little endian and is encoded with shifts, never
+ * by copying host memory, so a file moves between hosts of any byte order.
+ *
+ * Records travel in chunks of up to NT_CHUNK_RECS records.  Inside a chunk the
+ * records are stored "byte-shuffled": byte k of every record is stored
+ * together (out[k * nrec + i] = rec_i[k]) before zlib.  Consecutive records
+ * differ in few bytes (t0 grows slowly, most ev[] slots are zero, dev, op,
+ * role ... repeat), so the shuffled chunk is made of long runs and slowly
+ * varying columns that deflate squeezes far better than interleaved records.
+ * The shuffle is done field by field from a table (rec_fields) so encode and
+ * decode are also the little-endian conversion, in tight loops with no
+ * per-record calls.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+
+#include "recfile.h"
+
+#define FILE_MAGIC	"NTBPFREC"
+#define CHUNK_MAGIC	"CHNK"
+#define TRAILER_MAGIC	"TRLR"
+
+#define HDR_FIXED	16	/* magic 8, version 2, flags 2, payload length 4 */
+#define CHUNK_HDR	20	/* magic 4, nrec 4, raw 4, comp 4, crc 4 */
+#define REC_SIZE	sizeof(struct ntbpf_rec)
+#define REC_PREFIX	offsetof(struct ntbpf_rec, ev)	/* fixed forever */
+#define EV_SIZE		sizeof(((struct ntbpf_rec *)0)->ev[0])
+
+/*
+ * Reader limits: a corrupt length must not make us allocate gigabytes.  Our
+ * writer stays far below them (chunks of 4096 records, headers of a few KiB).
+ */
+#define MAX_HDR_PAYLOAD	(16u << 20)
+#define MAX_CHUNK_NREC	(1u << 20)
+#define MAX_CHUNK_RAW	(128u << 20)
+#define MAX_REC_SIZE	4096u
+#define MAX_NEV		32u	/* ev_mask is 32 bits */
+#define MAX_NSTATS	4096u
+#define TRAILER_MIN	28u	/* records 8, nstats 4, lost_user 8, end 8 */
+
+/*
+ * zlib level: measured on realistic records (docs/record-format.md): level 1
+ * gives ~12 B/record at several hundred MB/s; 6 and 9 save ~10-15 % for 3-10x
+ * the CPU time.  The recorder runs next to the workload, so speed wins.
+ */
+#define ZLEVEL		1
+
+#define UNSHUFFLE_BLOCK	128	/* records: 13 KiB of decoded records */
+
+enum nt_tag {
+	TAG_NTBPF_VERSION = 1,
+	TAG_ROLE = 2,
+	TAG_RECORD_LAYOUT = 3,
+	TAG_HOSTNAME = 4,
+	TAG_KERNEL = 5,
+	TAG_BOOT_ID = 6,
+	TAG_CMDLINE = 7,
+	TAG_CLOCKS = 8,
+	TAG_SAMPLE = 9,
+	TAG_DEV = 10,
+	TAG_HOOK = 11,
+	TAG_CTRL = 12,
+};
+
+_Static_assert(sizeof(struct ntbpf_rec) == 104, "record layout changed");
+_Static_assert(offsetof(struct ntbpf_rec, ev) == 40, "record prefix changed");
+
+/* The record layout, written into the header and driving (un)shuffling. */
+struct rec_field {
+	const char *name;
+	uint16_t off;		/* byte offset in the record */
+	uint16_t size;		/* bytes per element: 1, 2, 4 or 8 */
+	uint16_t count;		/* elements (1 for scalars) */
+};
+
+#define FLD(m) { #m, offsetof(struct ntbpf_rec, m), \
+		 sizeof(((struct ntbpf_rec *)0)->m), 1 }
+#define ARR(m, n) { #m, offsetof(struct ntbpf_rec, m), \
+		    sizeof(((struct ntbpf_rec *)0)->m[0]), n }
+
+static const struct rec_field rec_fields[] = {
+	FLD(t0), FLD(sector), FLD(dev), FLD(bytes), FLD(ev_mask),
+	FLD(ctrl), FLD(qid), FLD(cid), FLD(op), FLD(opcode), FLD(flags),
+	FLD(role), FLD(status), ARR(ev, NTBPF_MAX_EV),
+};
+
+#define NFIELDS (sizeof(rec_fields) / sizeof(rec_fields[0]))
+
+/* ---- little-endian helpers ---------------------------------------------- */
+
+static inline void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+}
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+	p[3] = v >> 24;
+}
+
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v);
+	put32(p + 4, v >> 32);
+}
+
+static inline uint16_t get16(const uint8_t *p)
+{
+	return p[0] | (uint16_t)p[1] << 8;
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/* ---- byte shuffle ------------------------------------------------------- */
+
+/* Column k of a shuffled chunk holds byte k of each of the n records. */
+static void col_put(uint8_t *col, size_t n, const uint8_t *src, unsigned int size)
+{
+	size_t i;
+	unsigned int k;
+
+	for (i = 0; i < n; i++, src += REC_SIZE) {
+		uint64_t v;
+
+		switch (size) {
+		case 1:
+			col[i] = *src;
+			continue;
+		case 2: {
+			uint16_t x;
+
+			memcpy(&x, src, 2);
+			v = x;
+			break;
+		}
+		case 4: {
+			uint32_t x;
+
+			memcpy(&x, src, 4);
+			v = x;
+			break;
+		}
+		default:
+			memcpy(&v, src, 8);
+		}
+		for (k = 0; k < size; k++)
+			col[k * n + i] = v >> (8 * k);
+	}
+}
+
+/*
+ * Gather m records' values of one field from its byte columns (column k at
+ * col + k * stride).  One loop per width so the gathers unroll; this is the
+ * reader's hot path (about 30 stores per record, no calls).
+ */
+static void col_get(uint8_t *dst, const uint8_t *col, size_t stride, size_t m,
+		    unsigned int size)
+{
+	size_t i;
+
+	switch (size) {
+	case 1:
+		for (i = 0; i < m; i++)
+			dst[i * REC_SIZE] = col[i];
+		break;
+	case 2:
+		for (i = 0; i < m; i++) {
+			uint16_t v = col[i] | (uint16_t)col[stride + i] << 8;
+
+			memcpy(dst + i * REC_SIZE, &v, 2);
+		}
+		break;
+	case 4:
+		for (i = 0; i < m; i++) {
+			uint32_t v = col[i] | (uint32_t)col[stride + i] << 8 |
+				     (uint32_t)col[2 * stride + i] << 16 |
+				     (uint32_t)col[3 * stride + i] << 24;
+
+			memcpy(dst + i * REC_SIZE, &v, 4);
+		}
+		break;
+	default:
+		for (i = 0; i < m; i++) {
+			const uint8_t *c = col + i;
+			uint64_t v = c[0] | (uint64_t)c[stride] << 8 |
+				     (uint64_t)c[2 * stride] << 16 |
+				     (uint64_t)c[3 * stride] << 24 |
+				     (uint64_t)c[4 * stride] << 32 |
+				     (uint64_t)c[5 * stride] << 40 |
+				     (uint64_t)c[6 * stride] << 48 |
+				     (uint64_t)c[7 * stride] << 56;
+
+			memcpy(dst + i * REC_SIZE, &v, 8);
+		}
+	}
+}
+
+static void shuffle(uint8_t *out, const struct ntbpf_rec *recs, size_t n)
+{
+	const uint8_t *base = (const uint8_t *)recs;
+	size_t f, e;
+
+	for (f = 0; f < NFIELDS; f++) {
+		const struct rec_field *fd = &rec_fields[f];
+
+		for (e = 0; e < fd->count; e++) {
+			size_t at = fd->off + e * fd->size;
+
+			col_put(out + at * n, n, base + at, fd->size);
+		}
+	}
+}
+
+/*
+ * Decode n records from a chunk written with the file's layout.  The first
+ * REC_PREFIX bytes never change; after them come nev 32-bit ev[] slots.  We
+ * take the slots we have room for (nslots) and zero the others, and ignore
+ * whatever a newer writer appended after its ev[].  Column k of the file
+ * starts at raw + k * n whatever the file's record size.
+ */
+static void unshuffle_block(struct ntbpf_rec *recs, const uint8_t *raw, size_t n,
+			    size_t m, uint32_t nslots)
+{
+	uint8_t *base = (uint8_t *)recs;
+	size_t f, e;
+
+	for (f = 0; f < NFIELDS; f++) {
+		const struct rec_field *fd = &rec_fields[f];
+		size_t count = fd->off == REC_PREFIX ? nslots : fd->count;
+
+		for (e = 0; e < count; e++) {
+			size_t at = fd->off + e * fd->size;
+
+			col_get(base + at, raw + at * n, n, m, fd->size);
+		}
+	}
+}
+
+static void unshuffle(struct ntbpf_rec *recs, const uint8_t *raw, size_t n,
+		      uint32_t file_nev)
+{
+	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
+	size_t b, i;
+
+	/* in blocks that stay in L1 while every field is filled in */
+	for (b = 0; b < n; b += UNSHUFFLE_BLOCK)
+		unshuffle_block(recs + b, raw + b, n,
+				n - b < UNSHUFFLE_BLOCK ? n - b : UNSHUFFLE_BLOCK,
+				nslots);
+	if (file_nev == NTBPF_MAX_EV)
+		return;
+	/* Another layout: slots we lack are zero and marked invalid. */
+	for (i = 0; i < n; i++) {
+		memset(&recs[i].ev[nslots], 0, (NTBPF_MAX_EV - nslots) * EV_SIZE);
+		recs[i].ev_mask &= (uint32_t)((1ull << nslots) - 1);
+	}
+}
+
+/* ---- header helpers ----------------------------------------------------- */
+
+/*
+ * Append one zeroed element to a dynamic array.  Capacity is implicit (the
+ * next power of two >= n, at least 4), so the structs need no extra field.
+ */
+static void *array_add(void **arr, uint32_t *n, size_t elsize)
+{
+	uint32_t cnt = *n;
+	uint8_t *p = *arr;
+
+	if (cnt == UINT32_MAX)
+		return NULL;
+	if (cnt == 0 || (cnt >= 4 && !(cnt & (cnt - 1)))) {
+		size_t cap = cnt ? (size_t)cnt * 2 : 4;
+
+		p = realloc(p, cap * elsize);
+		if (!p)
+			return NULL;
+		*arr = p;
+	}
+	memset(p + cnt * elsize, 0, elsize);
+	*n = cnt + 1;
+	return p + cnt * elsize;
+}
+
+void nt_header_init(struct nt_header *h, uint8_t role)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = NT_FILE_VERSION;
+	h->role = role;
+	h->rec_size = REC_SIZE;
+	h->nev = NTBPF_MAX_EV;
+	h->sample = 1;
+#ifdef NTBPF_VERSION
+	snprintf(h->ntbpf_version, sizeof(h->ntbpf_version), "%s", NTBPF_VERSION);
+#endif
+}
+
+struct nt_hook_info *nt_header_add_hook(struct nt_header *h)
+{
+	return array_add((void **)&h->hooks, &h->nhooks, sizeof(*h->hooks));
+}
+
+struct nt_ctrl_info *nt_header_add_ctrl(struct nt_header *h)
+{
+	struct nt_ctrl_info *c;
+
+	c = array_add((void **)&h->ctrls, &h->nctrls, sizeof(*h->ctrls));
+	if (c)
+		c->instance = -1;
+	return c;
+}
+
+struct nt_queue_info *nt_ctrl_add_queue(struct nt_ctrl_info *c)
+{
+	struct nt_queue_info *q;
+
+	q = array_add((void **)&c->queues, &c->nqueues, sizeof(*c->queues));
+	if (q)
+		q->io_cpu = -1;
+	return q;
+}
+
+void nt_header_free(struct nt_header *h)
+{
+	uint32_t i;
+
+	if (!h)
+		return;
+	for (i = 0; i < h->nctrls && h->ctrls; i++)
+		free(h->ctrls[i].queues);
+	free(h->ctrls);
+	free(h->hooks);
+	h->ctrls = NULL;
+	h->hooks = NULL;
+	h->nctrls = 0;
+	h->nhooks = 0;
+}
+
+const char *nt_role_name(uint8_t role)
+{
+	switch (role) {
+	case NTBPF_ROLE_INITIATOR:
+		return "initiator";
+	case NTBPF_ROLE_TARGET:
+		return "target";
+	default:
+		return "unknown";
+	}
+}
+
+int nt_role_parse(const char *s)
+{
+	if (!s)
+		return -1;
+	if (!strcasecmp(s, "initiator"))
+		return NTBPF_ROLE_INITIATOR;
+	if (!strcasecmp(s, "target"))
+		return NTBPF_ROLE_TARGET;
+	return -1;
+}
+
+/* ---- header encoding ---------------------------------------------------- */
+
+/* Growable byte buffer; an allocation failure is sticky and checked once. */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static uint8_t *buf_room(struct buf *b, size_t n)
+{
+	uint8_t *p;
+
+	if (b->oom)
+		return NULL;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return NULL;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	p = b->p + b->len;
+	b->len += n;
+	return p;
+}
+
+static void buf_u8(struct buf *b, uint8_t v)
+{
+	uint8_t *p = buf_room(b, 1);
+
+	if (p)
+		*p = v;
+}
+
+static void buf_u16(struct buf *b, uint16_t v)
+{
+	uint8_t *p = buf_room(b, 2);
+
+	if (p)
+		put16(p, v);
+}
+
+static void buf_u32(struct buf *b, uint32_t v)
+{
+	uint8_t *p = buf_room(b, 4);
+
+	if (p)
+		put32(p, v);
+}
+
+static void buf_u64(struct buf *b, uint64_t v)
+{
+	uint8_t *p = buf_room(b, 8);
+
+	if (p)
+		put64(p, v);
+}
+
+/* u16 length + bytes; the in-memory field may lack its NUL when full. */
+static void buf_str(struct buf *b, const char *s, size_t size)
+{
+	size_t len = strnlen(s, size);
+	uint8_t *p;
+
+	if (len > UINT16_MAX)
+		len = UINT16_MAX;
+	buf_u16(b, len);
+	p = buf_room(b, len);
+	if (p)
+		memcpy(p, s, len);
+}
+
+#define BUF_STR(b, field) buf_str(b, field, sizeof(field))
+
+static size_t tlv_begin(struct buf *b, uint16_t tag)
+{
+	buf_u16(b, tag);
+	buf_u16(b, 0);
+	buf_u32(b, 0);		/* length, patched by tlv_end */
+	return b->len;
+}
+
+static void tlv_end(struct buf *b, size_t start)
+{
+	if (!b->oom)
+		put32(b->p + start - 4, b->len - start);
+}
+
+static void tlv_str(struct buf *b, uint16_t tag, const char *s, size_t size)
+{
+	size_t at = tlv_begin(b, tag);
+
+	buf_str(b, s, size);
+	tlv_end(b, at);
+}
+
+static void enc_layout(struct buf *b)
+{
+	size_t at = tlv_begin(b, TAG_RECORD_LAYOUT), f;
+
+	buf_u32(b, REC_SIZE);
+	buf_u32(b, NTBPF_MAX_EV);
+	buf_u32(b, NFIELDS);
+	for (f = 0; f < NFIELDS; f++) {
+		buf_str(b, rec_fields[f].name, strlen(rec_fields[f].name));
+		buf_u32(b, rec_fields[f].off);
+		buf_u32(b, rec_fields[f].size);
+		buf_u32(b, rec_fields[f].count);
+	}
+	tlv_end(b, at);
+}
+
+static void enc_hook(struct buf *b, const struct nt_hook_info *k)
+{
+	size_t at = tlv_begin(b, TAG_HOOK);
+
+	BUF_STR(b, k->name);
+	BUF_STR(b, k->attach);
+	BUF_STR(b, k->status);
+	BUF_STR(b, k->boundary);
+	tlv_end(b, at);
+}
+
+static void enc_ctrl(struct buf *b, const struct nt_ctrl_info *c)
+{
+	size_t at = tlv_begin(b, TAG_CTRL);
+	uint32_t i;
+
+	buf_u32(b, (uint32_t)c->instance);
+	buf_u16(b, c->cntlid);
+	BUF_STR(b, c->transport);
+	BUF_STR(b, c->subsysnqn);
+	BUF_STR(b, c->hostnqn);
+	BUF_STR(b, c->address);
+	buf_u32(b, c->queues ? c->nqueues : 0);
+	for (i = 0; c->queues && i < c->nqueues; i++) {
+		const struct nt_queue_info *q = &c->queues[i];
+
+		buf_u16(b, q->qid);
+		buf_u32(b, (uint32_t)q->io_cpu);
+		BUF_STR(b, q->saddr);
+		buf_u16(b, q->sport);
+		BUF_STR(b, q->daddr);
+		buf_u16(b, q->dport);
+	}
+	tlv_end(b, at);
+}
+
+static void enc_items(struct buf *b, const struct nt_header *h)
+{
+	uint32_t i, ndevs = h->ndevs < NTBPF_MAX_DEVS ? h->ndevs : NTBPF_MAX_DEVS;
+	size_t at;
+
+	tlv_str(b, TAG_NTBPF_VERSION, h->ntbpf_version, sizeof(h->ntbpf_version));
+	at = tlv_begin(b, TAG_ROLE);
+	buf_u8(b, h->role);
+	tlv_end(b, at);
+	enc_layout(b);
+	tlv_str(b, TAG_HOSTNAME, h->hostname, sizeof(h->hostname));
+	tlv_str(b, TAG_KERNEL, h->kernel, sizeof(h->kernel));
+	tlv_str(b, TAG_BOOT_ID, h->boot_id, sizeof(h->boot_id));
+	tlv_str(b, TAG_CMDLINE, h->cmdline, sizeof(h->cmdline));
+	at = tlv_begin(b, TAG_CLOCKS);
+	buf_u64(b, h->mono_ns);
+	buf_u64(b, h->real_ns);
+	buf_u64(b, h->boot_ns);
+	tlv_end(b, at);
+	at = tlv_begin(b, TAG_SAMPLE);
+	buf_u32(b, h->sample);
+	tlv_end(b, at);
+	for (i = 0; i < ndevs; i++)
+		tlv_str(b, TAG_DEV, h->devs[i], sizeof(h->devs[i]));
+	for (i = 0; h->hooks && i < h->nhooks; i++)
+		enc_hook(b, &h->hooks[i]);
+	for (i = 0; h->ctrls && i < h->nctrls; i++)
+		enc_ctrl(b, &h->ctrls[i]);
+}
+
+/* Whole header: fixed part, TLV payload, CRC32 of both. */
+static int enc_header(struct buf *b, const struct nt_header *h)
+{
+	uint8_t *p;
+
+	buf_room(b, HDR_FIXED);
+	enc_items(b, h);
+	if (b->oom)
+		return -ENOMEM;
+	if (b->len - HDR_FIXED > MAX_HDR_PAYLOAD)
+		return -E2BIG;
+	p = b->p;
+	memcpy(p, FILE_MAGIC, 8);
+	put16(p + 8, NT_FILE_VERSION);
+	put16(p + 10, 0);
+	put32(p + 12, b->len - HDR_FIXED);
+	buf_u32(b, crc32(0, b->p, b->len));
+	return b->oom ? -ENOMEM : 0;
+}
+
+/* ---- writer ------------------------------------------------------------- */
+
+struct nt_writer {
+	FILE *f;
+	int err;			/* sticky: first failure, -errno */
+	z_stream zs;
+	uint32_t n;			/* pending records */
+	uint64_t records;		/* records in written chunks */
+	uint64_t bytes;
+	uint8_t *out;			/* chunk header + compressed bytes */
+	size_t out_cap;
+	struct ntbpf_rec recs[NT_CHUNK_RECS];
+	uint8_t raw[NT_CHUNK_RECS * REC_SIZE];
+};
+
+static int w_write(struct nt_writer *w, const void *p, size_t n)
+{
+	if (w->err)
+		return w->err;
+	if (fwrite(p, 1, n, w->f) != n) {
+		w->err = errno ? -errno : -EIO;
+		return w->err;
+	}
+	w->bytes += n;
+	return 0;
+}
+
+struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h)
+{
+	struct buf b = { 0 };
+	struct nt_writer *w;
+	int err;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->f = f;
+	if (deflateInit(&w->zs, ZLEVEL) != Z_OK) {
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->out_cap = CHUNK_HDR + deflateBound(&w->zs, sizeof(w->raw));
+	w->out = malloc(w->out_cap);
+	err = w->out ? enc_header(&b, h) : -ENOMEM;
+	if (!err)
+		err = w_write(w, b.p, b.len);
+	free(b.p);
+	if (err) {
+		deflateEnd(&w->zs);
+		free(w->out);
+		free(w);
+		errno = -err;
+		return NULL;
+	}
+	return w;
+}
+
+/*
+ * deflateReset on one long-lived stream instead of compress2(): same zlib
+ * output (level ZLEVEL, default window and strategy) without allocating the
+ * ~270 KiB deflate state for every chunk.
+ */
+static int write_chunk(struct nt_writer *w)
+{
+	size_t raw_len = (size_t)w->n * REC_SIZE;
+	uint8_t *o = w->out;
+	uint32_t clen;
+
+	shuffle(w->raw, w->recs, w->n);
+	deflateReset(&w->zs);
+	w->zs.next_in = w->raw;
+	w->zs.avail_in = raw_len;
+	w->zs.next_out = o + CHUNK_HDR;
+	w->zs.avail_out = w->out_cap - CHUNK_HDR;
+	if (deflate(&w->zs, Z_FINISH) != Z_STREAM_END) {
+		w->err = -EIO;
+		return w->err;
+	}
+	clen = w->zs.total_out;
+	memcpy(o, CHUNK_MAGIC, 4);
+	put32(o + 4, w->n);
+	put32(o + 8, raw_len);
+	put32(o + 12, clen);
+	put32(o + 16, crc32(0, o + CHUNK_HDR, clen));
+	if (w_write(w, o, CHUNK_HDR + clen))
+		return w->err;
+	w->records += w->n;
+	w->n = 0;
+	return 0;
+}
+
+int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
+{
+	if (w->err)
+		return w->err;
+	w->recs[w->n++] = *r;
+	if (w->n == NT_CHUNK_RECS)
+		return write_chunk(w);
+	return 0;
+}
+
+int nt_writer_flush(struct nt_writer *w)
+{
+	if (w->n && write_chunk(w))
+		return w->err;
+	if (!w->err && fflush(w->f))
+		w->err = errno ? -errno : -EIO;
+	return w->err;
+}
+
+/* The trailer's record count is the writer's own: what the file holds. */
+static int write_trailer(struct nt_writer *w, const struct nt_trailer *t)
+{
+	uint8_t o[8 + 8 + 4 + 8 * ST_NR + 8 + 8 + 4], *p = o;
+	unsigned int i;
+
+	memcpy(p, TRAILER_MAGIC, 4);
+	put32(p + 4, sizeof(o) - 12);
+	put64(p + 8, w->records);
+	put32(p + 16, ST_NR);
+	p += 20;
+	for (i = 0; i < ST_NR; i++, p += 8)
+		put64(p, t ? t->stats[i] : 0);
+	put64(p, t ? t->lost_user : 0);
+	put64(p + 8, t ? t->end_mono_ns : 0);
+	put32(p + 16, crc32(0, o, p + 16 - o));
+	return w_write(w, o, sizeof(o));
+}
+
+int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t)
+{
+	int err;
+
+	if (!w)
+		return -EINVAL;
+	if (w->n)
+		write_chunk(w);
+	write_trailer(w, t);
+	nt_writer_flush(w);
+	err = w->err;
+	deflateEnd(&w->zs);
+	free(w->out);
+	free(w);
+	return err;
+}
+
+uint64_t nt_writer_bytes(const struct nt_writer *w)
+{
+	return w->bytes;
+}
+
+/* ---- header decoding ---------------------------------------------------- */
+
+/* Bounds-checked cursor: any overrun sets bad and yields zeroes. */
+struct cur {
+	const uint8_t *p;
+	size_t len;
+	bool bad;
+};
+
+static const uint8_t *cur_take(struct cur *c, size_t n)
+{
+	const uint8_t *p = c->p;
+
+	if (c->bad || c->len < n) {
+		c->bad = true;
+		return NULL;
+	}
+	c->p += n;
+	c->len -= n;
+	return p;
+}
+
+static uint8_t cur_u8(struct cur *c)
+{
+	const uint8_t *p = cur_take(c, 1);
+
+	return p ? *p : 0;
+}
+
+static uint16_t cur_u16(struct cur *c)
+{
+	const uint8_t *p = cur_take(c, 2);
+
+	return p ? get16(p) : 0;
+}
+
+static uint32_t cur_u32(struct cur *c)
+{
+	const uint8_t *p = cur_take(c, 4);
+
+	return p ? get32(p) : 0;
+}
+
+static uint64_t cur_u64(struct cur *c)
+{
+	const uint8_t *p = cur_take(c, 8);
+
+	return p ? get64(p) : 0;
+}
+
+/* Strings longer than the field are cut (and always NUL terminated). */
+static void cur_str(struct cur *c, char *dst, size_t size)
+{
+	uint16_t len = cur_u16(c);
+	const uint8_t *p = cur_take(c, len);
+	size_t n = len < size - 1 ? len : size - 1;
+
+	if (!p)
+		n = 0;
+	memcpy(dst, p ? p : (const uint8_t *)"", n);
+	dst[n] = '\0';
+}
+
+#define CUR_STR(c, field) cur_str(c, field, sizeof(field))
+
+static int dec_ctrl(struct nt_header *h, struct cur *v)
+{
+	struct nt_ctrl_info *c = nt_header_add_ctrl(h);
+	uint32_t nq, i;
+
+	if (!c)
+		return -ENOMEM;
+	c->instance = (int32_t)cur_u32(v);
+	c->cntlid = cur_u16(v);
+	CUR_STR(v, c->transport);
+	CUR_STR(v, c->subsysnqn);
+	CUR_STR(v, c->hostnqn);
+	CUR_STR(v, c->address);
+	nq = cur_u32(v);
+	if (nq > v->len / 14)	/* 14: the smallest queue entry */
+		v->bad = true;
+	for (i = 0; i < nq && !v->bad; i++) {
+		struct nt_queue_info *q = nt_ctrl_add_queue(c);
+
+		if (!q)
+			return -ENOMEM;
+		q->qid = cur_u16(v);
+		q->io_cpu = (int32_t)cur_u32(v);
+		CUR_STR(v, q->saddr);
+		q->sport = cur_u16(v);
+		CUR_STR(v, q->daddr);
+		q->dport = cur_u16(v);
+	}
+	return 0;
+}
+
+static int dec_hook(struct nt_header *h, struct cur *v)
+{
+	struct nt_hook_info *k = nt_header_add_hook(h);
+
+	if (!k)
+		return -ENOMEM;
+	CUR_STR(v, k->name);
+	CUR_STR(v, k->attach);
+	CUR_STR(v, k->status);
+	CUR_STR(v, k->boundary);
+	return 0;
+}
+
+/*
+ * One item.  Unknown tags are skipped, and bytes after the fields we know are
+ * ignored, so later versions may add items or append to existing ones.  The
+ * RECORD_LAYOUT field list is for other readers: ours relies on the fixed
+ * prefix rule (unshuffle) and only needs rec_size and nev.
+ */
+static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v)
+{
+	switch (tag) {
+	case TAG_NTBPF_VERSION:
+		CUR_STR(v, h->ntbpf_version);
+		break;
+	case TAG_ROLE:
+		h->role = cur_u8(v);
+		break;
+	case TAG_RECORD_LAYOUT:
+		h->rec_size = cur_u32(v);
+		h->nev = cur_u32(v);
+		break;
+	case TAG_HOSTNAME:
+		CUR_STR(v, h->hostname);
+		break;
+	case TAG_KERNEL:
+		CUR_STR(v, h->kernel);
+		break;
+	case TAG_BOOT_ID:
+		CUR_STR(v, h->boot_id);
+		break;
+	case TAG_CMDLINE:
+		CUR_STR(v, h->cmdline);
+		break;
+	case TAG_CLOCKS:
+		h->mono_ns = cur_u64(v);
+		h->real_ns = cur_u64(v);
+		h->boot_ns = cur_u64(v);
+		break;
+	case TAG_SAMPLE:
+		h->sample = cur_u32(v);
+		break;
+	case TAG_DEV:
+		if (h->ndevs < NTBPF_MAX_DEVS)	/* more: ignored */
+			CUR_STR(v, h->devs[h->ndevs++]);
+		break;
+	case TAG_HOOK:
+		return dec_hook(h, v);
+	case TAG_CTRL:
+		return dec_ctrl(h, v);
+	}
+	return 0;
+}
+
+static int dec_items(struct nt_header *h, const uint8_t *p, size_t len,
+		     char *err, size_t errlen)
+{
+	struct cur c = { p, len, false };
+
+	while (c.len) {
+		uint16_t tag = cur_u16(&c);
+		uint32_t ilen, rsv = cur_u16(&c);
+		const uint8_t *val;
+		struct cur v;
+
+		(void)rsv;
+		ilen = cur_u32(&c);
+		val = cur_take(&c, ilen);
+		if (!val) {
+			snprintf(err, errlen, "header corrupt (item runs past its end)");
+			return -1;
+		}
+		v = (struct cur){ val, ilen, false };
+		if (dec_item(h, tag, &v)) {
+			snprintf(err, errlen, "out of memory reading the header");
+			return -1;
+		}
+		if (v.bad) {
+			snprintf(err, errlen, "header corrupt (item %u too short)", tag);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int check_layout(const struct nt_header *h, char *err, size_t errlen)
+{
+	if (!h->rec_size) {
+		snprintf(err, errlen, "header corrupt (no record layout)");
+		return -1;
+	}
+	if (h->rec_size < REC_PREFIX || h->rec_size > MAX_REC_SIZE ||
+	    h->nev > MAX_NEV || REC_PREFIX + h->nev * EV_SIZE > h->rec_size) {
+		snprintf(err, errlen,
+			 "unsupported record layout (%u bytes, %u event slots)",
+			 h->rec_size, h->nev);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- reader ------------------------------------------------------------- */
+
+struct nt_reader {
+	FILE *f;
+	z_stream zs;
+	uint32_t rec_size, nev;
+	uint64_t off;			/* file offset of the next byte */
+	uint64_t records;		/* records in the chunks decoded */
+	uint64_t chunks;
+	struct ntbpf_rec *recs;		/* the current chunk, decoded */
+	uint32_t n, pos;
+	size_t recs_cap;		/* in records */
+	uint8_t *comp, *raw;
+	size_t comp_cap, raw_cap;
+	bool done, have_trailer;
+	enum nt_read_status status;
+	struct nt_trailer trailer;
+	char msg[200];
+};
+
+static int hdr_fail(struct nt_header *h, uint8_t *buf, char *err, size_t errlen,
+		    const char *msg)
+{
+	if (msg)
+		snprintf(err, errlen, "%s", msg);
+	free(buf);
+	nt_header_free(h);
+	return -1;
+}
+
+/*
+ * Fixed part, then payload and CRC.  The version is checked before anything
+ * else: a newer major version may have changed everything after it.
+ */
+static int read_header(FILE *f, struct nt_header *h, uint64_t *off,
+		       char *err, size_t errlen)
+{
+	uint8_t fx[HDR_FIXED], *buf;
+	size_t got = fread(fx, 1, HDR_FIXED, f);
+	uint32_t plen, total;
+
+	if (got == 0)
+		return hdr_fail(h, NULL, err, errlen, "file is empty");
+	if (memcmp(fx, FILE_MAGIC, got < 8 ? got : 8))
+		return hdr_fail(h, NULL, err, errlen,
+				"not an ntbpf record file (bad magic)");
+	if (got < HDR_FIXED)
+		return hdr_fail(h, NULL, err, errlen, "file ends inside the header");
+	h->version = get16(fx + 8);
+	if (h->version > NT_FILE_VERSION || h->version == 0) {
+		snprintf(err, errlen, "record file version %u is %s this ntbpf (%u)",
+			 h->version, h->version ? "newer than" : "not supported by",
+			 NT_FILE_VERSION);
+		return hdr_fail(h, NULL, err, errlen, NULL);
+	}
+	plen = get32(fx + 12);
+	if (plen > MAX_HDR_PAYLOAD)
+		return hdr_fail(h, NULL, err, errlen,
+				"header corrupt (payload length too large)");
+	total = HDR_FIXED + plen + 4;
+	buf = malloc(total);
+	if (!buf)
+		return hdr_fail(h, NULL, err, errlen, "out of memory reading the header");
+	memcpy(buf, fx, HDR_FIXED);
+	if (fread(buf + HDR_FIXED, 1, plen + 4, f) != plen + 4)
+		return hdr_fail(h, buf, err, errlen, "file ends inside the header");
+	if (crc32(0, buf, HDR_FIXED + plen) != get32(buf + HDR_FIXED + plen))
+		return hdr_fail(h, buf, err, errlen, "header corrupt (CRC mismatch)");
+	if (dec_items(h, buf + HDR_FIXED, plen, err, errlen) ||
+	    check_layout(h, err, errlen))
+		return hdr_fail(h, buf, err, errlen, NULL);
+	free(buf);
+	*off = total;
+	return 0;
+}
+
+struct nt_reader *nt_reader_open(FILE *f, struct nt_header *h, char *err, size_t errlen)
+{
+	struct nt_reader *rd;
+	char dummy[1];
+
+	if (!err || !errlen) {
+		err = dummy;
+		errlen = sizeof(dummy);
+	}
+	err[0] = '\0';
+	nt_header_init(h, 0);
+	h->rec_size = 0;	/* must come from the file */
+	h->nev = 0;
+	h->sample = 0;
+	h->ntbpf_version[0] = '\0';
+	rd = calloc(1, sizeof(*rd));
+	if (!rd) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (read_header(f, h, &rd->off, err, errlen)) {
+		free(rd);
+		return NULL;
+	}
+	if (inflateInit2(&rd->zs, -MAX_WBITS) != Z_OK) {	/* raw: inflate_chunk */
+		snprintf(err, errlen, "out of memory (zlib)");
+		nt_header_free(h);
+		free(rd);
+		return NULL;
+	}
+	rd->f = f;
+	rd->rec_size = h->rec_size;
+	rd->nev = h->nev;
+	return rd;
+}
+
+static void stop(struct nt_reader *rd, enum nt_read_status st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rd->msg, sizeof(rd->msg), fmt, ap);
+	va_end(ap);
+	rd->status = st;
+	rd->done = true;
+}
+
+static void stop_truncated(struct nt_reader *rd, const char *where)
+{
+	stop(rd, NT_READ_TRUNCATED,
+	     "truncated after %llu records (%s): the recording was interrupted",
+	     (unsigned long long)rd->records, where);
+}
+
+/* 0: read; otherwise the reader is stopped (end of file or read error). */
+static int rd_read(struct nt_reader *rd, void *p, size_t n, const char *where)
+{
+	size_t got = fread(p, 1, n, rd->f);
+
+	rd->off += got;
+	if (got == n)
+		return 0;
+	if (ferror(rd->f))
+		stop(rd, NT_READ_CORRUPT, "read error at offset %llu: %s",
+		     (unsigned long long)rd->off, strerror(errno));
+	else
+		stop_truncated(rd, where);
+	return -1;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elsize)
+{
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	np = realloc(*p, need * elsize);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = need;
+	return 0;
+}
+
+static void read_trailer(struct nt_reader *rd)
+{
+	uint8_t hd[8], *p;
+	uint32_t len, nstats, i;
+	uint64_t at = rd->off - 4;
+
+	memcpy(hd, TRAILER_MAGIC, 4);
+	if (rd_read(rd, hd + 4, 4, "inside the trailer"))
+		return;
+	len = get32(hd + 4);
+	if (len < TRAILER_MIN || len > TRAILER_MIN + 8 * MAX_NSTATS ||
+	    (len - TRAILER_MIN) % 8) {
+		stop(rd, NT_READ_CORRUPT, "trailer at offset %llu corrupt (length %u)",
+		     (unsigned long long)at, len);
+		return;
+	}
+	p = malloc(len + 4);
+	if (!p) {
+		stop(rd, NT_READ_CORRUPT, "out of memory reading the trailer");
+		return;
+	}
+	if (rd_read(rd, p, len + 4, "inside the trailer"))
+		goto out;
+	if (crc32(crc32(0, hd, 8), p, len) != get32(p + len)) {
+		stop(rd, NT_READ_CORRUPT, "trailer at offset %llu corrupt (CRC mismatch)",
+		     (unsigned long long)at);
+		goto out;
+	}
+	nstats = get32(p + 8);
+	if (len != TRAILER_MIN + 8 * nstats) {
+		stop(rd, NT_READ_CORRUPT, "trailer at offset %llu corrupt (%u counters)",
+		     (unsigned long long)at, nstats);
+		goto out;
+	}
+	rd->trailer.records = get64(p);
+	for (i = 0; i < nstats && i < ST_NR; i++)
+		rd->trailer.stats[i] = get64(p + 12 + 8 * i);
+	rd->trailer.lost_user = get64(p + 12 + 8 * nstats);
+	rd->trailer.end_mono_ns = get64(p + 20 + 8 * nstats);
+	rd->have_trailer = true;
+	if (rd->trailer.records != rd->records)
+		stop(rd, NT_READ_CORRUPT, "trailer counts %llu records but the file holds %llu",
+		     (unsigned long long)rd->trailer.records,
+		     (unsigned long long)rd->records);
+	else
+		stop(rd, NT_READ_OK, "%s", "");
+out:
+	free(p);
+}
+
+/* Chunk header fields checked before any allocation sized by them. */
+static bool chunk_sane(const struct nt_reader *rd, uint32_t nrec, uint32_t raw,
+		       uint32_t clen)
+{
+	return nrec && nrec <= MAX_CHUNK_NREC && raw <= MAX_CHUNK_RAW &&
+	       (uint64_t)nrec * rd->rec_size == raw &&
+	       clen && clen <= compressBound(raw);
+}
+
+/*
+ * The chunk is a zlib stream (RFC 1950): 2-byte header, deflate data,
+ * Adler-32 of the output.  We check the header ourselves and inflate the raw
+ * deflate data: zlib's Adler-32 costs about a quarter of the decoding time,
+ * and the CRC32 over the compressed bytes, checked before, already covers
+ * every bit of the stream (a wrong byte cannot reach inflate).
+ */
+static int inflate_chunk(struct nt_reader *rd, uint32_t clen, uint32_t raw)
+{
+	const uint8_t *c = rd->comp;
+	int ret;
+
+	if (clen < 2 + 4 || (c[0] & 0x0f) != Z_DEFLATED || (c[0] >> 4) > 7 ||
+	    (c[1] & 0x20) || ((c[0] << 8) | c[1]) % 31)
+		return -1;	/* not zlib, or needs a preset dictionary */
+	inflateReset(&rd->zs);
+	rd->zs.next_in = (uint8_t *)c + 2;
+	rd->zs.avail_in = clen - 2;
+	rd->zs.next_out = rd->raw;
+	rd->zs.avail_out = raw;
+	ret = inflate(&rd->zs, Z_FINISH);
+	/* exactly raw bytes out, exactly the Adler-32 left over */
+	if (ret == Z_STREAM_END && rd->zs.avail_out == 0 && rd->zs.avail_in == 4)
+		return 0;
+	return -1;
+}
+
+/* Read and decode the next chunk; false when the file ended (status set). */
+static bool load_chunk(struct nt_reader *rd)
+{
+	uint8_t hd[CHUNK_HDR];
+	uint64_t at = rd->off;
+	uint32_t nrec, raw, clen;
+	const char *bad = NULL;
+
+	if (rd_read(rd, hd, 4, "no trailer"))
+		return false;
+	if (!memcmp(hd, TRAILER_MAGIC, 4)) {
+		read_trailer(rd);
+		return false;
+	}
+	if (memcmp(hd, CHUNK_MAGIC, 4)) {
+		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: no chunk at offset %llu",
+		     (unsigned long long)rd->records, (unsigned long long)at);
+		return false;
+	}
+	if (rd_read(rd, hd + 4, CHUNK_HDR - 4, "no trailer"))
+		return false;
+	nrec = get32(hd + 4);
+	raw = get32(hd + 8);
+	clen = get32(hd + 12);
+	if (!chunk_sane(rd, nrec, raw, clen)) {
+		stop(rd, NT_READ_CORRUPT,
+		     "corrupt after %llu records: chunk at offset %llu has bad sizes (%u records, %u/%u bytes)",
+		     (unsigned long long)rd->records, (unsigned long long)at,
+		     nrec, raw, clen);
+		return false;
+	}
+	if (grow((void **)&rd->comp, &rd->comp_cap, clen, 1) ||
+	    grow((void **)&rd->raw, &rd->raw_cap, raw, 1) ||
+	    grow((void **)&rd->recs, &rd->recs_cap, nrec, REC_SIZE)) {
+		stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u records", nrec);
+		return false;
+	}
+	if (rd_read(rd, rd->comp, clen, "no trailer"))
+		return false;
+	if (crc32(0, rd->comp, clen) != get32(hd + 16))
+		bad = "CRC mismatch";
+	else if (inflate_chunk(rd, clen, raw))
+		bad = "decompression failed";
+	if (bad) {
+		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: chunk at offset %llu (%s)",
+		     (unsigned long long)rd->records, (unsigned long long)at, bad);
+		return false;
+	}
+	unshuffle(rd->recs, rd->raw, nrec, rd->nev);
+	rd->n = nrec;
+	rd->pos = 0;
+	rd->records += nrec;
+	rd->chunks++;
+	return true;
+}
+
+int nt_reader_next(struct nt_reader *rd, struct ntbpf_rec *r)
+{
+	if (rd->pos == rd->n) {
+		if (rd->done || !load_chunk(rd))
+			return 0;
+	}
+	*r = rd->recs[rd->pos++];
+	return 1;
+}
+
+enum nt_read_status nt_reader_status(const struct nt_reader *rd, char *err, size_t errlen)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", rd->msg);
+	return rd->status;
+}
+
+const struct nt_trailer *nt_reader_trailer(const struct nt_reader *rd)
+{
+	return rd->have_trailer ? &rd->trailer : NULL;
+}
+
+void nt_reader_close(struct nt_reader *rd)
+{
+	if (!rd)
+		return;
+	inflateEnd(&rd->zs);
+	free(rd->comp);
+	free(rd->raw);
+	free(rd->recs);
+	free(rd);
+}

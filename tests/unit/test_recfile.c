@@ -1,0 +1,1211 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * test_recfile - the record file (src/recfile.c, docs/record-format.md).
+ *
+ * Files are written to and read from memory (open_memstream / fmemopen).
+ * Besides round trips through our own writer and reader, the tests carry a
+ * small independent encoder and decoder written from the spec, so a bug shared
+ * by writer and reader (byte order, shuffle direction, CRC coverage) still
+ * fails.
+ *
+ * NTBPF_RECFILE_BENCH=1 also runs the size/speed measurement quoted in the
+ * doc (skipped otherwise: it takes a few seconds).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "recfile.h"
+
+#define REC_PREFIX offsetof(struct ntbpf_rec, ev)
+
+/* ---- deterministic data ------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	uint64_t x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+static uint64_t rnd_range(uint64_t lo, uint64_t hi)	/* [lo, hi] */
+{
+	return lo + rnd() % (hi - lo + 1);
+}
+
+/* Fields all over their ranges: every byte of every field gets exercised. */
+static void rec_random(struct ntbpf_rec *r, uint64_t i)
+{
+	unsigned int k;
+
+	r->t0 = rnd();
+	r->sector = rnd();
+	r->dev = rnd();
+	r->bytes = rnd();
+	r->ev_mask = rnd();
+	r->ctrl = rnd();
+	r->qid = rnd();
+	r->cid = i;
+	r->op = rnd();
+	r->opcode = rnd();
+	r->flags = rnd();
+	r->role = rnd();
+	r->status = rnd();
+	for (k = 0; k < NTBPF_MAX_EV; k++)
+		r->ev[k] = rnd() >> (rnd() & 63);
+}
+
+/*
+ * What a recorder really sees: t0 increasing by gap_ns-ish steps, random 4K
+ * I/O on two devices, reads and writes, events 0..9 with plausible
+ * latencies, slots 10..15 (and 4, 5 for reads) zero.
+ */
+static void rec_realistic(struct ntbpf_rec *r, uint64_t *t, uint64_t lo_ns, uint64_t hi_ns)
+{
+	unsigned int octaves = 0;
+	uint64_t g;
+	bool wr = rnd() % 10 < 3, big = rnd() % 5 == 0;
+	uint32_t e = 0;
+
+	memset(r, 0, sizeof(*r));
+	/* log-uniform gap: a random octave, uniform inside it (no libm) */
+	while (lo_ns << (octaves + 1) <= hi_ns)
+		octaves++;
+	g = lo_ns << rnd_range(0, octaves - 1);
+	*t += g + rnd_range(0, g - 1);
+	r->t0 = *t;
+	r->dev = rnd() & 1 ? 259u << 20 : (259u << 20) | 1;
+	r->sector = rnd_range(0, (1ull << 31) - 1) << 3;
+	r->bytes = big ? 131072 : 4096;
+	r->ctrl = 0;
+	r->qid = rnd_range(1, 8);
+	r->cid = rnd_range(0, 127);
+	r->op = wr ? NTBPF_OP_WRITE : NTBPF_OP_READ;
+	r->opcode = wr ? 1 : 2;
+	r->flags = NTBPF_F_NVME;
+	r->role = NTBPF_ROLE_INITIATOR;
+	r->ev_mask = 0x3cf | (wr && big ? 0x30 : 0);
+	r->ev[EV_I_BLK_ISSUE] = e += rnd_range(200, 2000);
+	r->ev[EV_I_QUEUE_RQ] = e += rnd_range(1000, 3000);
+	r->ev[EV_I_CMD_SENT] = e += rnd_range(2000, 5000);
+	if (wr && big) {
+		r->ev[EV_I_R2T_ARRIVE] = e += rnd_range(20000, 60000);
+		r->ev[EV_I_DATA_SENT] = e += rnd_range(5000, 20000);
+	}
+	r->ev[EV_I_RESP_ARRIVE] = e += rnd_range(20000, 200000);
+	r->ev[EV_I_RESP_PROC] = e += rnd_range(1000, 10000);
+	r->ev[EV_I_NVME_DONE] = e += rnd_range(500, 3000);
+	r->ev[EV_I_BLK_DONE] = e += rnd_range(200, 1000);
+}
+
+static void fill_str(char *dst, size_t size, const char *prefix, unsigned int n)
+{
+	snprintf(dst, size, "%s-%u", prefix, n);
+}
+
+/* Every header field set, several hooks, controllers with queues. */
+static void header_full(struct nt_header *h)
+{
+	unsigned int i, j;
+
+	nt_header_init(h, NTBPF_ROLE_TARGET);
+	snprintf(h->ntbpf_version, sizeof(h->ntbpf_version), "v1.2.3-test");
+	snprintf(h->hostname, sizeof(h->hostname), "lab-target.example");
+	snprintf(h->kernel, sizeof(h->kernel), "6.12.117-cloud-amd64");
+	snprintf(h->boot_id, sizeof(h->boot_id), "0f6c3f0e-1b2a-4c3d-9e8f-0123456789ab");
+	/* a full field: no NUL inside the array, still round-trips */
+	memset(h->cmdline, 'x', sizeof(h->cmdline) - 1);
+	memcpy(h->cmdline, "ntbpf record ", 13);
+	h->mono_ns = 0x0123456789abcdefull;
+	h->real_ns = 1700000000123456789ull;
+	h->boot_ns = 0xfedcba9876543210ull;
+	h->sample = 7;
+	h->ndevs = 3;
+	snprintf(h->devs[0], sizeof(h->devs[0]), "nvme0n1");
+	snprintf(h->devs[1], sizeof(h->devs[1]), "nvme1n1");
+	snprintf(h->devs[2], sizeof(h->devs[2]), "259:4");
+	for (i = 0; i < 5; i++) {
+		struct nt_hook_info *k = nt_header_add_hook(h);
+
+		assert_non_null(k);
+		fill_str(k->name, sizeof(k->name), "nvmet_tcp:hook", i);
+		fill_str(k->attach, sizeof(k->attach), "fentry", i);
+		fill_str(k->status, sizeof(k->status), "attached", i);
+		fill_str(k->boundary, sizeof(k->boundary), "cmd_arrive", i);
+	}
+	for (i = 0; i < 3; i++) {
+		struct nt_ctrl_info *c = nt_header_add_ctrl(h);
+
+		assert_non_null(c);
+		c->instance = i == 2 ? -1 : (int32_t)i;
+		c->cntlid = 0xa000 + i;
+		fill_str(c->transport, sizeof(c->transport), "tcp", i);
+		fill_str(c->subsysnqn, sizeof(c->subsysnqn), "nqn.2014-08.org.nvmexpress:sub", i);
+		fill_str(c->hostnqn, sizeof(c->hostnqn), "nqn.2014-08.org.nvmexpress:uuid:host", i);
+		fill_str(c->address, sizeof(c->address), "traddr=10.0.0.2,trsvcid=4420,src_addr=10.0.0.1", i);
+		for (j = 0; j < 3 * i + 1; j++) {	/* 1, 4 and 7 queues */
+			struct nt_queue_info *q = nt_ctrl_add_queue(c);
+
+			assert_non_null(q);
+			q->qid = j;
+			q->io_cpu = j == 0 ? -1 : (int32_t)j;
+			fill_str(q->saddr, sizeof(q->saddr), "fd00::1", j);
+			q->sport = 40000 + j;
+			fill_str(q->daddr, sizeof(q->daddr), "fd00::2", j);
+			q->dport = 4420;
+		}
+	}
+}
+
+static void assert_header_equal(const struct nt_header *a, const struct nt_header *b)
+{
+	uint32_t i, j;
+
+	assert_int_equal(a->version, b->version);
+	assert_int_equal(a->role, b->role);
+	assert_int_equal(a->rec_size, b->rec_size);
+	assert_int_equal(a->nev, b->nev);
+	assert_string_equal(a->ntbpf_version, b->ntbpf_version);
+	assert_string_equal(a->hostname, b->hostname);
+	assert_string_equal(a->kernel, b->kernel);
+	assert_string_equal(a->boot_id, b->boot_id);
+	assert_string_equal(a->cmdline, b->cmdline);
+	assert_true(a->mono_ns == b->mono_ns);
+	assert_true(a->real_ns == b->real_ns);
+	assert_true(a->boot_ns == b->boot_ns);
+	assert_int_equal(a->sample, b->sample);
+	assert_int_equal(a->ndevs, b->ndevs);
+	for (i = 0; i < a->ndevs; i++)
+		assert_string_equal(a->devs[i], b->devs[i]);
+	assert_int_equal(a->nhooks, b->nhooks);
+	for (i = 0; i < a->nhooks; i++) {
+		assert_string_equal(a->hooks[i].name, b->hooks[i].name);
+		assert_string_equal(a->hooks[i].attach, b->hooks[i].attach);
+		assert_string_equal(a->hooks[i].status, b->hooks[i].status);
+		assert_string_equal(a->hooks[i].boundary, b->hooks[i].boundary);
+	}
+	assert_int_equal(a->nctrls, b->nctrls);
+	for (i = 0; i < a->nctrls; i++) {
+		const struct nt_ctrl_info *x = &a->ctrls[i], *y = &b->ctrls[i];
+
+		assert_int_equal(x->instance, y->instance);
+		assert_int_equal(x->cntlid, y->cntlid);
+		assert_string_equal(x->transport, y->transport);
+		assert_string_equal(x->subsysnqn, y->subsysnqn);
+		assert_string_equal(x->hostnqn, y->hostnqn);
+		assert_string_equal(x->address, y->address);
+		assert_int_equal(x->nqueues, y->nqueues);
+		for (j = 0; j < x->nqueues; j++) {
+			const struct nt_queue_info *p = &x->queues[j], *q = &y->queues[j];
+
+			assert_int_equal(p->qid, q->qid);
+			assert_int_equal(p->io_cpu, q->io_cpu);
+			assert_string_equal(p->saddr, q->saddr);
+			assert_int_equal(p->sport, q->sport);
+			assert_string_equal(p->daddr, q->daddr);
+			assert_int_equal(p->dport, q->dport);
+		}
+	}
+}
+
+static void assert_rec_equal(const struct ntbpf_rec *a, const struct ntbpf_rec *b)
+{
+	unsigned int k;
+
+	assert_true(a->t0 == b->t0);
+	assert_true(a->sector == b->sector);
+	assert_int_equal(a->dev, b->dev);
+	assert_int_equal(a->bytes, b->bytes);
+	assert_int_equal(a->ev_mask, b->ev_mask);
+	assert_int_equal(a->ctrl, b->ctrl);
+	assert_int_equal(a->qid, b->qid);
+	assert_int_equal(a->cid, b->cid);
+	assert_int_equal(a->op, b->op);
+	assert_int_equal(a->opcode, b->opcode);
+	assert_int_equal(a->flags, b->flags);
+	assert_int_equal(a->role, b->role);
+	assert_int_equal(a->status, b->status);
+	for (k = 0; k < NTBPF_MAX_EV; k++)
+		assert_int_equal(a->ev[k], b->ev[k]);
+}
+
+/* ---- memory files ------------------------------------------------------- */
+
+struct memfile {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static void mf_open(struct memfile *m)
+{
+	m->buf = NULL;
+	m->len = 0;
+	m->f = open_memstream(&m->buf, &m->len);
+	assert_non_null(m->f);
+}
+
+static void mf_close(struct memfile *m)
+{
+	assert_int_equal(fclose(m->f), 0);
+	m->f = NULL;
+}
+
+/* A read stream over the first len bytes of buf (len may be 0). */
+static FILE *rd_stream(const void *buf, size_t len)
+{
+	static const char empty[1];
+	FILE *f = fmemopen((void *)(len ? buf : empty), len ? len : 1, "r");
+
+	assert_non_null(f);
+	if (!len)
+		fseek(f, 0, SEEK_END);
+	return f;
+}
+
+/*
+ * Write hdr, then the records in chunks: flush after each count in
+ * splits[] (a 0 ends the list), the rest closes the file.  chunk_end[]
+ * gets the file offset after each chunk, hdr_len the header length.
+ */
+struct written {
+	struct memfile m;
+	size_t hdr_len;
+	size_t nchunks;
+	size_t chunk_end[64];
+	uint64_t chunk_recs[64];	/* records in chunks 0..i */
+};
+
+static void write_file(struct written *wr, const struct nt_header *h,
+		       const struct ntbpf_rec *recs, size_t n,
+		       const size_t *splits, const struct nt_trailer *t)
+{
+	struct nt_writer *w;
+	size_t i = 0, s = 0;
+
+	memset(wr, 0, sizeof(*wr));
+	mf_open(&wr->m);
+	w = nt_writer_open(wr->m.f, h);
+	assert_non_null(w);
+	assert_int_equal(nt_writer_flush(w), 0);	/* nothing pending: no chunk */
+	wr->hdr_len = nt_writer_bytes(w);
+	for (;;) {
+		size_t stop = splits && splits[s] ? i + splits[s] : n;
+
+		for (; i < stop && i < n; i++)
+			assert_int_equal(nt_writer_add(w, &recs[i]), 0);
+		assert_int_equal(nt_writer_flush(w), 0);
+		if (i == n || !splits || !splits[s])
+			break;
+		s++;
+	}
+	assert_int_equal(nt_writer_close(w, t), 0);
+	mf_close(&wr->m);
+	assert_true(wr->m.len > wr->hdr_len);
+}
+
+/* Walk the chunks independently of the reader: offsets and counts. */
+static void index_chunks(struct written *wr)
+{
+	const uint8_t *p = (const uint8_t *)wr->m.buf;
+	size_t off = wr->hdr_len;
+	uint64_t total = 0;
+
+	wr->nchunks = 0;
+	while (off + 4 <= wr->m.len && !memcmp(p + off, "CHNK", 4)) {
+		uint32_t nrec = p[off + 4] | p[off + 5] << 8 | p[off + 6] << 16 |
+				(uint32_t)p[off + 7] << 24;
+		uint32_t clen = p[off + 12] | p[off + 13] << 8 | p[off + 14] << 16 |
+				(uint32_t)p[off + 15] << 24;
+
+		off += 20 + clen;
+		total += nrec;
+		assert_true(wr->nchunks < 64);
+		wr->chunk_end[wr->nchunks] = off;
+		wr->chunk_recs[wr->nchunks++] = total;
+	}
+	assert_memory_equal(p + off, "TRLR", 4);
+}
+
+/* Read everything; returns the record count, checks them against want. */
+static size_t read_all(FILE *f, const struct ntbpf_rec *want, size_t nwant,
+		       enum nt_read_status *st, char *err, size_t errlen)
+{
+	struct nt_header h;
+	struct nt_reader *rd = nt_reader_open(f, &h, err, errlen);
+	struct ntbpf_rec r;
+	size_t n = 0;
+
+	assert_non_null(rd);
+	while (nt_reader_next(rd, &r)) {
+		assert_true(n < nwant);
+		assert_rec_equal(&r, &want[n]);
+		n++;
+	}
+	assert_int_equal(nt_reader_next(rd, &r), 0);	/* stays at the end */
+	*st = nt_reader_status(rd, err, errlen);
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	return n;
+}
+
+/* ---- independent encoder (from the spec, for hand-made files) ------------ */
+
+struct bb {
+	uint8_t b[1 << 16];
+	size_t len;
+};
+
+static void bb_le(struct bb *b, uint64_t v, int n)
+{
+	while (n--) {
+		b->b[b->len++] = v & 0xff;
+		v >>= 8;
+	}
+}
+
+static void bb_str(struct bb *b, const char *s)
+{
+	bb_le(b, strlen(s), 2);
+	memcpy(b->b + b->len, s, strlen(s));
+	b->len += strlen(s);
+}
+
+static size_t bb_item(struct bb *b, uint16_t tag)
+{
+	bb_le(b, tag, 2);
+	bb_le(b, 0, 2);
+	bb_le(b, 0, 4);
+	return b->len;
+}
+
+static void bb_end(struct bb *b, size_t start)
+{
+	size_t v = b->len - start;
+
+	b->b[start - 4] = v;
+	b->b[start - 3] = v >> 8;
+	b->b[start - 2] = v >> 16;
+	b->b[start - 1] = v >> 24;
+}
+
+/* Header with version, record layout (rec_size, nev, no field list) and extra. */
+static void bb_header(struct bb *b, uint16_t version, uint32_t rec_size, uint32_t nev,
+		      bool extras)
+{
+	size_t at, plen_at;
+
+	memcpy(b->b, "NTBPFREC", 8);
+	b->len = 8;
+	bb_le(b, version, 2);
+	bb_le(b, 0, 2);
+	plen_at = b->len;
+	bb_le(b, 0, 4);
+	if (extras) {	/* unknown tag first: must be skipped */
+		at = bb_item(b, 0x7777);
+		bb_str(b, "from the future");
+		bb_le(b, 0xdeadbeef, 4);
+		bb_end(b, at);
+	}
+	at = bb_item(b, 3);		/* RECORD_LAYOUT */
+	bb_le(b, rec_size, 4);
+	bb_le(b, nev, 4);
+	bb_le(b, 0, 4);			/* no field list: allowed */
+	bb_end(b, at);
+	at = bb_item(b, 2);		/* ROLE */
+	bb_le(b, NTBPF_ROLE_INITIATOR, 1);
+	if (extras)			/* bytes appended to a known item: ignored */
+		bb_le(b, 0x0102030405060708ull, 8);
+	bb_end(b, at);
+	at = bb_item(b, 4);		/* HOSTNAME */
+	bb_str(b, "handmade");
+	bb_end(b, at);
+	if (extras) {
+		at = bb_item(b, 0xfffe);
+		bb_end(b, at);		/* empty unknown item */
+	}
+	bb_end(b, plen_at + 4);
+	bb_le(b, crc32(0, b->b, b->len), 4);
+}
+
+/* Record i as the bytes of a file record of another layout. */
+static void file_rec(uint8_t *out, const struct ntbpf_rec *r, uint32_t rec_size, uint32_t nev)
+{
+	struct bb t;
+	uint32_t k;
+
+	t.len = 0;
+	bb_le(&t, r->t0, 8);
+	bb_le(&t, r->sector, 8);
+	bb_le(&t, r->dev, 4);
+	bb_le(&t, r->bytes, 4);
+	bb_le(&t, r->ev_mask, 4);
+	bb_le(&t, r->ctrl, 2);
+	bb_le(&t, r->qid, 2);
+	bb_le(&t, r->cid, 2);
+	bb_le(&t, r->op, 1);
+	bb_le(&t, r->opcode, 1);
+	bb_le(&t, r->flags, 1);
+	bb_le(&t, r->role, 1);
+	bb_le(&t, r->status, 2);
+	for (k = 0; k < nev; k++)	/* slots we do not have: made up */
+		bb_le(&t, k < NTBPF_MAX_EV ? r->ev[k] : 0x5a5a0000u + k, 4);
+	while (t.len < rec_size)
+		t.b[t.len++] = 0xab;	/* fields after ev[] of a newer writer */
+	memcpy(out, t.b, rec_size);
+}
+
+static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
+		     uint32_t rec_size, uint32_t nev)
+{
+	size_t raw_len = (size_t)n * rec_size, i, k;
+	uint8_t *rec = malloc(rec_size), *raw = malloc(raw_len);
+	uLongf clen = compressBound(raw_len);
+
+	assert_non_null(rec);
+	assert_non_null(raw);
+	for (i = 0; i < n; i++) {
+		file_rec(rec, &recs[i], rec_size, nev);
+		for (k = 0; k < rec_size; k++)
+			raw[k * n + i] = rec[k];
+	}
+	memcpy(b->b + b->len, "CHNK", 4);
+	b->len += 4;
+	bb_le(b, n, 4);
+	bb_le(b, raw_len, 4);
+	/* level 9 here: the reader must not care which level wrote it */
+	assert_int_equal(compress2(b->b + b->len + 8, &clen, raw, raw_len, 9), Z_OK);
+	bb_le(b, clen, 4);
+	bb_le(b, crc32(0, b->b + b->len + 4, clen), 4);
+	b->len += clen;
+	free(rec);
+	free(raw);
+}
+
+static void bb_trailer(struct bb *b, uint64_t records, uint32_t nstats)
+{
+	size_t start = b->len;
+	uint32_t i;
+
+	memcpy(b->b + b->len, "TRLR", 4);
+	b->len += 4;
+	bb_le(b, 8 + 4 + 8 * nstats + 16, 4);
+	bb_le(b, records, 8);
+	bb_le(b, nstats, 4);
+	for (i = 0; i < nstats; i++)
+		bb_le(b, 1000 + i, 8);
+	bb_le(b, 77, 8);
+	bb_le(b, 123456789, 8);
+	bb_le(b, crc32(0, b->b + start, b->len - start), 4);
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_role(void **state)
+{
+	assert_string_equal(nt_role_name(NTBPF_ROLE_INITIATOR), "initiator");
+	assert_string_equal(nt_role_name(NTBPF_ROLE_TARGET), "target");
+	assert_string_equal(nt_role_name(0), "unknown");
+	assert_string_equal(nt_role_name(99), "unknown");
+	assert_int_equal(nt_role_parse("initiator"), NTBPF_ROLE_INITIATOR);
+	assert_int_equal(nt_role_parse("target"), NTBPF_ROLE_TARGET);
+	assert_int_equal(nt_role_parse("Target"), NTBPF_ROLE_TARGET);
+	assert_int_equal(nt_role_parse("host"), -1);
+	assert_int_equal(nt_role_parse(""), -1);
+	assert_int_equal(nt_role_parse(NULL), -1);
+}
+
+static void test_header_helpers(void **state)
+{
+	struct nt_header h;
+	struct nt_ctrl_info *c;
+	unsigned int i;
+
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	assert_int_equal(h.version, NT_FILE_VERSION);
+	assert_int_equal(h.role, NTBPF_ROLE_INITIATOR);
+	assert_int_equal(h.rec_size, sizeof(struct ntbpf_rec));
+	assert_int_equal(h.nev, NTBPF_MAX_EV);
+	assert_int_equal(h.nhooks, 0);
+	for (i = 0; i < 100; i++) {
+		struct nt_hook_info *k = nt_header_add_hook(&h);
+
+		assert_non_null(k);
+		assert_int_equal(k->name[0], 0);	/* zeroed */
+		k->name[0] = 'a' + i % 26;
+	}
+	assert_int_equal(h.nhooks, 100);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(h.hooks[i].name[0], 'a' + i % 26);
+	c = nt_header_add_ctrl(&h);
+	for (i = 0; i < 33; i++)
+		assert_non_null(nt_ctrl_add_queue(c));
+	assert_int_equal(c->nqueues, 33);
+	nt_header_free(&h);
+	assert_int_equal(h.nhooks, 0);
+	assert_int_equal(h.nctrls, 0);
+	nt_header_free(&h);	/* idempotent */
+}
+
+static void test_header_roundtrip(void **state)
+{
+	struct nt_header h, g;
+	struct nt_reader *rd;
+	struct ntbpf_rec r;
+	struct written wr;
+	char err[256];
+	FILE *f;
+
+	header_full(&h);
+	write_file(&wr, &h, NULL, 0, NULL, NULL);
+	f = rd_stream(wr.m.buf, wr.m.len);
+	rd = nt_reader_open(f, &g, err, sizeof(err));
+	assert_non_null(rd);
+	assert_header_equal(&h, &g);
+	assert_int_equal(nt_reader_next(rd, &r), 0);
+	assert_int_equal(nt_reader_status(rd, err, sizeof(err)), NT_READ_OK);
+	assert_string_equal(err, "");
+	nt_reader_close(rd);
+	fclose(f);
+	nt_header_free(&g);
+	nt_header_free(&h);
+	free(wr.m.buf);
+}
+
+/* Byte-level check of what the writer produced, with the spec's decoder. */
+static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, size_t n)
+{
+	const uint8_t *p = (const uint8_t *)wr->m.buf;
+	uint32_t plen = le32(p + 12), nrec, raw, clen, i, k;
+	size_t off, item, done = 0;
+	bool layout = false;
+
+	assert_memory_equal(p, "NTBPFREC", 8);
+	assert_int_equal(p[8] | p[9] << 8, NT_FILE_VERSION);
+	assert_int_equal(p[10] | p[11] << 8, 0);
+	assert_int_equal(16 + plen + 4, wr->hdr_len);
+	assert_int_equal(le32(p + 16 + plen), crc32(0, p, 16 + plen));
+	for (item = 16; item < 16 + plen; item += 8 + le32(p + item + 4)) {
+		if ((p[item] | p[item + 1] << 8) != 3)
+			continue;
+		layout = true;
+		assert_int_equal(le32(p + item + 8), 104);
+		assert_int_equal(le32(p + item + 12), 16);
+		assert_int_equal(le32(p + item + 16), 14);	/* fields */
+		/* first field: "t0", offset 0, size 8, count 1 */
+		assert_int_equal(p[item + 20], 2);
+		assert_memory_equal(p + item + 22, "t0", 2);
+		assert_int_equal(le32(p + item + 24), 0);
+		assert_int_equal(le32(p + item + 28), 8);
+		assert_int_equal(le32(p + item + 32), 1);
+	}
+	assert_true(layout);
+	for (off = wr->hdr_len; !memcmp(p + off, "CHNK", 4); off += 20 + clen) {
+		uint8_t *buf;
+		uLongf got;
+
+		nrec = le32(p + off + 4);
+		raw = le32(p + off + 8);
+		clen = le32(p + off + 12);
+		assert_int_equal(raw, nrec * 104);
+		assert_int_equal(le32(p + off + 16), crc32(0, p + off + 20, clen));
+		buf = malloc(raw);
+		got = raw;
+		assert_int_equal(uncompress(buf, &got, p + off + 20, clen), Z_OK);
+		assert_int_equal(got, raw);
+		for (i = 0; i < nrec; i++) {
+			uint8_t want[104];
+
+			file_rec(want, &recs[done + i], 104, 16);
+			for (k = 0; k < 104; k++)
+				assert_int_equal(buf[k * nrec + i], want[k]);
+		}
+		done += nrec;
+		free(buf);
+	}
+	assert_int_equal(done, n);
+	assert_memory_equal(p + off, "TRLR", 4);
+	assert_int_equal(le32(p + off + 4), 28 + 8 * ST_NR);
+	assert_int_equal(le32(p + off + 8), n);	/* records, low half */
+	assert_int_equal(off + 8 + 28 + 8 * ST_NR + 4, wr->m.len);
+	assert_int_equal(le32(p + off + 8 + 28 + 8 * ST_NR),
+			 crc32(0, p + off, 8 + 28 + 8 * ST_NR));
+}
+
+static void test_records_roundtrip(void **state)
+{
+	static const size_t splits[] = { 1, 4096, 5000, 3, 0 };
+	size_t n = 10000 + 4096 + 1, i, got;
+	struct ntbpf_rec *recs = malloc(n * sizeof(*recs));
+	struct nt_trailer t = { .records = 1 }, *tp = &t;
+	const struct nt_trailer *rt;
+	enum nt_read_status st;
+	struct nt_reader *rd;
+	struct nt_header h, g;
+	struct ntbpf_rec r;
+	struct written wr;
+	char err[256];
+	FILE *f;
+
+	rng_state = 0x9e3779b97f4a7c15ull;
+	for (i = 0; i < n; i++)
+		rec_random(&recs[i], i);
+	for (i = 0; i < ST_NR; i++)
+		t.stats[i] = 0x1111111111111111ull * (i + 1);
+	t.lost_user = 42;
+	t.end_mono_ns = 0x8000000000000001ull;
+	header_full(&h);
+	write_file(&wr, &h, recs, n, splits, tp);
+	index_chunks(&wr);
+	/* 1 | 4096 | 4096+904 | 3 | 4096 + 904 (full chunk then the rest at close) */
+	assert_int_equal(wr.nchunks, 7);
+	assert_int_equal(wr.chunk_recs[0], 1);
+	assert_int_equal(wr.chunk_recs[1], 4097);
+	assert_int_equal(wr.chunk_recs[6], n);
+	check_bytes(&wr, recs, n);
+
+	f = rd_stream(wr.m.buf, wr.m.len);
+	got = read_all(f, recs, n, &st, err, sizeof(err));
+	assert_int_equal(got, n);
+	assert_int_equal(st, NT_READ_OK);
+	fclose(f);
+
+	f = rd_stream(wr.m.buf, wr.m.len);
+	rd = nt_reader_open(f, &g, err, sizeof(err));
+	assert_non_null(rd);
+	assert_header_equal(&h, &g);
+	assert_null(nt_reader_trailer(rd));	/* not yet at the end */
+	while (nt_reader_next(rd, &r))
+		;
+	rt = nt_reader_trailer(rd);
+	assert_non_null(rt);
+	assert_true(rt->records == n);	/* the writer's count, not t.records */
+	for (i = 0; i < ST_NR; i++)
+		assert_true(rt->stats[i] == t.stats[i]);
+	assert_true(rt->lost_user == 42);
+	assert_true(rt->end_mono_ns == t.end_mono_ns);
+	nt_reader_close(rd);
+	fclose(f);
+	nt_header_free(&g);
+	nt_header_free(&h);
+	free(wr.m.buf);
+	free(recs);
+}
+
+static void test_empty_recording(void **state)
+{
+	enum nt_read_status st;
+	struct nt_header h;
+	struct written wr;
+	char err[256];
+	FILE *f;
+
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	write_file(&wr, &h, NULL, 0, NULL, NULL);
+	index_chunks(&wr);
+	assert_int_equal(wr.nchunks, 0);
+	check_bytes(&wr, NULL, 0);
+	f = rd_stream(wr.m.buf, wr.m.len);
+	assert_int_equal(read_all(f, NULL, 0, &st, err, sizeof(err)), 0);
+	assert_int_equal(st, NT_READ_OK);
+	fclose(f);
+	free(wr.m.buf);
+}
+
+/* A small file of 4 chunks with the full header. */
+static struct ntbpf_rec small_recs[5 + 3 + 1 + 4];
+
+static void small_file(struct written *wr)
+{
+	static const size_t splits[] = { 5, 3, 1, 0 };
+	struct nt_trailer t = { .lost_user = 1 };
+	struct nt_header h;
+	size_t i;
+
+	rng_state = 12345;
+	for (i = 0; i < 13; i++)
+		rec_random(&small_recs[i], i);
+	header_full(&h);
+	write_file(wr, &h, small_recs, 13, splits, &t);
+	nt_header_free(&h);
+	index_chunks(wr);
+	assert_int_equal(wr->nchunks, 4);
+}
+
+/* Records of the whole chunks that end at or before off. */
+static size_t recs_before(const struct written *wr, size_t off)
+{
+	size_t c, n = 0;
+
+	for (c = 0; c < wr->nchunks && wr->chunk_end[c] <= off; c++)
+		n = wr->chunk_recs[c];
+	return n;
+}
+
+static void test_truncated_everywhere(void **state)
+{
+	struct written wr;
+	enum nt_read_status st;
+	char err[256], want[128];
+	size_t cut, got;
+
+	small_file(&wr);
+	for (cut = 0; cut <= wr.m.len; cut++) {
+		FILE *f = rd_stream(wr.m.buf, cut);
+
+		if (cut < wr.hdr_len) {
+			struct nt_header h;
+
+			err[0] = '\0';
+			assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+			assert_true(strlen(err) > 0);
+			assert_null(h.hooks);	/* nothing left allocated */
+			assert_null(h.ctrls);
+			if (cut >= 16)
+				assert_string_equal(err, "file ends inside the header");
+			fclose(f);
+			continue;
+		}
+		got = read_all(f, small_recs, 13, &st, err, sizeof(err));
+		fclose(f);
+		if (cut == wr.m.len) {
+			assert_int_equal(st, NT_READ_OK);
+			assert_int_equal(got, 13);
+			continue;
+		}
+		assert_int_equal(st, NT_READ_TRUNCATED);
+		assert_int_equal(got, recs_before(&wr, cut));
+		snprintf(want, sizeof(want),
+			 "truncated after %zu records (%s): the recording was interrupted",
+			 got, cut >= wr.chunk_end[3] + 4 ? "inside the trailer" : "no trailer");
+		assert_string_equal(err, want);
+	}
+	free(wr.m.buf);
+}
+
+static void test_corrupt_header_everywhere(void **state)
+{
+	struct written wr;
+	char err[256];
+	size_t i;
+
+	small_file(&wr);
+	for (i = 0; i < wr.hdr_len; i++) {
+		struct nt_header h;
+		FILE *f;
+
+		wr.m.buf[i] ^= 0xff;
+		f = rd_stream(wr.m.buf, wr.m.len);
+		err[0] = '\0';
+		assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+		assert_true(strlen(err) > 0);
+		if (i < 8)
+			assert_string_equal(err, "not an ntbpf record file (bad magic)");
+		else if (i >= 16)
+			assert_string_equal(err, "header corrupt (CRC mismatch)");
+		fclose(f);
+		wr.m.buf[i] ^= 0xff;
+	}
+	free(wr.m.buf);
+}
+
+/*
+ * Only a damaged length can look like a cut (it points past the end of the
+ * file); every other damaged byte is caught by a CRC or a check.
+ */
+static bool length_byte(bool chunk, size_t rel)
+{
+	return chunk ? rel >= 12 && rel < 16 : rel >= 4 && rel < 8;
+}
+
+/*
+ * Any byte of a chunk or of the trailer damaged: the reader returns exactly
+ * the records of the chunks before it, then stops with an error.
+ */
+static void test_corrupt_chunks_everywhere(void **state)
+{
+	struct written wr;
+	enum nt_read_status st;
+	char err[256];
+	size_t i, c, got;
+
+	small_file(&wr);
+	for (i = wr.hdr_len; i < wr.m.len; i++) {
+		size_t start = wr.hdr_len, want = 0;
+		FILE *f;
+
+		for (c = 0; c < wr.nchunks && wr.chunk_end[c] <= i; c++) {
+			start = wr.chunk_end[c];
+			want = wr.chunk_recs[c];
+		}
+		wr.m.buf[i] ^= 0xff;
+		f = rd_stream(wr.m.buf, wr.m.len);
+		got = read_all(f, small_recs, 13, &st, err, sizeof(err));
+		fclose(f);
+		wr.m.buf[i] ^= 0xff;
+		assert_int_equal(got, want);
+		assert_int_not_equal(st, NT_READ_OK);
+		if (!length_byte(c < wr.nchunks, i - start))
+			assert_int_equal(st, NT_READ_CORRUPT);
+		assert_true(strlen(err) > 0);
+	}
+	free(wr.m.buf);
+}
+
+static void test_corrupt_chunk_message(void **state)
+{
+	struct written wr;
+	enum nt_read_status st;
+	char err[256], want[160];
+	FILE *f;
+
+	small_file(&wr);
+	wr.m.buf[wr.chunk_end[1] + 25] ^= 0x01;	/* compressed bytes of chunk 2 */
+	f = rd_stream(wr.m.buf, wr.m.len);
+
+	assert_int_equal(read_all(f, small_recs, 13, &st, err, sizeof(err)), 8);
+	assert_int_equal(st, NT_READ_CORRUPT);
+	snprintf(want, sizeof(want), "corrupt after 8 records: chunk at offset %zu (CRC mismatch)",
+		 wr.chunk_end[1]);
+	assert_string_equal(err, want);
+	fclose(f);
+	free(wr.m.buf);
+}
+
+static void test_bad_magic(void **state)
+{
+	static const char junk[] = "GIF89a this is not a record file at all";
+	struct nt_header h;
+	char err[256];
+	FILE *f = rd_stream(junk, sizeof(junk));
+
+	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+	assert_string_equal(err, "not an ntbpf record file (bad magic)");
+	fclose(f);
+	f = rd_stream(junk, 0);
+	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+	assert_string_equal(err, "file is empty");
+	fclose(f);
+	f = rd_stream("NTBP", 4);
+	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+	assert_string_equal(err, "file ends inside the header");
+	fclose(f);
+}
+
+static void test_future_version(void **state)
+{
+	static struct bb b;
+	struct nt_header h;
+	char err[256];
+	FILE *f;
+
+	bb_header(&b, 7, 104, 16, false);
+	f = rd_stream(b.b, b.len);
+	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+	assert_string_equal(err, "record file version 7 is newer than this ntbpf (1)");
+	fclose(f);
+	bb_header(&b, 0, 104, 16, false);
+	f = rd_stream(b.b, b.len);
+	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+	fclose(f);
+}
+
+/* Hand-made file: unknown items, appended bytes, level 9, our layout. */
+static void test_unknown_tags_skipped(void **state)
+{
+	static struct bb b;
+	struct ntbpf_rec recs[300];
+	const struct nt_trailer *t;
+	struct nt_reader *rd;
+	struct nt_header h;
+	struct ntbpf_rec r;
+	char err[256];
+	size_t i, n = 0;
+	FILE *f;
+
+	rng_state = 99;
+	for (i = 0; i < 300; i++)
+		rec_random(&recs[i], i);
+	bb_header(&b, 1, 104, 16, true);
+	bb_chunk(&b, recs, 100, 104, 16);
+	bb_chunk(&b, recs + 100, 200, 104, 16);
+	bb_trailer(&b, 300, ST_NR + 3);	/* more counters than we know */
+	f = rd_stream(b.b, b.len);
+	rd = nt_reader_open(f, &h, err, sizeof(err));
+	assert_non_null(rd);
+	assert_string_equal(h.hostname, "handmade");
+	assert_int_equal(h.role, NTBPF_ROLE_INITIATOR);
+	while (nt_reader_next(rd, &r)) {
+		assert_true(n < 300);
+		assert_rec_equal(&r, &recs[n]);
+		n++;
+	}
+	assert_int_equal(n, 300);
+	assert_int_equal(nt_reader_status(rd, err, sizeof(err)), NT_READ_OK);
+	t = nt_reader_trailer(rd);
+	assert_non_null(t);
+	assert_true(t->stats[0] == 1000 && t->stats[ST_NR - 1] == 1000 + ST_NR - 1);
+	assert_true(t->lost_user == 77 && t->end_mono_ns == 123456789);
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	fclose(f);
+}
+
+/* Records of another layout: common prefix, our slots, rest zero. */
+static void check_layout(uint32_t rec_size, uint32_t nev)
+{
+	static struct bb b;
+	struct ntbpf_rec recs[50], want, r;
+	enum nt_read_status st;
+	struct nt_reader *rd;
+	struct nt_header h;
+	uint32_t keep = nev < NTBPF_MAX_EV ? nev : NTBPF_MAX_EV, k;
+	char err[256];
+	size_t i, n = 0;
+	FILE *f;
+
+	rng_state = rec_size * 1000 + nev;
+	for (i = 0; i < 50; i++)
+		rec_random(&recs[i], i);
+	bb_header(&b, 1, rec_size, nev, false);
+	bb_chunk(&b, recs, 50, rec_size, nev);
+	bb_trailer(&b, 50, ST_NR);
+	f = rd_stream(b.b, b.len);
+	rd = nt_reader_open(f, &h, err, sizeof(err));
+	assert_non_null(rd);
+	assert_int_equal(h.rec_size, rec_size);
+	assert_int_equal(h.nev, nev);
+	while (nt_reader_next(rd, &r)) {
+		want = recs[n++];
+		for (k = keep; k < NTBPF_MAX_EV; k++)
+			want.ev[k] = 0;
+		if (nev != NTBPF_MAX_EV)	/* bits of slots we lack */
+			want.ev_mask &= (1u << keep) - 1;
+		assert_rec_equal(&r, &want);
+	}
+	st = nt_reader_status(rd, err, sizeof(err));
+	assert_int_equal(st, NT_READ_OK);
+	assert_int_equal(n, 50);
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	fclose(f);
+}
+
+static void test_other_layouts(void **state)
+{
+	check_layout(40, 0);		/* no event slots at all */
+	check_layout(80, 10);		/* older, smaller */
+	check_layout(104 + 24, 16);	/* newer: fields appended after ev[] */
+	check_layout(40 + 4 * 20 + 8, 20);	/* newer: more event slots */
+	check_layout(104, 8);		/* 8 slots, 32 bytes of other fields */
+}
+
+static void test_bad_layouts(void **state)
+{
+	static const uint32_t bad[][2] = { { 39, 0 }, { 80, 11 }, { 0, 0 }, { 200, 33 } };
+	static struct bb b;
+	struct nt_header h;
+	char err[256];
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		FILE *f;
+
+		bb_header(&b, 1, bad[i][0], bad[i][1], false);
+		f = rd_stream(b.b, b.len);
+		assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+		assert_true(strlen(err) > 0);
+		fclose(f);
+	}
+}
+
+/* Chunk headers with impossible sizes but a valid CRC: refused, no huge malloc. */
+static void test_chunk_bounds(void **state)
+{
+	static const uint32_t bad[][2] = {
+		{ 0, 0 }, { (1u << 20) + 1, ((1u << 20) + 1) * 104u },
+		{ 10, 10 * 104 + 1 }, { 0x40000000, 0 },
+	};
+	static struct bb b;
+	enum nt_read_status st;
+	char err[256];
+	size_t i, hl;
+	FILE *f;
+
+	bb_header(&b, 1, 104, 16, false);
+	hl = b.len;
+	for (i = 0; i < 4; i++) {
+		b.len = hl;
+		memcpy(b.b + b.len, "CHNK", 4);
+		b.len += 4;
+		bb_le(&b, bad[i][0], 4);
+		bb_le(&b, bad[i][1], 4);
+		bb_le(&b, 8, 4);
+		bb_le(&b, crc32(0, (const uint8_t *)"xxxxxxxx", 8), 4);
+		memcpy(b.b + b.len, "xxxxxxxx", 8);
+		b.len += 8;
+		f = rd_stream(b.b, b.len);
+		assert_int_equal(read_all(f, NULL, 0, &st, err, sizeof(err)), 0);
+		assert_int_equal(st, NT_READ_CORRUPT);
+		fclose(f);
+	}
+	/* sane sizes, right CRC, not zlib data */
+	b.len = hl;
+	memcpy(b.b + b.len, "CHNK", 4);
+	b.len += 4;
+	bb_le(&b, 1, 4);
+	bb_le(&b, 104, 4);
+	bb_le(&b, 8, 4);
+	bb_le(&b, crc32(0, (const uint8_t *)"xxxxxxxx", 8), 4);
+	memcpy(b.b + b.len, "xxxxxxxx", 8);
+	b.len += 8;
+	f = rd_stream(b.b, b.len);
+
+	assert_int_equal(read_all(f, NULL, 0, &st, err, sizeof(err)), 0);
+	assert_int_equal(st, NT_READ_CORRUPT);
+	assert_non_null(strstr(err, "decompression failed"));
+	fclose(f);
+}
+
+/* ---- measurement (NTBPF_RECFILE_BENCH=1) -------------------------------- */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void bench_levels(const struct ntbpf_rec *recs, size_t n, const char *what)
+{
+	static const int levels[] = { 1, 6, 9 };
+	size_t chunk = NT_CHUNK_RECS, raw_len = chunk * 104, i, k, c;
+	uint8_t *rec = malloc(104), *plain = malloc(raw_len), *shuf = malloc(raw_len);
+	uint8_t *out = malloc(compressBound(raw_len));
+	unsigned int l, s;
+
+	for (l = 0; l < 3; l++) {
+		for (s = 0; s < 2; s++) {
+			size_t total = 0;
+			double t = now();
+
+			for (c = 0; c + chunk <= n; c += chunk) {
+				uLongf olen = compressBound(raw_len);
+
+				for (i = 0; i < chunk; i++) {
+					file_rec(rec, &recs[c + i], 104, 16);
+					memcpy(plain + i * 104, rec, 104);
+					for (k = 0; k < 104; k++)
+						shuf[k * chunk + i] = rec[k];
+				}
+				compress2(out, &olen, s ? shuf : plain, raw_len, levels[l]);
+				total += olen;
+			}
+			t = now() - t;
+			printf("  %-22s level %d %-10s %6.2f B/record  %5.0f ns/record (incl. test encode)\n",
+			       what, levels[l], s ? "shuffled" : "unshuffled",
+			       (double)total / (c ? c : 1), t * 1e9 / (c ? c : 1));
+		}
+	}
+	free(rec);
+	free(plain);
+	free(shuf);
+	free(out);
+}
+
+static void bench_one(uint64_t lo, uint64_t hi, const char *what)
+{
+	size_t n = 1 << 20, i, got = 0;
+	struct ntbpf_rec *recs = malloc(n * sizeof(*recs)), r;
+	struct nt_writer *w;
+	struct nt_reader *rd;
+	struct nt_header h;
+	struct memfile m;
+	uint64_t t0 = 5000000000000ull, sum = 0;
+	double t;
+	FILE *f;
+
+	rng_state = 42;
+	for (i = 0; i < n; i++)
+		rec_realistic(&recs[i], &t0, lo, hi);
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	mf_open(&m);
+	w = nt_writer_open(m.f, &h);
+	t = now();
+	for (i = 0; i < n; i++)
+		nt_writer_add(w, &recs[i]);
+	nt_writer_close(w, NULL);
+	t = now() - t;
+	mf_close(&m);
+	printf("%s: file %zu bytes, %.2f B/record; write %.0f ns/record (%.1f M/s)\n",
+	       what, m.len, (double)m.len / n, t * 1e9 / n, n / t / 1e6);
+	f = rd_stream(m.buf, m.len);
+	rd = nt_reader_open(f, &h, NULL, 0);
+	t = now();
+	while (nt_reader_next(rd, &r)) {
+		sum += r.t0;
+		got++;
+	}
+	t = now() - t;
+	assert_int_equal(got, n);
+	printf("%s: read %.0f ns/record (%.1f M/s) [%llu]\n", what, t * 1e9 / n,
+	       n / t / 1e6, (unsigned long long)sum & 1);
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	fclose(f);
+	bench_levels(recs, n, what);
+	free(m.buf);
+	free(recs);
+}
+
+static void test_bench(void **state)
+{
+	if (!getenv("NTBPF_RECFILE_BENCH"))
+		skip();
+	bench_one(100, 10000000, "gaps 100ns..10ms");
+	bench_one(100, 10000, "gaps 100ns..10us");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_role),
+		cmocka_unit_test(test_header_helpers),
+		cmocka_unit_test(test_header_roundtrip),
+		cmocka_unit_test(test_records_roundtrip),
+		cmocka_unit_test(test_empty_recording),
+		cmocka_unit_test(test_truncated_everywhere),
+		cmocka_unit_test(test_corrupt_header_everywhere),
+		cmocka_unit_test(test_corrupt_chunks_everywhere),
+		cmocka_unit_test(test_corrupt_chunk_message),
+		cmocka_unit_test(test_bad_magic),
+		cmocka_unit_test(test_future_version),
+		cmocka_unit_test(test_unknown_tags_skipped),
+		cmocka_unit_test(test_other_layouts),
+		cmocka_unit_test(test_bad_layouts),
+		cmocka_unit_test(test_chunk_bounds),
+		cmocka_unit_test(test_bench),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
