@@ -923,10 +923,55 @@ static void test_future_version(void **state)
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
 	assert_string_equal(err, "record file version 7 is newer than this ntbpf (1)");
 	fclose(f);
+	bb_header(&b, NT_FILE_VERSION + 1, 104, 16, false);
+	f = rd_stream(b.b, b.len);
+	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
+	assert_string_equal(err, "record file version 2 is newer than this ntbpf (1)");
+	fclose(f);
 	bb_header(&b, 0, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
 	fclose(f);
+}
+
+/*
+ * A zlib stream cut short or followed by junk, with a CRC that matches: the
+ * reader must not accept it (the CRC only proves the bytes are as written).
+ */
+static void test_chunk_stream_ends(void **state)
+{
+	static const int delta[] = { -1, -3, -4, 1, 5 };
+	static struct bb b;
+	struct ntbpf_rec recs[20];
+	enum nt_read_status st;
+	char err[256];
+	size_t i, hl, clen;
+	FILE *f;
+
+	rng_state = 7;
+	for (i = 0; i < 20; i++)
+		rec_random(&recs[i], i);
+	bb_header(&b, 1, 104, 16, false);
+	hl = b.len;
+	for (i = 0; i < 5; i++) {
+		uint32_t crc;
+
+		b.len = hl;
+		bb_chunk(&b, recs, 20, 104, 16);
+		clen = le32(b.b + hl + 12) + delta[i];
+		memset(b.b + b.len, 0, 8);	/* junk after the stream: zeroes */
+		b.len = hl + 12;		/* rewrite clen and crc */
+		bb_le(&b, clen, 4);
+		crc = crc32(0, b.b + hl + 20, clen);
+		bb_le(&b, crc, 4);
+		b.len += clen;
+		bb_trailer(&b, 20, ST_NR);
+		f = rd_stream(b.b, b.len);
+		assert_int_equal(read_all(f, recs, 20, &st, err, sizeof(err)), 0);
+		assert_int_equal(st, NT_READ_CORRUPT);
+		assert_non_null(strstr(err, "decompression failed"));
+		fclose(f);
+	}
 }
 
 /* Hand-made file: unknown items, appended bytes, level 9, our layout. */
@@ -1214,6 +1259,7 @@ int main(void)
 		cmocka_unit_test(test_other_layouts),
 		cmocka_unit_test(test_bad_layouts),
 		cmocka_unit_test(test_chunk_bounds),
+		cmocka_unit_test(test_chunk_stream_ends),
 		cmocka_unit_test(test_bench),
 	};
 
