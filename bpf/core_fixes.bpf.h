@@ -25,14 +25,41 @@ static __always_inline struct gendisk *rq_disk(struct request *rq)
 	return BPF_CORE_READ(rq, q, disk);
 }
 
-/* dev_t as the kernel encodes it (MKDEV: major << 20 | minor), as in block tracepoints */
-static __always_inline __u32 rq_devt(struct request *rq)
+static __always_inline __u32 disk_devt(struct gendisk *disk)
 {
-	struct gendisk *disk = rq_disk(rq);
-
 	if (!disk)
 		return NTBPF_NO_DEV;
 	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+/* dev_t as the kernel encodes it (MKDEV: major << 20 | minor), as in block tracepoints */
+static __always_inline __u32 rq_devt(struct request *rq)
+{
+	return disk_devt(rq_disk(rq));
+}
+
+/*
+ * With native NVMe multipath (CONFIG_NVME_MULTIPATH, on in distro kernels)
+ * I/O is issued on a hidden per-path disk (nvme0c0n1); users know the
+ * namespace head (nvme0n1).  The request queue's queuedata is the struct
+ * nvme_ns, whose head has the head disk.  Without multipath there is no
+ * head disk: the request's own disk is the one users see.
+ */
+struct nvme_ns_head___mp {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 nvme_head_devt(struct request *rq)
+{
+	struct nvme_ns *ns = BPF_CORE_READ(rq, q, queuedata);
+	struct nvme_ns_head___mp *head = NULL;
+	struct gendisk *disk;
+
+	if (!ns || !bpf_core_field_exists(head->disk))
+		return NTBPF_NO_DEV;
+	head = (void *)BPF_CORE_READ(ns, head);
+	disk = BPF_CORE_READ(head, disk);
+	return disk ? disk_devt(disk) : NTBPF_NO_DEV;
 }
 
 /*

@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * ntbpf.bpf.c - per-I/O records assembled in a map and emitted once, at
- * completion.  Each hook exists as several programs (tp_btf / raw_tp, later
- * fentry / kprobe) sharing one static handler; user space loads exactly one
- * variant per hook (src/hooks.c).
+ * ntbpf.bpf.c - per-I/O records assembled in maps and emitted once, at
+ * completion, through a ring buffer.
+ *
+ * Each hook exists as several programs (tp_btf / raw_tp for tracepoints,
+ * fentry / kprobe and fexit / kretprobe for functions) that share one static
+ * handler; user space loads exactly one variant per hook (src/hooks.c), the
+ * best the running kernel allows.  docs/stages.md says which event each hook
+ * stamps and which hook stands in where a function is inlined.
+ *
+ * Initiator: a record per struct request, created at nvme:nvme_setup_cmd
+ * (nvme devices) or block:block_rq_issue (others), emitted at
+ * block:block_rq_complete.  Target: a record per struct nvmet_req, created at
+ * nvmet:nvmet_req_init, emitted when the response has been handed to the
+ * socket.  Socket arrival times are kept per queue (the first data_ready not
+ * yet consumed) and given to the requests that queue's receive pass handles.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -15,9 +26,11 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* set by user space before load */
-const volatile bool filter_dev = false;	/* only devices in the devs map */
-const volatile __u32 sample = 1;	/* record about 1 in sample I/Os */
+const volatile bool filter_dev = false;		/* only devices in the devs map */
+const volatile __u32 sample = 1;		/* record about 1 in sample I/Os */
 const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq) (before v5.11) */
+const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
+const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -26,13 +39,27 @@ struct {
 	__type(value, __u8);
 } devs SEC(".maps");
 
-/* requests in flight, keyed by struct request *; sized by user space */
+/* requests in flight: struct request * (initiator) or struct nvmet_req * (target) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct ntbpf_rec);
 } inflight SEC(".maps");
+
+/* per NVMe/TCP queue (struct nvme_tcp_queue * or struct nvmet_tcp_queue *) */
+struct qstate {
+	__u64 arrive;		/* first data_ready not yet taken by a receive pass */
+	__u64 batch_arrive;	/* arrival of what the current receive pass handles */
+	__u64 pickup;		/* target: last nvmet_tcp_try_recv_pdu */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct qstate);
+} queues SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -45,6 +72,26 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+/* nvme_setup_cmd sampled this request out: block_rq_issue (same CPU, next) must not create it */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} skip_rq SEC(".maps");
+
+/* kprobe -> kretprobe argument stash, keyed by pid_tgid */
+struct args {
+	__u64 a[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct args);
+} stash SEC(".maps");
 
 static __always_inline void stat_inc(__u32 which)
 {
@@ -64,19 +111,26 @@ static __always_inline void ev_set(struct ntbpf_rec *r, __u32 ev, __u64 ts)
 		r->flags |= NTBPF_F_SATURATED;
 	}
 	r->ev[ev & (NTBPF_MAX_EV - 1)] = (__u32)d;
-	r->ev_mask |= 1u << ev;
+	r->ev_mask |= 1u << (ev & (NTBPF_MAX_EV - 1));
 }
 
 /*
- * Sampling decides from what every host sees of the I/O (its position), so
- * that an initiator and a target sampling independently keep the same I/Os.
+ * Sampling decides from what every host sees of the I/O, so that an
+ * initiator and a target sampling independently keep the same I/Os: the
+ * starting LBA, queue and command id of an NVMe command; the sector
+ * elsewhere.  Fibonacci hashing spreads sequential keys.
  */
 static __always_inline bool sampled_out(__u64 key)
 {
 	if (sample <= 1)
 		return false;
-	key *= 0x9E3779B97F4A7C15ull;	/* Fibonacci hashing spreads sequential sectors */
+	key *= 0x9E3779B97F4A7C15ull;
 	return (key >> 32) % sample != 0;
+}
+
+static __always_inline __u64 nvme_sample_key(__u64 slba, __u16 qid, __u16 cid)
+{
+	return slba ^ ((__u64)cid << 48) ^ ((__u64)qid << 32);
 }
 
 static __always_inline bool dev_wanted(__u32 dev)
@@ -84,44 +138,89 @@ static __always_inline bool dev_wanted(__u32 dev)
 	return !filter_dev || bpf_map_lookup_elem(&devs, &dev);
 }
 
+static __always_inline void emit(struct ntbpf_rec *r, __u64 key)
+{
+	if (bpf_ringbuf_output(&events, r, sizeof(*r), 0))
+		stat_inc(ST_LOST_RINGBUF);
+	else
+		stat_inc(ST_EMITTED);
+	bpf_map_delete_elem(&inflight, &key);
+}
+
+/*
+ * Insert a new in-flight record.  An entry already there means that
+ * request's completion never reached us (the kernel can skip a tracing
+ * program's run): count that record as lost instead of overwriting silently.
+ */
+static __always_inline void track(__u64 key, struct ntbpf_rec *r)
+{
+	if (bpf_map_update_elem(&inflight, &key, r, BPF_NOEXIST)) {
+		if (bpf_map_lookup_elem(&inflight, &key))
+			stat_inc(ST_NO_COMPLETE);
+		if (bpf_map_update_elem(&inflight, &key, r, BPF_ANY))
+			stat_inc(ST_LOST_MAP_FULL);
+	}
+}
+
+static __always_inline struct qstate *qstate_get(__u64 q)
+{
+	struct qstate *s = bpf_map_lookup_elem(&queues, &q), zero = {};
+
+	if (s)
+		return s;
+	bpf_map_update_elem(&queues, &q, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&queues, &q);
+}
+
+/* ------------------------------------------------------------------ */
+/* initiator: block layer                                              */
+
+static __always_inline void rec_from_rq(struct ntbpf_rec *r, struct request *rq, __u32 dev, __u64 now)
+{
+	__u64 start = BPF_CORE_READ(rq, start_time_ns);
+
+	r->dev = dev;
+	r->sector = BPF_CORE_READ(rq, __sector);
+	r->bytes = BPF_CORE_READ(rq, __data_len);
+	r->op = rq_ntbpf_op(rq);
+	r->opcode = 0xff;
+	r->role = NTBPF_ROLE_INITIATOR;
+	/* start_time_ns is stamped at allocation when iostat or a scheduler needs it */
+	if (start && start <= now) {
+		r->t0 = start;
+		r->ev_mask = 1u << EV_I_BLK_START;
+	} else {
+		r->t0 = now;
+	}
+}
+
 static __always_inline int on_rq_issue(struct request *rq)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq, start;
-	struct ntbpf_rec r = {};
-	__u32 dev = rq_devt(rq);
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key), nr = {};
+	__u32 zero = 0, dev;
+	__u64 *skip;
 
+	/* nvme: created by nvme_setup_cmd a moment ago, on this CPU */
+	if (r && (r->flags & NTBPF_F_NVME) && !(r->ev_mask & (1u << EV_I_BLK_ISSUE))) {
+		ev_set(r, EV_I_BLK_ISSUE, now);
+		return 0;
+	}
+	skip = bpf_map_lookup_elem(&skip_rq, &zero);
+	if (skip && *skip == key) {
+		*skip = 0;
+		return 0;
+	}
+	dev = rq_devt(rq);
 	if (!dev_wanted(dev))
 		return 0;
-	r.sector = BPF_CORE_READ(rq, __sector);
-	if (sampled_out(r.sector)) {
+	rec_from_rq(&nr, rq, dev, now);
+	if (sampled_out(nr.sector)) {
 		stat_inc(ST_FILTERED);
 		return 0;
 	}
-	r.dev = dev;
-	r.bytes = BPF_CORE_READ(rq, __data_len);
-	r.op = rq_ntbpf_op(rq);
-	r.opcode = 0xff;
-	r.role = NTBPF_ROLE_INITIATOR;
-	/* start_time_ns is set at allocation when iostat or a scheduler needs it */
-	start = BPF_CORE_READ(rq, start_time_ns);
-	if (start && start <= now) {
-		r.t0 = start;
-		r.ev_mask = 1u << EV_I_BLK_START;
-	} else {
-		r.t0 = now;
-	}
-	ev_set(&r, EV_I_BLK_ISSUE, now);
-	/*
-	 * An entry left for this request means its completion never reached
-	 * us (the kernel can skip a tracing program's run): count that record
-	 * as lost instead of silently overwriting it.
-	 */
-	if (bpf_map_update_elem(&inflight, &key, &r, BPF_NOEXIST)) {
-		if (bpf_map_lookup_elem(&inflight, &key))
-			stat_inc(ST_NO_COMPLETE);
-		if (bpf_map_update_elem(&inflight, &key, &r, BPF_ANY))
-			stat_inc(ST_LOST_MAP_FULL);
-	}
+	ev_set(&nr, EV_I_BLK_ISSUE, now);
+	track(key, &nr);
 	return 0;
 }
 
@@ -131,7 +230,7 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
 
 	if (!r) {
-		if (dev_wanted(rq_devt(rq)) && !sampled_out(BPF_CORE_READ(rq, __sector)))
+		if (sample <= 1 && (dev_wanted(rq_devt(rq)) || dev_wanted(nvme_head_devt(rq))))
 			stat_inc(ST_NO_START);
 		return 0;
 	}
@@ -141,12 +240,9 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 		return 0;
 	}
 	ev_set(r, EV_I_BLK_DONE, now);
-	r->status = (__u16)error;
-	if (bpf_ringbuf_output(&events, r, sizeof(*r), 0))
-		stat_inc(ST_LOST_RINGBUF);
-	else
-		stat_inc(ST_EMITTED);
-	bpf_map_delete_elem(&inflight, &key);
+	if (!r->status)
+		r->status = (__u16)error;
+	emit(r, key);
 	return 0;
 }
 
@@ -182,4 +278,721 @@ int BPF_PROG(raw_tp_block_rq_complete)
 	if (blk_tp_has_q)
 		return on_rq_complete((void *)ctx[1], 0, (unsigned int)ctx[2]);
 	return on_rq_complete((void *)ctx[0], (int)ctx[1], (unsigned int)ctx[2]);
+}
+
+/* ------------------------------------------------------------------ */
+/* initiator: nvme core and nvme_tcp                                   */
+
+/* struct nvme_tcp_request is the blk-mq pdu, right behind struct request */
+static __always_inline struct request *rq_of_tcp_req(struct nvme_tcp_request *req)
+{
+	return (void *)req - bpf_core_type_size(struct request);
+}
+
+static __always_inline struct nvme_tcp_request *tcp_req_of_rq(struct request *rq)
+{
+	return (void *)rq + bpf_core_type_size(struct request);
+}
+
+/* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
+static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command *cmd)
+{
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
+	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
+	struct ntbpf_rec r = {};
+	__u32 dev = rq_devt(rq), head = nvme_head_devt(rq), zero = 0;
+	__u16 qid = 0;
+	__u64 *skip, q;
+
+	/* -d nvme0n1 names the head; the I/O runs on the path disk nvme0c0n1 */
+	if (!dev_wanted(dev) && (head == NTBPF_NO_DEV || !dev_wanted(head)))
+		return 0;
+	if (head != NTBPF_NO_DEV)
+		dev = head;
+	/* I/O queues have queuedata; the admin queue (qid 0) does not */
+	if (BPF_CORE_READ(rq, q, queuedata))
+		qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
+	if (!qid) {
+		stat_inc(ST_ADMIN_SKIPPED);
+		return 0;
+	}
+	rec_from_rq(&r, rq, dev, now);
+	r.cid = BPF_CORE_READ(cmd, common.command_id);
+	r.opcode = BPF_CORE_READ(cmd, common.opcode);
+	r.qid = qid;
+	r.ctrl = BPF_CORE_READ(nreq, ctrl, instance);
+	r.flags |= NTBPF_F_NVME;
+	if (sampled_out(nvme_sample_key(BPF_CORE_READ(cmd, rw.slba), qid, r.cid))) {
+		stat_inc(ST_FILTERED);
+		skip = bpf_map_lookup_elem(&skip_rq, &zero);
+		if (skip)
+			*skip = key;
+		return 0;
+	}
+	ev_set(&r, EV_I_QUEUE_RQ, now);
+	track(key, &r);
+	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
+	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	if (q && q == (__u64)BPF_CORE_READ(rq, mq_hctx, driver_data))
+		qstate_get(q);
+	return 0;
+}
+
+SEC("tp_btf/nvme_setup_cmd")
+int BPF_PROG(tp_btf_nvme_setup_cmd, struct request *rq, struct nvme_command *cmd)
+{
+	return on_setup_cmd(rq, cmd);
+}
+
+SEC("raw_tp/nvme_setup_cmd")
+int BPF_PROG(raw_tp_nvme_setup_cmd, struct request *rq, struct nvme_command *cmd)
+{
+	return on_setup_cmd(rq, cmd);
+}
+
+static __always_inline int on_nvme_complete(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
+
+	if (r) {
+		ev_set(r, EV_I_NVME_DONE, bpf_ktime_get_ns());
+		r->status = BPF_CORE_READ(nreq, status);
+	}
+	return 0;
+}
+
+SEC("tp_btf/nvme_complete_rq")
+int BPF_PROG(tp_btf_nvme_complete_rq, struct request *rq)
+{
+	return on_nvme_complete(rq);
+}
+
+SEC("raw_tp/nvme_complete_rq")
+int BPF_PROG(raw_tp_nvme_complete_rq, struct request *rq)
+{
+	return on_nvme_complete(rq);
+}
+
+/* skb arrival on a queue's socket: the first one a receive pass has not taken yet */
+static __always_inline int on_data_ready(struct sock *sk)
+{
+	__u64 q = (__u64)BPF_CORE_READ(sk, sk_user_data);
+	struct qstate *s;
+
+	if (!q)
+		return 0;
+	s = qstate_get(q);
+	if (s && !s->arrive)
+		s->arrive = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("fentry/nvme_tcp_data_ready")
+int BPF_PROG(fentry_nvme_tcp_data_ready, struct sock *sk)
+{
+	return on_data_ready(sk);
+}
+
+SEC("kprobe/nvme_tcp_data_ready")
+int BPF_KPROBE(kprobe_nvme_tcp_data_ready, struct sock *sk)
+{
+	return on_data_ready(sk);
+}
+
+/* a receive pass starts: what it reads arrived at 'arrive' */
+static __always_inline int on_recv_pass(__u64 q)
+{
+	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+
+	if (s && s->arrive) {
+		s->batch_arrive = s->arrive;
+		s->arrive = 0;
+	}
+	return 0;
+}
+
+SEC("fentry/nvme_tcp_try_recv")
+int BPF_PROG(fentry_nvme_tcp_try_recv, struct nvme_tcp_queue *queue)
+{
+	return on_recv_pass((__u64)queue);
+}
+
+SEC("kprobe/nvme_tcp_try_recv")
+int BPF_KPROBE(kprobe_nvme_tcp_try_recv, struct nvme_tcp_queue *queue)
+{
+	return on_recv_pass((__u64)queue);
+}
+
+/*
+ * blk_mq_complete_request_remote(rq): nvme_tcp hands a request to blk-mq
+ * completion as it processes the response (or the last C2H data PDU with
+ * SUCCESS).  The request's queue says when that response arrived.
+ */
+static __always_inline int on_complete_remote(struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq, q;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct qstate *s;
+
+	if (!r || !(r->flags & NTBPF_F_NVME) || r->role != NTBPF_ROLE_INITIATOR)
+		return 0;
+	ev_set(r, EV_I_RESP_PROC, now);
+	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	s = bpf_map_lookup_elem(&queues, &q);
+	if (s && s->batch_arrive && s->batch_arrive <= now)
+		ev_set(r, EV_I_RESP_ARRIVE, s->batch_arrive);
+	return 0;
+}
+
+SEC("fentry/blk_mq_complete_request_remote")
+int BPF_PROG(fentry_blk_mq_complete_request_remote, struct request *rq)
+{
+	return on_complete_remote(rq);
+}
+
+SEC("kprobe/blk_mq_complete_request_remote")
+int BPF_KPROBE(kprobe_blk_mq_complete_request_remote, struct request *rq)
+{
+	return on_complete_remote(rq);
+}
+
+/* which PDU a request is sending (enum nvme_tcp_send_state, from BTF) */
+static __always_inline int tcp_req_state(struct nvme_tcp_request *req)
+{
+	return BPF_CORE_READ(req, state);
+}
+
+/*
+ * The command PDU (and any in-capsule data) has been handed to the socket.
+ * With in-capsule data the last data send moves it later; data sent after
+ * an R2T is data_sent instead.
+ */
+static __always_inline int on_cmd_sent(struct nvme_tcp_request *req, __u64 now)
+{
+	__u64 key = (__u64)rq_of_tcp_req(req);
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+
+	if (r && r->role == NTBPF_ROLE_INITIATOR)
+		ev_set(r, EV_I_CMD_SENT, now);
+	return 0;
+}
+
+static __always_inline int on_data_sent(struct nvme_tcp_request *req, __u64 now)
+{
+	__u64 key = (__u64)rq_of_tcp_req(req);
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+
+	if (!r || r->role != NTBPF_ROLE_INITIATOR)
+		return 0;
+	if (r->ev_mask & (1u << EV_I_R2T_ARRIVE))
+		ev_set(r, EV_I_DATA_SENT, now);
+	else
+		ev_set(r, EV_I_CMD_SENT, now);	/* in-capsule data */
+	return 0;
+}
+
+/* nvme_tcp_try_send_cmd_pdu(req) returns 1 once the whole PDU is sent (v6.5+ not inlined on 6.12) */
+SEC("fexit/nvme_tcp_try_send_cmd_pdu")
+int BPF_PROG(fexit_nvme_tcp_try_send_cmd_pdu, struct nvme_tcp_request *req, int ret)
+{
+	if (ret == 1)
+		on_cmd_sent(req, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("kprobe/nvme_tcp_try_send_cmd_pdu")
+int BPF_KPROBE(kprobe_nvme_tcp_try_send_cmd_pdu, struct nvme_tcp_request *req)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { (__u64)req } };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/nvme_tcp_try_send_cmd_pdu")
+int BPF_KRETPROBE(kretprobe_nvme_tcp_try_send_cmd_pdu, int ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *a = bpf_map_lookup_elem(&stash, &id);
+
+	if (!a)
+		return 0;
+	if (ret == 1)
+		on_cmd_sent((void *)a->a[0], bpf_ktime_get_ns());
+	bpf_map_delete_elem(&stash, &id);
+	return 0;
+}
+
+/* nvme_tcp_try_send_data(req) returns 1 after the last send of the current data PDU */
+SEC("fexit/nvme_tcp_try_send_data")
+int BPF_PROG(fexit_nvme_tcp_try_send_data, struct nvme_tcp_request *req, int ret)
+{
+	if (ret == 1)
+		on_data_sent(req, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("kprobe/nvme_tcp_try_send_data")
+int BPF_KPROBE(kprobe_nvme_tcp_try_send_data, struct nvme_tcp_request *req)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { (__u64)req } };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/nvme_tcp_try_send_data")
+int BPF_KRETPROBE(kretprobe_nvme_tcp_try_send_data, int ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *a = bpf_map_lookup_elem(&stash, &id);
+
+	if (!a)
+		return 0;
+	if (ret == 1)
+		on_data_sent((void *)a->a[0], bpf_ktime_get_ns());
+	bpf_map_delete_elem(&stash, &id);
+	return 0;
+}
+
+/*
+ * The first H2C data PDU of a request goes out after its R2T arrived: the
+ * R2T's arrival is that of the receive pass that handled it
+ * (nvme_tcp_handle_r2t is inlined on 6.1 and 6.12).
+ */
+static __always_inline int on_send_data_pdu(struct nvme_tcp_request *req)
+{
+	__u64 key = (__u64)rq_of_tcp_req(req), q;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct qstate *s;
+
+	if (!r || r->role != NTBPF_ROLE_INITIATOR || (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
+		return 0;
+	q = (__u64)BPF_CORE_READ(req, queue);
+	s = bpf_map_lookup_elem(&queues, &q);
+	ev_set(r, EV_I_R2T_ARRIVE, s && s->batch_arrive ? s->batch_arrive : bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("fentry/nvme_tcp_try_send_data_pdu")
+int BPF_PROG(fentry_nvme_tcp_try_send_data_pdu, struct nvme_tcp_request *req)
+{
+	return on_send_data_pdu(req);
+}
+
+SEC("kprobe/nvme_tcp_try_send_data_pdu")
+int BPF_KPROBE(kprobe_nvme_tcp_try_send_data_pdu, struct nvme_tcp_request *req)
+{
+	return on_send_data_pdu(req);
+}
+
+/* ------------------------------------------------------------------ */
+/* target: nvmet_tcp and nvmet core                                    */
+
+static __always_inline __u64 tgt_queue_of_req(struct nvmet_req *req)
+{
+	struct nvmet_sq *sq = BPF_CORE_READ(req, sq);
+
+	if (!sq)
+		return 0;
+	return (__u64)((void *)sq - bpf_core_field_offset(struct nvmet_tcp_queue, nvme_sq));
+}
+
+static __always_inline struct nvmet_req *req_of_tgt_cmd(struct nvmet_tcp_cmd *cmd)
+{
+	return (void *)cmd + bpf_core_field_offset(struct nvmet_tcp_cmd, req);
+}
+
+SEC("fentry/nvmet_tcp_data_ready")
+int BPF_PROG(fentry_nvmet_tcp_data_ready, struct sock *sk)
+{
+	return on_data_ready(sk);
+}
+
+SEC("kprobe/nvmet_tcp_data_ready")
+int BPF_KPROBE(kprobe_nvmet_tcp_data_ready, struct sock *sk)
+{
+	return on_data_ready(sk);
+}
+
+/* nvmet_tcp_try_recv_pdu(queue): the last call before nvmet_req_init picked the command up */
+static __always_inline int on_try_recv_pdu(__u64 q)
+{
+	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+
+	if (!s)
+		return 0;
+	if (s->arrive) {
+		s->batch_arrive = s->arrive;
+		s->arrive = 0;
+	}
+	s->pickup = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("fentry/nvmet_tcp_try_recv_pdu")
+int BPF_PROG(fentry_nvmet_tcp_try_recv_pdu, struct nvmet_tcp_queue *queue)
+{
+	return on_try_recv_pdu((__u64)queue);
+}
+
+SEC("kprobe/nvmet_tcp_try_recv_pdu")
+int BPF_KPROBE(kprobe_nvmet_tcp_try_recv_pdu, struct nvmet_tcp_queue *queue)
+{
+	return on_try_recv_pdu((__u64)queue);
+}
+
+/* NVMe opcodes (fixed by the specification) to the grouping op */
+static __always_inline __u8 nvme_op(__u8 opcode)
+{
+	switch (opcode) {
+	case 0x02:
+		return NTBPF_OP_READ;
+	case 0x01:
+		return NTBPF_OP_WRITE;
+	case 0x00:
+		return NTBPF_OP_FLUSH;
+	case 0x09:
+		return NTBPF_OP_DISCARD;
+	case 0x08:
+		return NTBPF_OP_WRITE_ZEROES;
+	default:
+		return NTBPF_OP_OTHER;
+	}
+}
+
+static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_command *cmd)
+{
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q = tgt_queue_of_req(req);
+	struct nvmet_sq *sq = BPF_CORE_READ(req, sq);
+	struct ntbpf_rec r = {};
+	struct qstate *s;
+	__u16 qid = BPF_CORE_READ(sq, qid);
+
+	if (!qid) {
+		stat_inc(ST_ADMIN_SKIPPED);
+		return 0;
+	}
+	r.role = NTBPF_ROLE_TARGET;
+	r.flags = NTBPF_F_NVME;
+	r.qid = qid;
+	r.cid = BPF_CORE_READ(cmd, common.command_id);
+	r.opcode = BPF_CORE_READ(cmd, common.opcode);
+	r.op = nvme_op(r.opcode);
+	r.dev = BPF_CORE_READ(cmd, common.nsid);
+	r.bytes = BPF_CORE_READ(cmd, common.dptr.sgl.length);
+	r.sector = BPF_CORE_READ(cmd, rw.slba);
+	r.ctrl = BPF_CORE_READ(sq, ctrl, cntlid);
+	if (sampled_out(nvme_sample_key(r.sector, qid, r.cid))) {
+		stat_inc(ST_FILTERED);
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&queues, &q);
+	r.t0 = now;
+	if (s && s->batch_arrive && s->batch_arrive <= now) {
+		r.t0 = s->batch_arrive;
+		ev_set(&r, EV_T_CMD_ARRIVE, s->batch_arrive);
+	}
+	if (s && s->pickup && s->pickup >= r.t0 && s->pickup <= now)
+		ev_set(&r, EV_T_CMD_PICKUP, s->pickup);
+	ev_set(&r, EV_T_REQ_INIT, now);
+	track(key, &r);
+	return 0;
+}
+
+SEC("tp_btf/nvmet_req_init")
+int BPF_PROG(tp_btf_nvmet_req_init, struct nvmet_req *req, struct nvme_command *cmd)
+{
+	return on_req_init(req, cmd);
+}
+
+SEC("raw_tp/nvmet_req_init")
+int BPF_PROG(raw_tp_nvmet_req_init, struct nvmet_req *req, struct nvme_command *cmd)
+{
+	return on_req_init(req, cmd);
+}
+
+/* the request goes to the backend; for data that came after an R2T, note when it arrived */
+static __always_inline int on_exec(struct nvmet_req *req)
+{
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct qstate *s;
+
+	if (!r || r->role != NTBPF_ROLE_TARGET)
+		return 0;
+	if (r->ev_mask & (1u << EV_T_R2T_SENT)) {
+		q = tgt_queue_of_req(req);
+		s = bpf_map_lookup_elem(&queues, &q);
+		if (s && s->batch_arrive && s->batch_arrive <= now)
+			ev_set(r, EV_T_DATA_ARRIVE, s->batch_arrive);
+	}
+	ev_set(r, EV_T_EXEC, now);
+	return 0;
+}
+
+#define EXEC_HOOK(fn)							\
+SEC("fentry/" #fn)							\
+int BPF_PROG(fentry_##fn, struct nvmet_req *req)			\
+{									\
+	return on_exec(req);						\
+}									\
+SEC("kprobe/" #fn)							\
+int BPF_KPROBE(kprobe_##fn, struct nvmet_req *req)			\
+{									\
+	return on_exec(req);						\
+}
+
+EXEC_HOOK(nvmet_bdev_execute_rw)
+EXEC_HOOK(nvmet_bdev_execute_flush)
+EXEC_HOOK(nvmet_file_execute_rw)
+EXEC_HOOK(nvmet_file_execute_flush)
+
+static __always_inline int on_req_complete(struct nvmet_req *req)
+{
+	__u64 key = (__u64)req;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+
+	if (!r || r->role != NTBPF_ROLE_TARGET)
+		return 0;
+	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
+	r->status = BPF_CORE_READ(req, cqe, status) >> 1;
+	if (tgt_emit_at_complete)
+		emit(r, key);
+	return 0;
+}
+
+SEC("tp_btf/nvmet_req_complete")
+int BPF_PROG(tp_btf_nvmet_req_complete, struct nvmet_req *req)
+{
+	return on_req_complete(req);
+}
+
+SEC("raw_tp/nvmet_req_complete")
+int BPF_PROG(raw_tp_nvmet_req_complete, struct nvmet_req *req)
+{
+	return on_req_complete(req);
+}
+
+static __always_inline int on_queue_response(struct nvmet_req *req)
+{
+	__u64 key = (__u64)req;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+
+	if (r && r->role == NTBPF_ROLE_TARGET)
+		ev_set(r, EV_T_RESP_QUEUED, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("fentry/nvmet_tcp_queue_response")
+int BPF_PROG(fentry_nvmet_tcp_queue_response, struct nvmet_req *req)
+{
+	return on_queue_response(req);
+}
+
+SEC("kprobe/nvmet_tcp_queue_response")
+int BPF_KPROBE(kprobe_nvmet_tcp_queue_response, struct nvmet_req *req)
+{
+	return on_queue_response(req);
+}
+
+/* the R2T for a write has been handed to the socket */
+static __always_inline int on_r2t_sent(struct nvmet_tcp_cmd *cmd)
+{
+	__u64 key = (__u64)req_of_tgt_cmd(cmd);
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+
+	if (r && r->role == NTBPF_ROLE_TARGET)
+		ev_set(r, EV_T_R2T_SENT, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* the response capsule (or the last C2H data PDU carrying SUCCESS) is out: done */
+static __always_inline int on_resp_sent(struct nvmet_tcp_cmd *cmd)
+{
+	__u64 key = (__u64)req_of_tgt_cmd(cmd);
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+
+	if (!r || r->role != NTBPF_ROLE_TARGET)
+		return 0;
+	ev_set(r, EV_T_RESP_SENT, bpf_ktime_get_ns());
+	emit(r, key);
+	return 0;
+}
+
+SEC("fexit/nvmet_try_send_response")
+int BPF_PROG(fexit_nvmet_try_send_response, struct nvmet_tcp_cmd *cmd, bool last_in_batch, int ret)
+{
+	if (ret == 1)
+		on_resp_sent(cmd);
+	return 0;
+}
+
+SEC("kprobe/nvmet_try_send_response")
+int BPF_KPROBE(kprobe_nvmet_try_send_response, struct nvmet_tcp_cmd *cmd)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { (__u64)cmd } };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/nvmet_try_send_response")
+int BPF_KRETPROBE(kretprobe_nvmet_try_send_response, int ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *a = bpf_map_lookup_elem(&stash, &id);
+
+	if (!a)
+		return 0;
+	if (ret == 1)
+		on_resp_sent((void *)a->a[0]);
+	bpf_map_delete_elem(&stash, &id);
+	return 0;
+}
+
+SEC("fexit/nvmet_try_send_r2t")
+int BPF_PROG(fexit_nvmet_try_send_r2t, struct nvmet_tcp_cmd *cmd, bool last_in_batch, int ret)
+{
+	if (ret == 1)
+		on_r2t_sent(cmd);
+	return 0;
+}
+
+SEC("kprobe/nvmet_try_send_r2t")
+int BPF_KPROBE(kprobe_nvmet_try_send_r2t, struct nvmet_tcp_cmd *cmd)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { (__u64)cmd } };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/nvmet_try_send_r2t")
+int BPF_KRETPROBE(kretprobe_nvmet_try_send_r2t, int ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *a = bpf_map_lookup_elem(&stash, &id);
+
+	if (!a)
+		return 0;
+	if (ret == 1)
+		on_r2t_sent((void *)a->a[0]);
+	bpf_map_delete_elem(&stash, &id);
+	return 0;
+}
+
+/* C2H data with SUCCESS (sqhd disabled) ends the command without a response capsule */
+static __always_inline int on_tgt_data_sent(struct nvmet_tcp_cmd *cmd)
+{
+	if (BPF_CORE_READ(cmd, queue, nvme_sq.sqhd_disabled) && !BPF_CORE_READ(cmd, queue, data_digest))
+		on_resp_sent(cmd);
+	return 0;
+}
+
+SEC("fexit/nvmet_try_send_data")
+int BPF_PROG(fexit_nvmet_try_send_data, struct nvmet_tcp_cmd *cmd, bool last_in_batch, int ret)
+{
+	if (ret == 1)
+		on_tgt_data_sent(cmd);
+	return 0;
+}
+
+SEC("kprobe/nvmet_try_send_data")
+int BPF_KPROBE(kprobe_nvmet_try_send_data, struct nvmet_tcp_cmd *cmd)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { (__u64)cmd } };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/nvmet_try_send_data")
+int BPF_KRETPROBE(kretprobe_nvmet_try_send_data, int ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *a = bpf_map_lookup_elem(&stash, &id);
+
+	if (!a)
+		return 0;
+	if (ret == 1)
+		on_tgt_data_sent((void *)a->a[0]);
+	bpf_map_delete_elem(&stash, &id);
+	return 0;
+}
+
+/*
+ * Kernels before v6.5 (Debian 6.1) inline nvme_tcp_try_send_cmd_pdu and the
+ * nvmet_try_send_* helpers, which all hand their PDUs to kernel_sendpage():
+ * its return, on a socket of a known NVMe/TCP queue, stands in for them.
+ * The queue says which request is being sent (queue->request on the
+ * initiator, queue->snd_cmd on the target) and its state which PDU; the
+ * driver updates both only after kernel_sendpage returns.
+ */
+static __always_inline int on_sendpage(struct socket *sock, __u64 size, int ret)
+{
+	__u64 q, now = bpf_ktime_get_ns();
+	struct sock *sk;
+
+	if (ret <= 0 || (__u64)ret != size)
+		return 0;	/* partial: the driver calls again for the rest */
+	sk = BPF_CORE_READ(sock, sk);
+	q = (__u64)BPF_CORE_READ(sk, sk_user_data);
+	if (!q || !bpf_map_lookup_elem(&queues, &q))
+		return 0;	/* not an NVMe/TCP queue of this host's role */
+	if (rec_role == NTBPF_ROLE_INITIATOR) {
+		struct nvme_tcp_request *req = BPF_CORE_READ((struct nvme_tcp_queue *)q, request);
+
+		if (req && tcp_req_state(req) == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_CMD_PDU))
+			on_cmd_sent(req, now);
+	} else {
+		struct nvmet_tcp_cmd *cmd = BPF_CORE_READ((struct nvmet_tcp_queue *)q, snd_cmd);
+		int state;
+
+		if (!cmd)
+			return 0;
+		state = BPF_CORE_READ(cmd, state);
+		if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_RESPONSE))
+			on_resp_sent(cmd);
+		else if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_R2T))
+			on_r2t_sent(cmd);
+	}
+	return 0;
+}
+
+SEC("fexit/kernel_sendpage")
+int BPF_PROG(fexit_kernel_sendpage, struct socket *sock, struct page *page, int offset, size_t size,
+	     int flags, int ret)
+{
+	return on_sendpage(sock, size, ret);
+}
+
+SEC("kprobe/kernel_sendpage")
+int BPF_KPROBE(kprobe_kernel_sendpage, struct socket *sock, struct page *page, int offset, size_t size)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { (__u64)sock, size } };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/kernel_sendpage")
+int BPF_KRETPROBE(kretprobe_kernel_sendpage, int ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *a = bpf_map_lookup_elem(&stash, &id);
+
+	if (!a)
+		return 0;
+	on_sendpage((void *)a->a[0], a->a[1], ret);
+	bpf_map_delete_elem(&stash, &id);
+	return 0;
 }

@@ -19,8 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bpfrec.h"
-#include "hooks.h"
-#include "ntbpf.skel.h"
+#include "probes.h"
 #include "recfile.h"
 #include "sysinfo.h"
 
@@ -29,16 +28,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return vfprintf(stderr, fmt, ap);
-}
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
 }
 
 static uint64_t now_ns(void)
@@ -97,27 +86,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/*
- * A tracing program is not re-entered on a CPU where it is already running
- * (e.g. block_rq_complete from an interrupt while the same program runs in
- * task context): the kernel skips the run and only counts it.
- */
-static uint64_t prog_misses(struct bpf_object *obj)
-{
-	struct bpf_program *p;
-	uint64_t n = 0;
-
-	bpf_object__for_each_program(p, obj) {
-		struct bpf_prog_info info = { 0 };
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(p);
-
-		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-			n += info.recursion_misses;
-	}
-	return n;
-}
-
 /* child waits on a pipe until the probes are attached, then execs */
 static pid_t spawn_child(char **argv, int *go_fd)
 {
@@ -147,29 +115,6 @@ static pid_t spawn_child(char **argv, int *go_fd)
 	return pid;
 }
 
-static void fill_hooks(struct nt_header *h, const struct nt_hook_choice *c, int n,
-		       struct ntbpf_bpf *skel, int role, const int *attached_err)
-{
-	for (int i = 0; i < n; i++) {
-		struct nt_hook_info *hi;
-
-		if (!(c[i].hook->roles & (1u << role)))
-			continue;
-		hi = nt_header_add_hook(h);
-		if (!hi)
-			return;
-		snprintf(hi->name, sizeof(hi->name), "%s", c[i].hook->name);
-		snprintf(hi->attach, sizeof(hi->attach), "%s", c[i].attach ? nt_attach_name(c[i].attach) : "");
-		snprintf(hi->boundary, sizeof(hi->boundary), "%s", c[i].hook->boundary);
-		if (c[i].attach == NT_AT_NONE)
-			snprintf(hi->status, sizeof(hi->status), "%s", c[i].why);
-		else if (attached_err[i])
-			snprintf(hi->status, sizeof(hi->status), "attach failed: %s", strerror(-attached_err[i]));
-		else
-			snprintf(hi->status, sizeof(hi->status), "attached");
-	}
-}
-
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -177,16 +122,15 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_header hdr;
 	struct nt_trailer tr = { 0 };
 	struct rec_state st = { 0 };
-	struct ntbpf_bpf *skel = NULL;
+	struct nt_probes pr = { 0 };
 	struct ring_buffer *rb = NULL;
-	struct bpf_link *links[16] = { 0 };
-	int attach_err[16] = { 0 };
-	struct nt_hook_choice choice[16];
-	int nhooks = nt_hooks_count(), role, rc = 1, go_fd = -1, child_status = 0, nattached = 0;
+	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
+				    .verbose = cfg->verbose };
+	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
 	FILE *out = NULL;
 	uint64_t t_end = 0, last_flush;
-	bool child_done = false;
+	bool child_done = false, loaded = false;
 
 	nt_header_init(&hdr, 0);
 	if (!privileged()) {
@@ -209,30 +153,14 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			return 1;
 		}
 
-	libbpf_set_print(cfg->verbose ? libbpf_print : libbpf_quiet);
-	nt_hooks_choose(choice, nhooks);
-	skel = ntbpf_bpf__open();
-	if (!skel) {
-		fprintf(stderr, "ntbpf record: cannot open the BPF object: %s\n", strerror(errno));
+	po.role = role;
+	if (nt_probes_load(&pr, &po, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf record: %s\n", err);
 		goto out;
 	}
-	skel->rodata->filter_dev = cfg->ndevs > 0;
-	skel->rodata->sample = cfg->sample;
-	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q();
-	if (nt_hooks_autoload(skel->obj, choice, nhooks)) {
-		fprintf(stderr, "ntbpf record: BPF object lacks a program for a hook (build mismatch)\n");
-		goto out;
-	}
-	if (ntbpf_bpf__load(skel)) {
-		fprintf(stderr, "ntbpf record: loading the BPF programs failed: %s (run with -v for the verifier log)\n",
-			strerror(errno));
-		goto out;
-	}
-	for (int i = 0; i < devs.n; i++) {
-		__u8 one = 1;
-
-		bpf_map__update_elem(skel->maps.devs, &devs.devt[i], sizeof(__u32), &one, sizeof(one), BPF_ANY);
-	}
+	loaded = true;
+	if (pr.fallback[0])
+		fprintf(stderr, "ntbpf record: warning: %s\n", pr.fallback);
 
 	out = fopen(cfg->output, "wb");
 	if (!out) {
@@ -246,26 +174,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			goto out;
 		}
 	}
-
-	for (int i = 0; i < nhooks; i++) {
-		char name[128];
-		struct bpf_program *p;
-
-		if (choice[i].attach == NT_AT_NONE || !(choice[i].hook->roles & (1u << role)))
-			continue;
-		snprintf(name, sizeof(name), "%s_%s", nt_attach_name(choice[i].attach), choice[i].hook->tp);
-		p = bpf_object__find_program_by_name(skel->obj, name);
-		links[i] = p ? bpf_program__attach(p) : NULL;
-		if (!links[i]) {
-			attach_err[i] = -errno;
-			fprintf(stderr, "ntbpf record: warning: %s not attached: %s\n", choice[i].hook->name,
-				strerror(errno));
-		} else {
-			nattached++;
-		}
-	}
-	if (!nattached) {
-		fprintf(stderr, "ntbpf record: no hook could be attached (see ntbpf probe)\n");
+	if (nt_probes_attach(&pr, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf record: %s\n", err);
 		goto out;
 	}
 
@@ -277,13 +187,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	nt_dev_to_header(&devs, &hdr);
 	if (role == NTBPF_ROLE_INITIATOR)
 		nt_sys_nvme_ctrls("", &hdr);
-	fill_hooks(&hdr, choice, nhooks, skel, role, attach_err);
+	nt_probes_to_header(&pr, &hdr);
 	st.w = nt_writer_open(out, &hdr);
 	if (!st.w) {
 		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));
 		goto out;
 	}
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &st, NULL);
+	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
 	if (!rb) {
 		fprintf(stderr, "ntbpf record: cannot set up the ring buffer: %s\n", strerror(errno));
 		goto out;
@@ -291,6 +201,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* scripts wait for this line before starting the workload */
+	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s)\n", nt_role_name(role),
+		cfg->output, pr.nattached, child > 0 ? "" : "; Ctrl-C to stop");
 	if (child > 0) {
 		/* Ctrl-C reaches the command too (same process group); let it end first */
 		if (write(go_fd, "g", 1) != 1)
@@ -321,47 +234,25 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (stop_signal && child <= 0)
 			break;
 		if (stop_signal && child > 0) {
-			/* the command got the signal too (or we forward SIGTERM); wait for it */
+			/* the command got Ctrl-C too; forward SIGTERM and wait for it to end */
 			if (stop_signal == SIGTERM)
 				kill(child, SIGTERM);
 			stop_signal = 0;
 		}
 	}
 	/* stop new events, then drain what the kernel still holds */
-	for (int i = 0; i < nhooks; i++)
-		bpf_link__destroy(links[i]), links[i] = NULL;
-	tr.stats[ST_PROG_MISSES] = prog_misses(skel->obj);
+	nt_probes_detach(&pr);
 	ring_buffer__consume(rb);
-	{
-		__u64 key = 0, next;
-		uint64_t inflight = 0;
-
-		while (!bpf_map__get_next_key(skel->maps.inflight, inflight ? &key : NULL, &next, sizeof(next))) {
-			key = next;
-			inflight++;
-		}
-		tr.stats[ST_INFLIGHT_END] = inflight;
-	}
-	{
-		int ncpu = libbpf_num_possible_cpus();
-		__u64 *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(__u64));
-
-		for (__u32 k = 0; vals && k < ST_NR; k++) {
-			if (k == ST_INFLIGHT_END || k == ST_PROG_MISSES)
-				continue;
-			if (bpf_map__lookup_elem(skel->maps.stats, &k, sizeof(k), vals, ncpu * sizeof(__u64), 0))
-				continue;
-			for (int c = 0; c < ncpu; c++)
-				tr.stats[k] += vals[c];
-		}
-		free(vals);
-	}
+	nt_probes_stats(&pr, tr.stats);
 	tr.records = tr.stats[ST_EMITTED] - st.lost_user;
 	tr.lost_user = st.lost_user;
 	tr.end_mono_ns = now_ns();
-	if (nt_writer_close(st.w, &tr) || fflush(out) || ferror(out)) {
-		fprintf(stderr, "ntbpf record: writing %s failed: %s\n", cfg->output, strerror(st.werr ? st.werr : errno));
-		st.w = NULL;
+	rc = nt_writer_close(st.w, &tr);
+	st.w = NULL;
+	if (rc || fflush(out) || ferror(out)) {
+		fprintf(stderr, "ntbpf record: writing %s failed: %s\n", cfg->output,
+			strerror(st.werr ? st.werr : rc < 0 ? -rc : errno));
+		rc = 1;
 		goto out;
 	}
 	{
@@ -370,14 +261,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				tr.stats[ST_NO_COMPLETE] + tr.lost_user;
 		double size = fstat(fileno(out), &sb) ? 0 : sb.st_size;
 
-		st.w = NULL;
 		fprintf(stderr, "ntbpf record: %" PRIu64 " records, %" PRIu64 " lost, %.1f KiB written to %s "
-			"(%.1f bytes/record, %s)\n", tr.records, lost, size / 1024, cfg->output,
-			tr.records ? size / tr.records : 0.0, nt_role_name(role));
+			"(%.1f bytes/record, %s, %d hooks)\n", tr.records, lost, size / 1024, cfg->output,
+			tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
 	}
-	rc = 0;
-	if (st.werr)
-		rc = 1;
+	rc = st.werr ? 1 : 0;
 out:
 	if (go_fd >= 0)
 		close(go_fd);	/* child sees EOF and exits 127 without running */
@@ -390,11 +278,12 @@ out:
 	if (st.w)
 		nt_writer_close(st.w, &tr);
 	ring_buffer__free(rb);
-	for (int i = 0; i < nhooks; i++)
-		bpf_link__destroy(links[i]);
-	ntbpf_bpf__destroy(skel);
+	if (loaded)
+		nt_probes_destroy(&pr);
 	if (out)
 		fclose(out);
+	if (rc && out && !st.w && !tr.end_mono_ns)
+		unlink(cfg->output);	/* nothing was recorded: leave no half file */
 	nt_header_free(&hdr);
 	if (!rc && child > 0) {
 		/* like perf record -- cmd: the command's failure is ours */

@@ -110,7 +110,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -131,6 +131,7 @@ static const struct argp_option record_opts[] = {
 	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable), e.g. nvme1n1", 0 },
 	{ "sample", OPT_SAMPLE, "N", 0, "Record about 1 in N I/Os (same I/Os on initiator and target)", 0 },
+	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details", 0 },
 	{},
 };
@@ -195,6 +196,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 	}
 	case 'v':
 		cfg->verbose = true;
+		break;
+	case OPT_KPROBE:
+		cfg->force_kprobe = true;
 		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);
@@ -294,7 +298,7 @@ static const char probe_doc[] =
 "  ntbpf probe";
 
 static const struct argp_option probe_opts[] = {
-	{ "verbose", 'v', NULL, 0, "Also try loading each program", 0 },
+	{ "kprobe", OPT_KPROBE, NULL, 0, "Show what kprobes would attach (instead of fentry)", 0 },
 	{},
 };
 
@@ -306,8 +310,8 @@ static error_t probe_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_INIT:
 		st->err_stream = pc->scratch;
 		break;
-	case 'v':
-		pc->cfg->verbose = true;
+	case OPT_KPROBE:
+		pc->cfg->force_kprobe = true;
 		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s'", arg);

@@ -23,6 +23,7 @@ enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV };
 struct nt_config {
 	enum nt_cmd cmd;
 	bool verbose;
+	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
 	/* record */
 	const char *output;		/* -o, default "ntbpf.data" */
 	int role;			/* 0 = auto, else enum ntbpf_role */

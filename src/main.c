@@ -19,7 +19,7 @@ int main(int argc, char **argv)
 	case NT_CMD_REPORT:
 		return nt_report_cmd(&cfg, stdout, stderr);
 	case NT_CMD_PROBE:
-		return nt_probe_print(stdout) ? 1 : 0;
+		return nt_probe_print(stdout, cfg.force_kprobe) ? 1 : 0;
 	default:
 		return 2;
 	}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * probes - the BPF side's lifecycle for one recorder: open the skeleton, set
+ * rodata and autoload from the hook choices, load (falling back from fentry
+ * to kprobes when the kernel refuses fentry), attach hook by hook, read the
+ * counters, detach.  Used by "ntbpf record" (and later "ntbpf live").
+ */
+#ifndef NTBPF_PROBES_H
+#define NTBPF_PROBES_H
+
+#include <stdbool.h>
+#include "hooks.h"
+#include "recfile.h"
+#include "sysinfo.h"
+
+#define NT_MAX_HOOKS 32
+
+struct ntbpf_bpf;
+
+struct nt_probes {
+	struct ntbpf_bpf *skel;
+	int role;
+	int nhooks;
+	struct nt_hook_choice choice[NT_MAX_HOOKS];
+	struct bpf_link *links[NT_MAX_HOOKS][2];
+	int attach_err[NT_MAX_HOOKS];	/* -errno of a failed attach */
+	char fallback[160];		/* why kprobes were used instead of fentry, or "" */
+	int nattached;
+};
+
+struct nt_probe_opts {
+	int role;
+	uint32_t sample;
+	const struct nt_devset *devs;	/* NULL or empty: every device */
+	bool force_kprobe;
+	bool verbose;
+};
+
+/* open + load; 0, or -1 with a one-line cause in err */
+int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen);
+/* attach every chosen hook; 0 if at least one attached, else -1 with the cause */
+int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen);
+/* hooks of this role with attach type, status and boundary, into the file header */
+void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
+int nt_probes_ringbuf_fd(const struct nt_probes *p);
+/* stop every hook (links destroyed; maps stay readable) */
+void nt_probes_detach(struct nt_probes *p);
+/* BPF counters, in-flight records and skipped program runs into t->stats */
+void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
+void nt_probes_destroy(struct nt_probes *p);
+
+#endif
