@@ -81,9 +81,10 @@ struct {
 	__type(value, __u64);
 } skip_rq SEC(".maps");
 
-/* kprobe -> kretprobe argument stash, keyed by pid_tgid */
+/* entry -> exit stash for exit hooks (arguments and entry time), keyed by pid_tgid */
 struct args {
-	__u64 a[4];
+	__u64 a[2];
+	__u64 ts;
 };
 
 struct {
@@ -132,6 +133,12 @@ static __always_inline __u64 nvme_sample_key(__u64 slba, __u16 qid, __u16 cid)
 {
 	return slba ^ ((__u64)cid << 48) ^ ((__u64)qid << 32);
 }
+
+/*
+ * Tracepoint arguments may be NULL for the verifier (tp_btf, v6.12+): check
+ * them, and keep the compiler from computing field addresses before the check.
+ */
+#define NONNULL(p) ({ bool __ok = (p) != NULL; barrier_var(p); __ok; })
 
 static __always_inline bool dev_wanted(__u32 dev)
 {
@@ -251,16 +258,16 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_btf_block_rq_issue)
 {
 	if (blk_tp_has_q)
-		return on_rq_issue((void *)ctx[1]);
-	return on_rq_issue((void *)ctx[0]);
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
 }
 
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(raw_tp_block_rq_issue)
 {
 	if (blk_tp_has_q)
-		return on_rq_issue((void *)ctx[1]);
-	return on_rq_issue((void *)ctx[0]);
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
 }
 
 /* block_rq_complete(rq, error, nr_bytes), before v5.11 (q, rq, nr_bytes) */
@@ -268,16 +275,16 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_btf_block_rq_complete)
 {
 	if (blk_tp_has_q)
-		return on_rq_complete((void *)ctx[1], 0, (unsigned int)ctx[2]);
-	return on_rq_complete((void *)ctx[0], (int)ctx[1], (unsigned int)ctx[2]);
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(rq, 0, (unsigned int)ctx[2]) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
 }
 
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(raw_tp_block_rq_complete)
 {
 	if (blk_tp_has_q)
-		return on_rq_complete((void *)ctx[1], 0, (unsigned int)ctx[2]);
-	return on_rq_complete((void *)ctx[0], (int)ctx[1], (unsigned int)ctx[2]);
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(rq, 0, (unsigned int)ctx[2]) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
 }
 
 /* ------------------------------------------------------------------ */
@@ -341,13 +348,13 @@ static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command 
 SEC("tp_btf/nvme_setup_cmd")
 int BPF_PROG(tp_btf_nvme_setup_cmd, struct request *rq, struct nvme_command *cmd)
 {
-	return on_setup_cmd(rq, cmd);
+	return NONNULL(rq) && NONNULL(cmd) ? on_setup_cmd(rq, cmd) : 0;
 }
 
 SEC("raw_tp/nvme_setup_cmd")
 int BPF_PROG(raw_tp_nvme_setup_cmd, struct request *rq, struct nvme_command *cmd)
 {
-	return on_setup_cmd(rq, cmd);
+	return NONNULL(rq) && NONNULL(cmd) ? on_setup_cmd(rq, cmd) : 0;
 }
 
 static __always_inline int on_nvme_complete(struct request *rq)
@@ -366,13 +373,13 @@ static __always_inline int on_nvme_complete(struct request *rq)
 SEC("tp_btf/nvme_complete_rq")
 int BPF_PROG(tp_btf_nvme_complete_rq, struct request *rq)
 {
-	return on_nvme_complete(rq);
+	return NONNULL(rq) ? on_nvme_complete(rq) : 0;
 }
 
 SEC("raw_tp/nvme_complete_rq")
 int BPF_PROG(raw_tp_nvme_complete_rq, struct request *rq)
 {
-	return on_nvme_complete(rq);
+	return NONNULL(rq) ? on_nvme_complete(rq) : 0;
 }
 
 /* skb arrival on a queue's socket: the first one a receive pass has not taken yet */
@@ -465,99 +472,125 @@ static __always_inline int tcp_req_state(struct nvme_tcp_request *req)
 }
 
 /*
- * The command PDU (and any in-capsule data) has been handed to the socket.
- * With in-capsule data the last data send moves it later; data sent after
- * an R2T is data_sent instead.
+ * Exit hooks: a PDU counts as handed to the socket at the entry of the call
+ * that sent its last byte (on loopback the peer's data_ready runs inside
+ * that call, so its return would be too late).  The entry program stashes
+ * the time (and, for kprobes, the arguments); the exit program decides.
  */
-static __always_inline int on_cmd_sent(struct nvme_tcp_request *req, __u64 now)
+static __always_inline void stash_put(__u64 a0, __u64 a1)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { a0, a1 }, .ts = bpf_ktime_get_ns() };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+}
+
+/* copy out and drop the stash; ts 0 if the entry was not seen */
+static __always_inline struct args stash_take(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *p = bpf_map_lookup_elem(&stash, &id), a = {};
+
+	if (p) {
+		a = *p;
+		bpf_map_delete_elem(&stash, &id);
+	}
+	if (!a.ts)
+		a.ts = bpf_ktime_get_ns();
+	return a;
+}
+
+/* function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret) */
+#define EXIT_HOOK1(fn, handler, T0)						\
+SEC("fentry/" #fn)								\
+int BPF_PROG(fentry_##fn, T0 a0)						\
+{										\
+	stash_put(0, 0);							\
+	return 0;								\
+}										\
+SEC("fexit/" #fn)								\
+int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return handler(a0, a.ts, ret);						\
+}										\
+SEC("kprobe/" #fn)								\
+int BPF_KPROBE(kprobe_##fn, T0 a0)						\
+{										\
+	stash_put((__u64)a0, 0);						\
+	return 0;								\
+}										\
+SEC("kretprobe/" #fn)								\
+int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
+}
+
+#define EXIT_HOOK2(fn, handler, T0, T1)						\
+SEC("fentry/" #fn)								\
+int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
+{										\
+	stash_put(0, 0);							\
+	return 0;								\
+}										\
+SEC("fexit/" #fn)								\
+int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return handler(a0, a.ts, ret);						\
+}										\
+SEC("kprobe/" #fn)								\
+int BPF_KPROBE(kprobe_##fn, T0 a0)						\
+{										\
+	stash_put((__u64)a0, 0);						\
+	return 0;								\
+}										\
+SEC("kretprobe/" #fn)								\
+int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
+}
+
+static __always_inline struct ntbpf_rec *host_rec_of(struct nvme_tcp_request *req)
 {
 	__u64 key = (__u64)rq_of_tcp_req(req);
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
 
-	if (r && r->role == NTBPF_ROLE_INITIATOR)
-		ev_set(r, EV_I_CMD_SENT, now);
+	return (r && r->role == NTBPF_ROLE_INITIATOR) ? r : NULL;
+}
+
+/* nvme_tcp_try_send_cmd_pdu(req) returns 1 once the whole command PDU is sent */
+static __always_inline int on_cmd_pdu_sent(struct nvme_tcp_request *req, __u64 ts, int ret)
+{
+	struct ntbpf_rec *r;
+
+	if (ret == 1 && (r = host_rec_of(req)))
+		ev_set(r, EV_I_CMD_SENT, ts);
 	return 0;
 }
 
-static __always_inline int on_data_sent(struct nvme_tcp_request *req, __u64 now)
+/*
+ * nvme_tcp_try_send_data(req) returns 1 after the last send of the current
+ * data PDU: in-capsule data moves cmd_sent to its last send; data sent
+ * after an R2T is data_sent.
+ */
+static __always_inline int on_data_sent(struct nvme_tcp_request *req, __u64 ts, int ret)
 {
-	__u64 key = (__u64)rq_of_tcp_req(req);
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r;
 
-	if (!r || r->role != NTBPF_ROLE_INITIATOR)
+	if (ret != 1 || !(r = host_rec_of(req)))
 		return 0;
 	if (r->ev_mask & (1u << EV_I_R2T_ARRIVE))
-		ev_set(r, EV_I_DATA_SENT, now);
+		ev_set(r, EV_I_DATA_SENT, ts);
 	else
-		ev_set(r, EV_I_CMD_SENT, now);	/* in-capsule data */
+		ev_set(r, EV_I_CMD_SENT, ts);
 	return 0;
 }
 
-/* nvme_tcp_try_send_cmd_pdu(req) returns 1 once the whole PDU is sent (v6.5+ not inlined on 6.12) */
-SEC("fexit/nvme_tcp_try_send_cmd_pdu")
-int BPF_PROG(fexit_nvme_tcp_try_send_cmd_pdu, struct nvme_tcp_request *req, int ret)
-{
-	if (ret == 1)
-		on_cmd_sent(req, bpf_ktime_get_ns());
-	return 0;
-}
-
-SEC("kprobe/nvme_tcp_try_send_cmd_pdu")
-int BPF_KPROBE(kprobe_nvme_tcp_try_send_cmd_pdu, struct nvme_tcp_request *req)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args a = { .a = { (__u64)req } };
-
-	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
-	return 0;
-}
-
-SEC("kretprobe/nvme_tcp_try_send_cmd_pdu")
-int BPF_KRETPROBE(kretprobe_nvme_tcp_try_send_cmd_pdu, int ret)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args *a = bpf_map_lookup_elem(&stash, &id);
-
-	if (!a)
-		return 0;
-	if (ret == 1)
-		on_cmd_sent((void *)a->a[0], bpf_ktime_get_ns());
-	bpf_map_delete_elem(&stash, &id);
-	return 0;
-}
-
-/* nvme_tcp_try_send_data(req) returns 1 after the last send of the current data PDU */
-SEC("fexit/nvme_tcp_try_send_data")
-int BPF_PROG(fexit_nvme_tcp_try_send_data, struct nvme_tcp_request *req, int ret)
-{
-	if (ret == 1)
-		on_data_sent(req, bpf_ktime_get_ns());
-	return 0;
-}
-
-SEC("kprobe/nvme_tcp_try_send_data")
-int BPF_KPROBE(kprobe_nvme_tcp_try_send_data, struct nvme_tcp_request *req)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args a = { .a = { (__u64)req } };
-
-	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
-	return 0;
-}
-
-SEC("kretprobe/nvme_tcp_try_send_data")
-int BPF_KRETPROBE(kretprobe_nvme_tcp_try_send_data, int ret)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args *a = bpf_map_lookup_elem(&stash, &id);
-
-	if (!a)
-		return 0;
-	if (ret == 1)
-		on_data_sent((void *)a->a[0], bpf_ktime_get_ns());
-	bpf_map_delete_elem(&stash, &id);
-	return 0;
-}
+EXIT_HOOK1(nvme_tcp_try_send_cmd_pdu, on_cmd_pdu_sent, struct nvme_tcp_request *)
+EXIT_HOOK1(nvme_tcp_try_send_data, on_data_sent, struct nvme_tcp_request *)
 
 /*
  * The first H2C data PDU of a request goes out after its R2T arrived: the
@@ -566,11 +599,11 @@ int BPF_KRETPROBE(kretprobe_nvme_tcp_try_send_data, int ret)
  */
 static __always_inline int on_send_data_pdu(struct nvme_tcp_request *req)
 {
-	__u64 key = (__u64)rq_of_tcp_req(req), q;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = host_rec_of(req);
 	struct qstate *s;
+	__u64 q;
 
-	if (!r || r->role != NTBPF_ROLE_INITIATOR || (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
+	if (!r || (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
 		return 0;
 	q = (__u64)BPF_CORE_READ(req, queue);
 	s = bpf_map_lookup_elem(&queues, &q);
@@ -707,13 +740,13 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 SEC("tp_btf/nvmet_req_init")
 int BPF_PROG(tp_btf_nvmet_req_init, struct nvmet_req *req, struct nvme_command *cmd)
 {
-	return on_req_init(req, cmd);
+	return NONNULL(req) && NONNULL(cmd) ? on_req_init(req, cmd) : 0;
 }
 
 SEC("raw_tp/nvmet_req_init")
 int BPF_PROG(raw_tp_nvmet_req_init, struct nvmet_req *req, struct nvme_command *cmd)
 {
-	return on_req_init(req, cmd);
+	return NONNULL(req) && NONNULL(cmd) ? on_req_init(req, cmd) : 0;
 }
 
 /* the request goes to the backend; for data that came after an R2T, note when it arrived */
@@ -769,13 +802,13 @@ static __always_inline int on_req_complete(struct nvmet_req *req)
 SEC("tp_btf/nvmet_req_complete")
 int BPF_PROG(tp_btf_nvmet_req_complete, struct nvmet_req *req)
 {
-	return on_req_complete(req);
+	return NONNULL(req) ? on_req_complete(req) : 0;
 }
 
 SEC("raw_tp/nvmet_req_complete")
 int BPF_PROG(raw_tp_nvmet_req_complete, struct nvmet_req *req)
 {
-	return on_req_complete(req);
+	return NONNULL(req) ? on_req_complete(req) : 0;
 }
 
 static __always_inline int on_queue_response(struct nvmet_req *req)
@@ -800,133 +833,50 @@ int BPF_KPROBE(kprobe_nvmet_tcp_queue_response, struct nvmet_req *req)
 	return on_queue_response(req);
 }
 
-/* the R2T for a write has been handed to the socket */
-static __always_inline int on_r2t_sent(struct nvmet_tcp_cmd *cmd)
+static __always_inline struct ntbpf_rec *tgt_rec_of(struct nvmet_tcp_cmd *cmd, __u64 *key)
 {
-	__u64 key = (__u64)req_of_tgt_cmd(cmd);
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r;
 
-	if (r && r->role == NTBPF_ROLE_TARGET)
-		ev_set(r, EV_T_R2T_SENT, bpf_ktime_get_ns());
+	*key = (__u64)req_of_tgt_cmd(cmd);
+	r = bpf_map_lookup_elem(&inflight, key);
+	return (r && r->role == NTBPF_ROLE_TARGET) ? r : NULL;
+}
+
+/* the R2T for a write has been handed to the socket */
+static __always_inline int on_r2t_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
+{
+	struct ntbpf_rec *r;
+	__u64 key;
+
+	if (ret == 1 && (r = tgt_rec_of(cmd, &key)))
+		ev_set(r, EV_T_R2T_SENT, ts);
 	return 0;
 }
 
 /* the response capsule (or the last C2H data PDU carrying SUCCESS) is out: done */
-static __always_inline int on_resp_sent(struct nvmet_tcp_cmd *cmd)
+static __always_inline int on_resp_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
 {
-	__u64 key = (__u64)req_of_tgt_cmd(cmd);
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r;
+	__u64 key;
 
-	if (!r || r->role != NTBPF_ROLE_TARGET)
+	if (ret != 1 || !(r = tgt_rec_of(cmd, &key)))
 		return 0;
-	ev_set(r, EV_T_RESP_SENT, bpf_ktime_get_ns());
+	ev_set(r, EV_T_RESP_SENT, ts);
 	emit(r, key);
 	return 0;
 }
 
-SEC("fexit/nvmet_try_send_response")
-int BPF_PROG(fexit_nvmet_try_send_response, struct nvmet_tcp_cmd *cmd, bool last_in_batch, int ret)
-{
-	if (ret == 1)
-		on_resp_sent(cmd);
-	return 0;
-}
-
-SEC("kprobe/nvmet_try_send_response")
-int BPF_KPROBE(kprobe_nvmet_try_send_response, struct nvmet_tcp_cmd *cmd)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args a = { .a = { (__u64)cmd } };
-
-	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
-	return 0;
-}
-
-SEC("kretprobe/nvmet_try_send_response")
-int BPF_KRETPROBE(kretprobe_nvmet_try_send_response, int ret)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args *a = bpf_map_lookup_elem(&stash, &id);
-
-	if (!a)
-		return 0;
-	if (ret == 1)
-		on_resp_sent((void *)a->a[0]);
-	bpf_map_delete_elem(&stash, &id);
-	return 0;
-}
-
-SEC("fexit/nvmet_try_send_r2t")
-int BPF_PROG(fexit_nvmet_try_send_r2t, struct nvmet_tcp_cmd *cmd, bool last_in_batch, int ret)
-{
-	if (ret == 1)
-		on_r2t_sent(cmd);
-	return 0;
-}
-
-SEC("kprobe/nvmet_try_send_r2t")
-int BPF_KPROBE(kprobe_nvmet_try_send_r2t, struct nvmet_tcp_cmd *cmd)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args a = { .a = { (__u64)cmd } };
-
-	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
-	return 0;
-}
-
-SEC("kretprobe/nvmet_try_send_r2t")
-int BPF_KRETPROBE(kretprobe_nvmet_try_send_r2t, int ret)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args *a = bpf_map_lookup_elem(&stash, &id);
-
-	if (!a)
-		return 0;
-	if (ret == 1)
-		on_r2t_sent((void *)a->a[0]);
-	bpf_map_delete_elem(&stash, &id);
-	return 0;
-}
-
 /* C2H data with SUCCESS (sqhd disabled) ends the command without a response capsule */
-static __always_inline int on_tgt_data_sent(struct nvmet_tcp_cmd *cmd)
+static __always_inline int on_tgt_data_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
 {
 	if (BPF_CORE_READ(cmd, queue, nvme_sq.sqhd_disabled) && !BPF_CORE_READ(cmd, queue, data_digest))
-		on_resp_sent(cmd);
+		return on_resp_sent(cmd, ts, ret);
 	return 0;
 }
 
-SEC("fexit/nvmet_try_send_data")
-int BPF_PROG(fexit_nvmet_try_send_data, struct nvmet_tcp_cmd *cmd, bool last_in_batch, int ret)
-{
-	if (ret == 1)
-		on_tgt_data_sent(cmd);
-	return 0;
-}
-
-SEC("kprobe/nvmet_try_send_data")
-int BPF_KPROBE(kprobe_nvmet_try_send_data, struct nvmet_tcp_cmd *cmd)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args a = { .a = { (__u64)cmd } };
-
-	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
-	return 0;
-}
-
-SEC("kretprobe/nvmet_try_send_data")
-int BPF_KRETPROBE(kretprobe_nvmet_try_send_data, int ret)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args *a = bpf_map_lookup_elem(&stash, &id);
-
-	if (!a)
-		return 0;
-	if (ret == 1)
-		on_tgt_data_sent((void *)a->a[0]);
-	bpf_map_delete_elem(&stash, &id);
-	return 0;
-}
+EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool)
+EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool)
+EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool)
 
 /*
  * Kernels before v6.5 (Debian 6.1) inline nvme_tcp_try_send_cmd_pdu and the
@@ -936,10 +886,10 @@ int BPF_KRETPROBE(kretprobe_nvmet_try_send_data, int ret)
  * initiator, queue->snd_cmd on the target) and its state which PDU; the
  * driver updates both only after kernel_sendpage returns.
  */
-static __always_inline int on_sendpage(struct socket *sock, __u64 size, int ret)
+static __always_inline int on_sendpage(struct socket *sock, __u64 size, __u64 ts, int ret)
 {
-	__u64 q, now = bpf_ktime_get_ns();
 	struct sock *sk;
+	__u64 q;
 
 	if (ret <= 0 || (__u64)ret != size)
 		return 0;	/* partial: the driver calls again for the rest */
@@ -951,7 +901,7 @@ static __always_inline int on_sendpage(struct socket *sock, __u64 size, int ret)
 		struct nvme_tcp_request *req = BPF_CORE_READ((struct nvme_tcp_queue *)q, request);
 
 		if (req && tcp_req_state(req) == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_CMD_PDU))
-			on_cmd_sent(req, now);
+			on_cmd_pdu_sent(req, ts, 1);
 	} else {
 		struct nvmet_tcp_cmd *cmd = BPF_CORE_READ((struct nvmet_tcp_queue *)q, snd_cmd);
 		int state;
@@ -960,10 +910,18 @@ static __always_inline int on_sendpage(struct socket *sock, __u64 size, int ret)
 			return 0;
 		state = BPF_CORE_READ(cmd, state);
 		if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_RESPONSE))
-			on_resp_sent(cmd);
+			on_resp_sent(cmd, ts, 1);
 		else if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_R2T))
-			on_r2t_sent(cmd);
+			on_r2t_sent(cmd, ts, 1);
 	}
+	return 0;
+}
+
+/* kernel_sendpage(sock, page, offset, size, flags) */
+SEC("fentry/kernel_sendpage")
+int BPF_PROG(fentry_kernel_sendpage, struct socket *sock)
+{
+	stash_put(0, 0);
 	return 0;
 }
 
@@ -971,28 +929,22 @@ SEC("fexit/kernel_sendpage")
 int BPF_PROG(fexit_kernel_sendpage, struct socket *sock, struct page *page, int offset, size_t size,
 	     int flags, int ret)
 {
-	return on_sendpage(sock, size, ret);
+	struct args a = stash_take();
+
+	return on_sendpage(sock, size, a.ts, ret);
 }
 
 SEC("kprobe/kernel_sendpage")
 int BPF_KPROBE(kprobe_kernel_sendpage, struct socket *sock, struct page *page, int offset, size_t size)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args a = { .a = { (__u64)sock, size } };
-
-	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+	stash_put((__u64)sock, size);
 	return 0;
 }
 
 SEC("kretprobe/kernel_sendpage")
 int BPF_KRETPROBE(kretprobe_kernel_sendpage, int ret)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args *a = bpf_map_lookup_elem(&stash, &id);
+	struct args a = stash_take();
 
-	if (!a)
-		return 0;
-	on_sendpage((void *)a->a[0], a->a[1], ret);
-	bpf_map_delete_elem(&stash, &id);
-	return 0;
+	return a.a[0] ? on_sendpage((void *)a.a[0], a.a[1], a.ts, ret) : 0;
 }

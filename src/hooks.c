@@ -300,9 +300,13 @@ int nt_hook_progs(const struct nt_hook_choice *c, char names[2][96])
 	switch (c->attach) {
 	case NT_AT_NONE:
 		return 0;
-	case NT_AT_KRETPROBE:
+	case NT_AT_KRETPROBE:	/* exit hooks: the entry half stashes the entry time */
 		snprintf(names[0], 96, "kprobe_%s", c->hook->name);
 		snprintf(names[1], 96, "kretprobe_%s", c->hook->name);
+		return 2;
+	case NT_AT_FEXIT:
+		snprintf(names[0], 96, "fentry_%s", c->hook->name);
+		snprintf(names[1], 96, "fexit_%s", c->hook->name);
 		return 2;
 	default:
 		snprintf(names[0], 96, "%s_%s", nt_attach_name(c->attach), c->hook->name);

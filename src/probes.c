@@ -13,8 +13,24 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* keep libbpf's last warning: a failed load is reported with its cause */
+static char last_warning[200];
+
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	char buf[512];
+	size_t n;
+
+	if (level != LIBBPF_WARN)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	/* the summary lines name the program; verifier dumps are noise here */
+	if (strstr(buf, "failed to load") || strstr(buf, "failed to attach") || strstr(buf, "failed to find") ||
+	    strstr(buf, "failed to resolve") || strstr(buf, "BTF") || !last_warning[0])
+		snprintf(last_warning, sizeof(last_warning), "%s", buf);
 	return 0;
 }
 
@@ -58,8 +74,8 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 		return -1;
 	}
 	if (ntbpf_bpf__load(skel)) {
-		snprintf(err, errlen, "loading the BPF programs failed: %s (ntbpf record -v shows the verifier log)",
-			 strerror(errno));
+		snprintf(err, errlen, "loading the BPF programs failed: %s [%s] (-v shows the verifier log)",
+			 strerror(errno), last_warning);
 		ntbpf_bpf__destroy(skel);
 		return -1;
 	}
