@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "match.h"
 #include "report.h"
 
 static const char *const op_names[NTBPF_OP_NR] = {
@@ -187,26 +188,22 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 			rep->no_start += in->trailer.stats[ST_NO_START];
 			rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
 		}
-		for (size_t k = 0; k < in->n; k++) {
-			const struct ntbpf_rec *r = &in->recs[k];
-
-			if (r->flags & NTBPF_F_ADMIN) {
-				rep->admin++;
-				continue;
-			}
-			if (r->role == NTBPF_ROLE_TARGET) {
-				rep->n_tgt++;
-				rep->unmatched_tgt++;
-				if (account(rep, NULL, r))
-					return -1;
-			} else {
-				rep->n_init++;
-				rep->unmatched_init++;
-				if (account(rep, r, NULL))
-					return -1;
-			}
-		}
+		for (size_t k = 0; k < in->n; k++)
+			rep->admin += (in->recs[k].flags & NTBPF_F_ADMIN) != 0;
 	}
+	if (nt_match_build(&rep->m, ins, nins))
+		return -1;
+	rep->n_init = rep->m.n_init;
+	rep->n_tgt = rep->m.n_tgt;
+	rep->matched = rep->m.matched;
+	rep->unmatched_init = rep->m.n_init - rep->m.matched;
+	rep->unmatched_tgt = rep->m.n_tgt - rep->m.matched;
+	for (size_t k = 0; k < rep->m.n_init; k++)
+		if (account(rep, rep->m.init[k], rep->m.partner[k]))
+			return -1;
+	for (size_t k = 0; k < rep->m.n_tgt; k++)
+		if (!rep->m.tgt_matched[k] && account(rep, NULL, rep->m.tgt[k]))
+			return -1;
 	if (rep->ngroups > 1)
 		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
 	return 0;
@@ -218,6 +215,7 @@ void nt_report_free(struct nt_report *rep)
 		for (int s = 0; s < NT_ST_NR; s++)
 			nt_hist_free(&rep->groups[i].h[s]);
 	free(rep->groups);
+	nt_match_free(&rep->m);
 	memset(rep, 0, sizeof(*rep));
 }
 
@@ -297,6 +295,12 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 			" (not recorded)\n", rep->no_start, rep->inflight_end);
 	if (rep->admin)
 		fprintf(out, "# admin-queue commands left out: %" PRIu64 "\n", rep->admin);
+	if (rep->m.have_offset && rep->n_tgt && rep->n_init)
+		fprintf(out, "# target clock = initiator clock %+.3f ms (estimated from %zu I/Os; used only to pair I/Os)\n",
+			rep->m.offset_ns / 1e6, rep->m.offset_votes);
+	if (rep->m.no_cntlid)
+		fprintf(out, "# initiator I/Os whose controller the header does not name (cannot match): %zu\n",
+			rep->m.no_cntlid);
 	if (rep->neg_network)
 		fprintf(out, "# network_transmission left out where negative: %" PRIu64 " I/Os\n", rep->neg_network);
 	for (int i = 0; i < rep->nins; i++) {

@@ -16,6 +16,7 @@
 #include "hist.h"
 #include "recfile.h"
 #include "stages.h"
+#include "match.h"
 
 struct nt_input {
 	const char *path;
@@ -69,6 +70,7 @@ struct nt_report {
 	uint32_t stages_seen;		/* mask of stages with any value */
 	int ngroups;
 	struct nt_group *groups;
+	struct nt_matching m;
 };
 
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,

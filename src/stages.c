@@ -141,6 +141,31 @@ uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec 
 				*stand_in |= 1u << s;
 		}
 	}
+	/*
+	 * Writes through R2T: the host's handling of the R2T (r2t_arrive ->
+	 * data_sent) is nvme_tcp work, not waiting for the target; the target's
+	 * wait for the data (r2t_sent -> data_arrive) is network, not nvmet
+	 * work.  Moving both keeps every sum exact and gives network the R2T
+	 * and data crossings too.
+	 */
+	if (init && (mask & (1u << NT_ST_REMOTE)) && seen(init, EV_I_R2T_ARRIVE) && seen(init, EV_I_DATA_SENT) &&
+	    init->ev[EV_I_DATA_SENT] >= init->ev[EV_I_R2T_ARRIVE]) {
+		uint64_t h = init->ev[EV_I_DATA_SENT] - init->ev[EV_I_R2T_ARRIVE];
+
+		if (vals[NT_ST_REMOTE] >= h) {
+			vals[NT_ST_REMOTE] -= h;
+			vals[NT_ST_NVME_TCP_SUB] += h;
+		}
+	}
+	if (tgt && (mask & (1u << NT_ST_NVMET_TCP_SUB)) && seen(tgt, EV_T_R2T_SENT) && seen(tgt, EV_T_DATA_ARRIVE) &&
+	    tgt->ev[EV_T_DATA_ARRIVE] >= tgt->ev[EV_T_R2T_SENT]) {
+		uint64_t w = tgt->ev[EV_T_DATA_ARRIVE] - tgt->ev[EV_T_R2T_SENT];
+
+		if (vals[NT_ST_NVMET_TCP_SUB] >= w && vals[NT_ST_TARGET_RES] >= w) {
+			vals[NT_ST_NVMET_TCP_SUB] -= w;
+			vals[NT_ST_TARGET_RES] -= w;
+		}
+	}
 	if ((mask & (1u << NT_ST_REMOTE)) && (mask & (1u << NT_ST_TARGET_RES))) {
 		if (vals[NT_ST_REMOTE] >= vals[NT_ST_TARGET_RES]) {
 			vals[NT_ST_NETWORK] = vals[NT_ST_REMOTE] - vals[NT_ST_TARGET_RES];
