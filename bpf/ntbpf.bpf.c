@@ -47,11 +47,26 @@ struct {
 	__type(value, struct ntbpf_rec);
 } inflight SEC(".maps");
 
-/* per NVMe/TCP queue (struct nvme_tcp_queue * or struct nvmet_tcp_queue *) */
+/*
+ * Per NVMe/TCP queue (struct nvme_tcp_queue * or struct nvmet_tcp_queue *):
+ * the last ARRIVALS data_ready calls, each with how far the byte stream had
+ * arrived (tp->rcv_nxt).  A PDU's arrival is the first of them that covered
+ * the bytes being read (tp->copied_seq): exact at any queue depth, however
+ * the driver batches its reads.
+ */
+#define ARRIVALS 16
+
+struct arrival {
+	__u32 seq;	/* rcv_nxt after this delivery */
+	__u32 pad;
+	__u64 ts;
+};
+
 struct qstate {
-	__u64 arrive;		/* first data_ready not yet taken by a receive pass */
-	__u64 batch_arrive;	/* arrival of what the current receive pass handles */
-	__u64 pickup;		/* target: last nvmet_tcp_try_recv_pdu */
+	struct arrival a[ARRIVALS];
+	__u32 head;	/* next slot to write */
+	__u32 pad;
+	__u64 pickup;	/* target: last nvmet_tcp_try_recv_pdu */
 };
 
 struct {
@@ -177,6 +192,35 @@ static __always_inline struct qstate *qstate_get(__u64 q)
 		return s;
 	bpf_map_update_elem(&queues, &q, &zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&queues, &q);
+}
+
+/*
+ * Exit hooks: a PDU counts as handed to the socket at the entry of the call
+ * that sent its last byte (on loopback the peer's data_ready runs inside
+ * that call, so its return would be too late).  The entry program stashes
+ * the time (and, for kprobes, the arguments); the exit program decides.
+ */
+static __always_inline void stash_put(__u64 a0, __u64 a1)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args a = { .a = { a0, a1 }, .ts = bpf_ktime_get_ns() };
+
+	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
+}
+
+/* copy out and drop the stash; ts 0 if the entry was not seen */
+static __always_inline struct args stash_take(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct args *p = bpf_map_lookup_elem(&stash, &id), a = {};
+
+	if (p) {
+		a = *p;
+		bpf_map_delete_elem(&stash, &id);
+	}
+	if (!a.ts)
+		a.ts = bpf_ktime_get_ns();
+	return a;
 }
 
 /* ------------------------------------------------------------------ */
@@ -319,7 +363,8 @@ static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command 
 	/* I/O queues have queuedata; the admin queue (qid 0) does not */
 	if (BPF_CORE_READ(rq, q, queuedata))
 		qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
-	if (!qid) {
+	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
+	if (!qid || BPF_CORE_READ(cmd, common.opcode) == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
 		return 0;
 	}
@@ -382,18 +427,54 @@ int BPF_PROG(raw_tp_nvme_complete_rq, struct request *rq)
 	return NONNULL(rq) ? on_nvme_complete(rq) : 0;
 }
 
-/* skb arrival on a queue's socket: the first one a receive pass has not taken yet */
+/* data arrived on a queue's socket: note how far the stream got, and when */
 static __always_inline int on_data_ready(struct sock *sk)
 {
 	__u64 q = (__u64)BPF_CORE_READ(sk, sk_user_data);
+	struct tcp_sock *tp = (void *)sk;
 	struct qstate *s;
+	__u32 i;
 
 	if (!q)
 		return 0;
 	s = qstate_get(q);
-	if (s && !s->arrive)
-		s->arrive = bpf_ktime_get_ns();
+	if (!s)
+		return 0;
+	i = s->head % ARRIVALS;
+	s->a[i].seq = BPF_CORE_READ(tp, rcv_nxt);
+	s->a[i].ts = bpf_ktime_get_ns();
+	s->head = i + 1;
 	return 0;
+}
+
+/*
+ * When did the byte before stream position 'need' arrive: the oldest noted
+ * delivery whose rcv_nxt reached 'need' (sequence arithmetic wraps).  0 if
+ * the ring no longer holds it.
+ */
+static __always_inline __u64 arrival_of(struct qstate *s, __u32 need)
+{
+	__u64 best = 0;
+
+	for (int k = 0; k < ARRIVALS; k++) {
+		struct arrival *e = &s->a[k];
+
+		if (e->ts && (__s32)(e->seq - need) >= 0 && (!best || e->ts < best))
+			best = e->ts;
+	}
+	return best;
+}
+
+/* arrival of what the socket is reading now (host: the skb being processed) */
+static __always_inline __u64 queue_arrival(__u64 q, struct socket *sock, __u32 extra)
+{
+	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+	struct tcp_sock *tp;
+
+	if (!s || !sock)
+		return 0;
+	tp = (void *)BPF_CORE_READ(sock, sk);
+	return arrival_of(s, BPF_CORE_READ(tp, copied_seq) + extra);
 }
 
 SEC("fentry/nvme_tcp_data_ready")
@@ -408,30 +489,6 @@ int BPF_KPROBE(kprobe_nvme_tcp_data_ready, struct sock *sk)
 	return on_data_ready(sk);
 }
 
-/* a receive pass starts: what it reads arrived at 'arrive' */
-static __always_inline int on_recv_pass(__u64 q)
-{
-	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
-
-	if (s && s->arrive) {
-		s->batch_arrive = s->arrive;
-		s->arrive = 0;
-	}
-	return 0;
-}
-
-SEC("fentry/nvme_tcp_try_recv")
-int BPF_PROG(fentry_nvme_tcp_try_recv, struct nvme_tcp_queue *queue)
-{
-	return on_recv_pass((__u64)queue);
-}
-
-SEC("kprobe/nvme_tcp_try_recv")
-int BPF_KPROBE(kprobe_nvme_tcp_try_recv, struct nvme_tcp_queue *queue)
-{
-	return on_recv_pass((__u64)queue);
-}
-
 /*
  * blk_mq_complete_request_remote(rq): nvme_tcp hands a request to blk-mq
  * completion as it processes the response (or the last C2H data PDU with
@@ -439,17 +496,17 @@ int BPF_KPROBE(kprobe_nvme_tcp_try_recv, struct nvme_tcp_queue *queue)
  */
 static __always_inline int on_complete_remote(struct request *rq)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq, q;
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq, q, arr;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
-	struct qstate *s;
 
 	if (!r || !(r->flags & NTBPF_F_NVME) || r->role != NTBPF_ROLE_INITIATOR)
 		return 0;
 	ev_set(r, EV_I_RESP_PROC, now);
 	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
-	s = bpf_map_lookup_elem(&queues, &q);
-	if (s && s->batch_arrive && s->batch_arrive <= now)
-		ev_set(r, EV_I_RESP_ARRIVE, s->batch_arrive);
+	/* read_sock advances copied_seq after each skb: the response is in the one at copied_seq */
+	arr = queue_arrival(q, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
+	if (arr && arr <= now)
+		ev_set(r, EV_I_RESP_ARRIVE, arr);
 	return 0;
 }
 
@@ -469,35 +526,6 @@ int BPF_KPROBE(kprobe_blk_mq_complete_request_remote, struct request *rq)
 static __always_inline int tcp_req_state(struct nvme_tcp_request *req)
 {
 	return BPF_CORE_READ(req, state);
-}
-
-/*
- * Exit hooks: a PDU counts as handed to the socket at the entry of the call
- * that sent its last byte (on loopback the peer's data_ready runs inside
- * that call, so its return would be too late).  The entry program stashes
- * the time (and, for kprobes, the arguments); the exit program decides.
- */
-static __always_inline void stash_put(__u64 a0, __u64 a1)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args a = { .a = { a0, a1 }, .ts = bpf_ktime_get_ns() };
-
-	bpf_map_update_elem(&stash, &id, &a, BPF_ANY);
-}
-
-/* copy out and drop the stash; ts 0 if the entry was not seen */
-static __always_inline struct args stash_take(void)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct args *p = bpf_map_lookup_elem(&stash, &id), a = {};
-
-	if (p) {
-		a = *p;
-		bpf_map_delete_elem(&stash, &id);
-	}
-	if (!a.ts)
-		a.ts = bpf_ktime_get_ns();
-	return a;
 }
 
 /* function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret) */
@@ -593,21 +621,22 @@ EXIT_HOOK1(nvme_tcp_try_send_cmd_pdu, on_cmd_pdu_sent, struct nvme_tcp_request *
 EXIT_HOOK1(nvme_tcp_try_send_data, on_data_sent, struct nvme_tcp_request *)
 
 /*
- * The first H2C data PDU of a request goes out after its R2T arrived: the
- * R2T's arrival is that of the receive pass that handled it
- * (nvme_tcp_handle_r2t is inlined on 6.1 and 6.12).
+ * The first H2C data PDU of a request goes out after its R2T arrived
+ * (nvme_tcp_handle_r2t is inlined on 6.1 and 6.12): stamp the R2T's
+ * arrival then.
  */
 static __always_inline int on_send_data_pdu(struct nvme_tcp_request *req)
 {
 	struct ntbpf_rec *r = host_rec_of(req);
-	struct qstate *s;
-	__u64 q;
+	struct nvme_tcp_queue *queue;
+	__u64 arr;
 
 	if (!r || (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
 		return 0;
-	q = (__u64)BPF_CORE_READ(req, queue);
-	s = bpf_map_lookup_elem(&queues, &q);
-	ev_set(r, EV_I_R2T_ARRIVE, s && s->batch_arrive ? s->batch_arrive : bpf_ktime_get_ns());
+	queue = BPF_CORE_READ(req, queue);
+	/* the R2T was the last thing read on the queue */
+	arr = queue_arrival((__u64)queue, BPF_CORE_READ(queue, sock), 0);
+	ev_set(r, EV_I_R2T_ARRIVE, arr ? arr : bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -657,13 +686,8 @@ static __always_inline int on_try_recv_pdu(__u64 q)
 {
 	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
 
-	if (!s)
-		return 0;
-	if (s->arrive) {
-		s->batch_arrive = s->arrive;
-		s->arrive = 0;
-	}
-	s->pickup = bpf_ktime_get_ns();
+	if (s)
+		s->pickup = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -700,13 +724,14 @@ static __always_inline __u8 nvme_op(__u8 opcode)
 
 static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_command *cmd)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q = tgt_queue_of_req(req);
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q = tgt_queue_of_req(req), arr;
 	struct nvmet_sq *sq = BPF_CORE_READ(req, sq);
 	struct ntbpf_rec r = {};
 	struct qstate *s;
 	__u16 qid = BPF_CORE_READ(sq, qid);
 
-	if (!qid) {
+	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
+	if (!qid || BPF_CORE_READ(cmd, common.opcode) == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
 		return 0;
 	}
@@ -726,9 +751,11 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 	}
 	s = bpf_map_lookup_elem(&queues, &q);
 	r.t0 = now;
-	if (s && s->batch_arrive && s->batch_arrive <= now) {
-		r.t0 = s->batch_arrive;
-		ev_set(&r, EV_T_CMD_ARRIVE, s->batch_arrive);
+	/* recvmsg has just read the command header: copied_seq is right behind it */
+	arr = q ? queue_arrival(q, BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0) : 0;
+	if (arr && arr <= now) {
+		r.t0 = arr;
+		ev_set(&r, EV_T_CMD_ARRIVE, arr);
 	}
 	if (s && s->pickup && s->pickup >= r.t0 && s->pickup <= now)
 		ev_set(&r, EV_T_CMD_PICKUP, s->pickup);
@@ -752,17 +779,17 @@ int BPF_PROG(raw_tp_nvmet_req_init, struct nvmet_req *req, struct nvme_command *
 /* the request goes to the backend; for data that came after an R2T, note when it arrived */
 static __always_inline int on_exec(struct nvmet_req *req)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q;
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q, arr;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
-	struct qstate *s;
 
 	if (!r || r->role != NTBPF_ROLE_TARGET)
 		return 0;
 	if (r->ev_mask & (1u << EV_T_R2T_SENT)) {
+		/* all data has been read: copied_seq is right behind its last byte */
 		q = tgt_queue_of_req(req);
-		s = bpf_map_lookup_elem(&queues, &q);
-		if (s && s->batch_arrive && s->batch_arrive <= now)
-			ev_set(r, EV_T_DATA_ARRIVE, s->batch_arrive);
+		arr = q ? queue_arrival(q, BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0) : 0;
+		if (arr && arr <= now)
+			ev_set(r, EV_T_DATA_ARRIVE, arr);
 	}
 	ev_set(r, EV_T_EXEC, now);
 	return 0;
@@ -900,8 +927,22 @@ static __always_inline int on_sendpage(struct socket *sock, __u64 size, __u64 ts
 	if (rec_role == NTBPF_ROLE_INITIATOR) {
 		struct nvme_tcp_request *req = BPF_CORE_READ((struct nvme_tcp_queue *)q, request);
 
-		if (req && tcp_req_state(req) == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_CMD_PDU))
+		int state;
+
+		if (!req)
+			return 0;
+		state = tcp_req_state(req);
+		if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_CMD_PDU)) {
 			on_cmd_pdu_sent(req, ts, 1);
+		} else if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_H2C_PDU)) {
+			on_send_data_pdu(req);	/* an R2T was answered */
+		} else if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_DATA)) {
+			/* the send that completes the current PDU (pdu_sent advances after it) */
+			__u32 left = BPF_CORE_READ(req, pdu_len) - BPF_CORE_READ(req, pdu_sent);
+
+			if (left <= size)
+				on_data_sent(req, ts, 1);
+		}
 	} else {
 		struct nvmet_tcp_cmd *cmd = BPF_CORE_READ((struct nvmet_tcp_queue *)q, snd_cmd);
 		int state;
