@@ -138,9 +138,79 @@ def stage_at_least(d, stage, percentile, us):
     return f"{stage} p{percentile} {v:.0f}us >= {us}us"
 
 
+TEN = ["blk_submission", "nvme_tcp_submission", "nstack_submission", "nvmet_tcp_submission",
+       "target_subsystem", "nvmet_tcp_completion", "network_transmission", "nstack_completion",
+       "nvme_tcp_completion", "blk_completion"]
+
+
+def stages_sum_to_end_to_end(d, stages=None):
+    """Every matched I/O's ten stages sum to its end_to_end to the ns.  The report's averages
+    are over the same I/Os when every stage counts every I/O, so the sum of the averages must
+    equal end_to_end's average (to the JSON's 0.001 us rounding per term)."""
+    stages = stages or TEN
+    for g in dev_groups(load(d, "report.json")):
+        st = g["stages"]
+        e2e = st["end_to_end"]
+        missing = [x for x in stages if x not in st or st[x]["count"] != e2e["count"]]
+        assert not missing, f"group {g['op']}/{g['size']}: stages not on every I/O: {missing}"
+        total = sum(st[x]["avg_us"] for x in stages)
+        assert abs(total - e2e["avg_us"]) <= 0.001 * (len(stages) + 1), \
+            f"group {g['op']}/{g['size']}: stages sum to {total:.3f}us, end_to_end {e2e['avg_us']:.3f}us"
+    return f"{len(stages)} stages sum to end_to_end"
+
+
+def _baseline(d, baseline):
+    b = os.path.join(os.path.dirname(os.path.abspath(d)), baseline)
+    return load(b, "report.json")
+
+
+def stage_delta(d, baseline, stage, expect_us, tol=0.10, pct=50):
+    """An injected delay moves this stage's median by expect_us (+-tol) against the baseline
+    scenario (same topology and kernel, no delay), run just before."""
+    now = stage_pct(load(d, "report.json"), stage, pct)
+    base = stage_pct(_baseline(d, baseline), stage, pct)
+    delta = now - base
+    assert abs(delta - expect_us) <= tol * expect_us, \
+        f"{stage} p{pct} moved {delta:.0f}us ({base:.0f} -> {now:.0f}), expected {expect_us}us +-{tol:.0%}"
+    return f"{stage} p{pct} +{delta:.0f}us (expected {expect_us}us +-{tol:.0%})"
+
+
+def others_still(d, baseline, moved, max_us, pct=50):
+    """...and moves no other stage's median by more than max_us (10 % of the delay)."""
+    rep, base = load(d, "report.json"), _baseline(d, baseline)
+    bad = []
+    for x in TEN:
+        if x in moved:
+            continue
+        delta = stage_pct(rep, x, pct) - stage_pct(base, x, pct)
+        if abs(delta) > max_us:
+            bad.append(f"{x} {delta:+.0f}us")
+    assert not bad, "other stages moved more than %dus: %s" % (max_us, ", ".join(bad))
+    return f"other stages within {max_us}us"
+
+
+def sampled_fraction(d, n, tol=0.3):
+    """--sample n keeps about 1/n of fio's I/Os."""
+    fio_n = fio_total_ios(load(d, "fio.json"))
+    got = sum(g["count"] for g in dev_groups(load(d, "report-initiator.json")))
+    want = fio_n / n
+    assert abs(got - want) <= tol * want + 3, f"{got} records for {fio_n} I/Os at --sample {n} (want ~{want:.0f})"
+    return f"{got} of {fio_n} I/Os recorded (~1/{n})"
+
+
+def functions_attached_as(d, kinds=("kprobe", "kretprobe")):
+    """every function hook that attached used one of these attach types"""
+    rep = load(d, "report.json")
+    used = {h["attach"] for i in rep["inputs"] for h in i["hooks"]
+            if h["status"] == "attached" and "!" in h["name"]}
+    assert used and used <= set(kinds), f"function hooks attached as {sorted(used)}"
+    return "function hooks as " + ",".join(sorted(used))
+
+
 CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, matched_fraction, target_records, ops_present,
-                                  stage_at_least)}
+                                  stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
+                                  sampled_fraction, functions_attached_as)}
 
 
 def run_checks(d, checks, out=sys.stdout):
