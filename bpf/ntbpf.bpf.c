@@ -757,8 +757,12 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 		r.t0 = arr;
 		ev_set(&r, EV_T_CMD_ARRIVE, arr);
 	}
-	if (s && s->pickup && s->pickup >= r.t0 && s->pickup <= now)
-		ev_set(&r, EV_T_CMD_PICKUP, s->pickup);
+	/*
+	 * The header's tail can arrive while nvmet_tcp_try_recv_pdu is already
+	 * reading it: the PDU is picked up when it has all arrived.
+	 */
+	if (s && s->pickup && s->pickup <= now)
+		ev_set(&r, EV_T_CMD_PICKUP, s->pickup >= r.t0 ? s->pickup : r.t0);
 	ev_set(&r, EV_T_REQ_INIT, now);
 	track(key, &r);
 	return 0;

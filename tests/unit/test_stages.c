@@ -93,6 +93,53 @@ static void test_matched_ten_stages_sum(void **state)
 	assert_int_equal(sum, v[NT_ST_E2E]);
 }
 
+/* a 128k write through R2T: host R2T handling is nvme_tcp work, the target's wait is network */
+static void test_r2t_write_sums(void **state)
+{
+	const uint32_t ev[EV_I_NR] = {
+		[EV_I_BLK_START] = 0, [EV_I_BLK_ISSUE] = 900, [EV_I_QUEUE_RQ] = 700,
+		[EV_I_CMD_SENT] = 5000, [EV_I_R2T_ARRIVE] = 60000, [EV_I_DATA_SENT] = 64000,
+		[EV_I_RESP_ARRIVE] = 200000, [EV_I_RESP_PROC] = 201000, [EV_I_NVME_DONE] = 202000,
+		[EV_I_BLK_DONE] = 203000,
+	};
+	struct ntbpf_rec i = init_rec(ev, EV_I_NR), t = { .role = NTBPF_ROLE_TARGET };
+	const uint32_t tev[EV_T_NR] = {
+		[EV_T_CMD_ARRIVE] = 0, [EV_T_CMD_PICKUP] = 2000, [EV_T_REQ_INIT] = 2500, [EV_T_R2T_SENT] = 4000,
+		[EV_T_DATA_ARRIVE] = 110000, [EV_T_EXEC] = 115000, [EV_T_SUBSYS_DONE] = 140000,
+		[EV_T_RESP_QUEUED] = 141000, [EV_T_RESP_SENT] = 150000,
+	};
+	uint64_t v[NT_ST_NR], sum = 0;
+	uint32_t stand_in, m;
+	bool neg;
+	static const int ten[] = { NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
+				   NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
+				   NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP };
+
+	for (int k = 0; k < EV_T_NR; k++) {
+		t.ev[k] = tev[k];
+		t.ev_mask |= 1u << k;
+	}
+	m = nt_stages_compute(&i, &t, v, &stand_in, &neg);
+	assert_false(neg);
+	/* host: 4.3 us to the command + 4 us answering the R2T */
+	assert_int_equal(v[NT_ST_NVME_TCP_SUB], 4300 + 4000);
+	/* target: pickup -> exec minus the 106 us it waited for the data */
+	assert_int_equal(v[NT_ST_NVMET_TCP_SUB], 113000 - 106000);
+	assert_int_equal(v[NT_ST_TARGET_RES], 150000 - 106000);
+	/* remote 195 us - 4 us host work = 191 us; minus 44 us in the target: 147 us on the wire */
+	assert_int_equal(v[NT_ST_REMOTE], 191000);
+	assert_int_equal(v[NT_ST_NETWORK], 147000);
+	for (size_t k = 0; k < sizeof(ten) / sizeof(ten[0]); k++) {
+		assert_true(m & (1u << ten[k]));
+		sum += v[ten[k]];
+	}
+	assert_int_equal(sum, v[NT_ST_E2E]);
+	/* initiator alone: its stages with remote still sum */
+	m = nt_stages_compute(&i, NULL, v, &stand_in, &neg);
+	assert_int_equal(v[NT_ST_BLK_SUB] + v[NT_ST_NVME_TCP_SUB] + v[NT_ST_REMOTE] + v[NT_ST_NSTACK_COMP] +
+			 v[NT_ST_NVME_TCP_COMP] + v[NT_ST_BLK_COMP], v[NT_ST_E2E]);
+}
+
 static void test_negative_network_left_out(void **state)
 {
 	struct ntbpf_rec i = init_rec(full_init, EV_I_NR), t = tgt_rec();
@@ -230,6 +277,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_init_only_stages),
 		cmocka_unit_test(test_matched_ten_stages_sum),
+		cmocka_unit_test(test_r2t_write_sums),
 		cmocka_unit_test(test_negative_network_left_out),
 		cmocka_unit_test(test_block_only),
 		cmocka_unit_test(test_no_start_stamp),

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Cross-host matching on synthetic recordings: an unknown clock offset, cids
+ * reused every 16 I/Os, records lost on either side, a second controller.
+ * Each record's sector carries the I/O's true identity so the pairing can be
+ * checked one by one.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include "match.h"
+#include "report.h"
+
+#define N 3000
+
+struct pair {
+	struct nt_input in[2];
+};
+
+static void set_ev(struct ntbpf_rec *r, int ev, uint64_t at)
+{
+	r->ev[ev] = (uint32_t)(at - r->t0);
+	r->ev_mask |= 1u << ev;
+}
+
+/*
+ * I/O k: initiator sends at 1 s + k * 97 us, the target sees it 15 us later
+ * (in its clock: + offset), holds it 40 us, the response arrives 15 us after.
+ */
+static void build(struct pair *p, int64_t offset, const char *boot_a, const char *boot_b,
+		  int drop_init_every, int drop_tgt_every)
+{
+	struct nt_ctrl_info *c;
+	size_t ni = 0, nt = 0;
+
+	memset(p, 0, sizeof(*p));
+	nt_header_init(&p->in[0].hdr, NTBPF_ROLE_INITIATOR);
+	nt_header_init(&p->in[1].hdr, NTBPF_ROLE_TARGET);
+	snprintf(p->in[0].hdr.boot_id, sizeof(p->in[0].hdr.boot_id), "%s", boot_a);
+	snprintf(p->in[1].hdr.boot_id, sizeof(p->in[1].hdr.boot_id), "%s", boot_b);
+	/* wall clocks agree to within 0.4 s: a rough prior only */
+	p->in[0].hdr.mono_ns = 1000000000ull;
+	p->in[0].hdr.real_ns = 5000000000000ull;
+	p->in[1].hdr.mono_ns = 1000000000ull + offset;
+	p->in[1].hdr.real_ns = 5000000000000ull + 400000000ull;
+	c = nt_header_add_ctrl(&p->in[0].hdr);
+	c->instance = 0;
+	c->cntlid = 7;
+	c = nt_header_add_ctrl(&p->in[0].hdr);
+	c->instance = 1;
+	c->cntlid = 9;
+	p->in[0].recs = calloc(N, sizeof(struct ntbpf_rec));
+	p->in[1].recs = calloc(N, sizeof(struct ntbpf_rec));
+	for (int k = 0; k < N; k++) {
+		uint64_t send = 1000000000ull + (uint64_t)k * 97000;
+		uint16_t cid = (uint16_t)(((k % 16) << 12) | (k % 3));	/* genctr + 3 tags */
+		uint16_t ctrl = k % 5 == 4 ? 1 : 0;			/* two controllers */
+		struct ntbpf_rec *i = &p->in[0].recs[ni], *t = &p->in[1].recs[nt];
+
+		if (!drop_init_every || k % drop_init_every) {
+			i->role = NTBPF_ROLE_INITIATOR;
+			i->flags = NTBPF_F_NVME;
+			i->ctrl = ctrl;
+			i->qid = 1;
+			i->cid = cid;
+			i->sector = k;
+			i->t0 = send - 20000;
+			set_ev(i, EV_I_BLK_START, i->t0);
+			set_ev(i, EV_I_QUEUE_RQ, send - 5000);
+			set_ev(i, EV_I_CMD_SENT, send);
+			set_ev(i, EV_I_RESP_ARRIVE, send + 70000);
+			set_ev(i, EV_I_BLK_DONE, send + 80000);
+			ni++;
+		}
+		if (!drop_tgt_every || k % drop_tgt_every) {
+			t->role = NTBPF_ROLE_TARGET;
+			t->flags = NTBPF_F_NVME;
+			t->ctrl = ctrl ? 9 : 7;
+			t->qid = 1;
+			t->cid = cid;
+			t->sector = k;
+			t->t0 = send + offset + 15000;
+			set_ev(t, EV_T_CMD_ARRIVE, t->t0);
+			set_ev(t, EV_T_RESP_SENT, t->t0 + 40000);
+			nt++;
+		}
+	}
+	p->in[0].n = ni;
+	p->in[1].n = nt;
+}
+
+static void drop(struct pair *p)
+{
+	for (int f = 0; f < 2; f++)
+		nt_input_free(&p->in[f]);
+}
+
+/* every pairing is the true one; returns matched */
+static size_t check_pairs(const struct nt_matching *m)
+{
+	size_t ok = 0;
+
+	for (size_t k = 0; k < m->n_init; k++)
+		if (m->partner[k]) {
+			assert_int_equal(m->partner[k]->sector, m->init[k]->sector);
+			ok++;
+		}
+	assert_int_equal(ok, m->matched);
+	return ok;
+}
+
+static void test_offset_and_pairs(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+	int64_t off = 123456789;	/* target clock ahead by 123.46 ms */
+
+	build(&p, off, "boot-a", "boot-b", 0, 0);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	assert_true(m.have_offset);
+	/* true pairs allow offsets in [off - 30 us, off + 15 us] (+- slack) */
+	assert_true(m.offset_ns >= off - 30000 - 100000 && m.offset_ns <= off + 15000 + 100000);
+	assert_int_equal(check_pairs(&m), N);
+	assert_int_equal(m.matched, N);
+	nt_match_free(&m);
+	drop(&p);
+}
+
+static void test_losses_on_both_sides(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+
+	build(&p, -987654321, "boot-a", "boot-b", 101, 97);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	/* I/Os present on both sides: N minus those dropped on either */
+	{
+		size_t both = 0;
+
+		for (int k = 0; k < N; k++)
+			both += (k % 101) && (k % 97);
+		assert_int_equal(check_pairs(&m), both);
+	}
+	nt_match_free(&m);
+	drop(&p);
+}
+
+static void test_same_host(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+
+	build(&p, 0, "same-boot", "same-boot", 0, 13);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	assert_true(m.offset_ns >= -130000 && m.offset_ns <= 115000);
+	check_pairs(&m);
+	assert_int_equal(m.matched, N - (N + 12) / 13);
+	nt_match_free(&m);
+	drop(&p);
+}
+
+static void test_unknown_controller_never_matches(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+
+	build(&p, 5000000, "a", "b", 0, 0);
+	p.in[0].hdr.ctrls[1].instance = 42;	/* instance 1 no longer named */
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	check_pairs(&m);
+	assert_int_equal(m.matched, N - N / 5);
+	assert_int_equal(m.no_cntlid, N / 5);
+	nt_match_free(&m);
+	drop(&p);
+}
+
+static void test_one_side_only(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+
+	build(&p, 0, "a", "b", 0, 0);
+	assert_int_equal(nt_match_build(&m, p.in, 1), 0);
+	assert_int_equal(m.n_init, N);
+	assert_int_equal(m.n_tgt, 0);
+	assert_int_equal(m.matched, 0);
+	nt_match_free(&m);
+	assert_int_equal(nt_match_build(&m, &p.in[1], 1), 0);
+	assert_int_equal(m.n_tgt, N);
+	assert_int_equal(m.matched, 0);
+	nt_match_free(&m);
+	drop(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_offset_and_pairs),
+		cmocka_unit_test(test_losses_on_both_sides),
+		cmocka_unit_test(test_same_host),
+		cmocka_unit_test(test_unknown_controller_never_matches),
+		cmocka_unit_test(test_one_side_only),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
