@@ -357,7 +357,15 @@ static void print_text(FILE *out, const struct nt_report *rep)
 			fprintf(out, " %10s", key);
 		}
 		fputc('\n', out);
-		for (int s = 0; s < NT_ST_NR; s++) {
+		for (int k = 0; k < NT_ST_NR; k++) {
+			/* the stages that add up, then end_to_end, then the two spans they split */
+			static const int order[NT_ST_NR] = {
+				NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
+				NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
+				NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP, NT_ST_BLK_DEVICE, NT_ST_E2E, NT_ST_REMOTE,
+				NT_ST_TARGET_RES,
+			};
+			int s = order[k];
 			const struct nt_hist *h = &g->h[s];
 
 			if (!h->count && !o->verbose)
