@@ -108,7 +108,11 @@ demo: all
 lab-shell: all
 	$(Q)tests/lab/run --shell --kernel $(or $(KERNEL),6.12)
 
-bench: all
+$(OUTPUT)/bench-gen: bench/gen.c $(OUTPUT)/libntcore.a
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(OUTPUT)/libntcore.a -lz -lm
+
+bench: all $(OUTPUT)/bench-gen
 	$(Q)bench/run
 
 # Regenerate vmlinux/vmlinux.h from the pinned Debian kernel package.

@@ -125,6 +125,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_probes pr = { 0 };
 	struct ring_buffer *rb = NULL;
 	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
+				    .bpf_stats = cfg->bpf_stats,
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
@@ -244,6 +245,14 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	nt_probes_detach(&pr);
 	ring_buffer__consume(rb);
 	nt_probes_stats(&pr, tr.stats);
+	if (cfg->bpf_stats) {
+		uint64_t ns, runs;
+
+		if (!nt_probes_run_time(&pr, &ns, &runs))
+			fprintf(stderr, "ntbpf record: BPF run time %.0f ns per recorded I/O (%" PRIu64 " ns in %" PRIu64
+				" program runs, %.0f ns each)\n", tr.stats[ST_EMITTED] ? (double)ns / tr.stats[ST_EMITTED] : 0.0,
+				ns, runs, runs ? (double)ns / runs : 0.0);
+	}
 	tr.records = tr.stats[ST_EMITTED] - st.lost_user;
 	tr.lost_user = st.lost_user;
 	tr.end_mono_ns = now_ns();

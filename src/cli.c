@@ -110,7 +110,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -132,6 +132,7 @@ static const struct argp_option record_opts[] = {
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable), e.g. nvme1n1", 0 },
 	{ "sample", OPT_SAMPLE, "N", 0, "Record about 1 in N I/Os (same I/Os on initiator and target)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
+	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details", 0 },
 	{},
 };
@@ -199,6 +200,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_KPROBE:
 		cfg->force_kprobe = true;
+		break;
+	case OPT_BPF_STATS:
+		cfg->bpf_stats = true;
 		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);

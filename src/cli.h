@@ -24,6 +24,7 @@ struct nt_config {
 	enum nt_cmd cmd;
 	bool verbose;
 	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
+	bool bpf_stats;			/* --bpf-stats: measure the BPF programs' run time */
 	/* record */
 	const char *output;		/* -o, default "ntbpf.data" */
 	int role;			/* 0 = auto, else enum ntbpf_role */

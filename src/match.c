@@ -4,8 +4,10 @@
 #include "match.h"
 #include "report.h"
 
-#define SAMPLE_INITS 4000	/* initiator I/Os used to estimate the clock offset */
-#define MAX_CANDIDATES 64	/* target candidates per sampled I/O */
+#define SAMPLE_INITS 4000	/* initiator I/Os used to estimate the clock offset finely */
+#define COARSE_INITS 256	/* ... and coarsely, over the whole prior window */
+#define COARSE_CANDIDATES 4096	/* target candidates per sampled I/O, coarse pass */
+#define FINE_CANDIDATES 64	/* ... fine pass (+-1 ms around the coarse estimate) */
 #define TOLERANCE_NS 100000	/* slack for stand-in boundaries when fitting windows */
 
 static inline bool seen(const struct ntbpf_rec *r, int ev)
@@ -59,20 +61,124 @@ struct item {
 	size_t idx;		/* into m->init or m->tgt */
 };
 
-static int item_cmp(const void *a, const void *b)
-{
-	const struct item *x = a, *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
 
 static uint64_t mkkey(uint16_t cntlid, uint16_t qid, uint16_t cid)
 {
 	return (uint64_t)cntlid << 32 | (uint64_t)qid << 16 | cid;
+}
+
+/*
+ * Group items by key, keeping each key's items in file order, which is
+ * their time order: a cid comes back only after its command completed, and
+ * records are written at completion.  A stable counting sort over dense key
+ * ids (open addressing) does in O(n) what qsort did in O(n log n).  Keys
+ * end up in ascending order so both sides' groups can be searched.
+ */
+static uint64_t *key_tab;	/* keys seen, slot -> key (0 = empty, stored key + 1) */
+static uint32_t *key_id;	/* slot -> dense id */
+static size_t key_cap, key_n;
+
+static int key_ids_init(size_t n)
+{
+	key_cap = 1;
+	while (key_cap < 2 * n + 16)
+		key_cap <<= 1;
+	key_n = 0;
+	key_tab = calloc(key_cap, sizeof(*key_tab));
+	key_id = calloc(key_cap, sizeof(*key_id));
+	return key_tab && key_id ? 0 : -1;
+}
+
+static uint32_t key_lookup(uint64_t key)
+{
+	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (key_cap - 1);
+
+	while (key_tab[h] && key_tab[h] != key + 1)
+		h = (h + 1) & (key_cap - 1);
+	if (!key_tab[h]) {
+		key_tab[h] = key + 1;
+		key_id[h] = (uint32_t)key_n++;
+	}
+	return key_id[h];
+}
+
+static void key_ids_free(void)
+{
+	free(key_tab);
+	free(key_id);
+	key_tab = NULL;
+	key_id = NULL;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* sort a's and b's items by key (ascending), stable within a key */
+static int group_by_key(struct item *a, size_t na, struct item *b, size_t nb)
+{
+	struct item *tmp = malloc((na > nb ? na : nb) * sizeof(*tmp) + 1);
+	uint64_t *keys = NULL;
+	uint32_t *rank = NULL, *pos = NULL, *ids = NULL;
+	int rc = -1;
+
+	if (!tmp || key_ids_init(na + nb))
+		goto out;
+	ids = malloc((na + nb + 1) * sizeof(*ids));
+	if (!ids)
+		goto out;
+	for (size_t i = 0; i < na; i++)
+		ids[i] = key_lookup(a[i].key);
+	for (size_t i = 0; i < nb; i++)
+		ids[na + i] = key_lookup(b[i].key);
+	/* dense ids in key order */
+	keys = malloc((key_n + 1) * sizeof(*keys));
+	rank = malloc((key_n + 1) * sizeof(*rank));
+	pos = calloc(key_n + 1, sizeof(*pos));
+	if (!keys || !rank || !pos)
+		goto out;
+	for (size_t h = 0; h < key_cap; h++)
+		if (key_tab[h])
+			keys[key_id[h]] = key_tab[h] - 1;
+	{
+		uint64_t *sorted = malloc((key_n + 1) * sizeof(*sorted));
+
+		if (!sorted)
+			goto out;
+		memcpy(sorted, keys, key_n * sizeof(*sorted));
+		qsort(sorted, key_n, sizeof(*sorted), key_cmp);
+		for (size_t r = 0; r < key_n; r++)
+			rank[key_lookup(sorted[r])] = (uint32_t)r;
+		free(sorted);
+	}
+	for (int side = 0; side < 2; side++) {
+		struct item *v = side ? b : a;
+		size_t n = side ? nb : na, sum = 0;
+		const uint32_t *id = side ? ids + na : ids;
+
+		memset(pos, 0, (key_n + 1) * sizeof(*pos));
+		for (size_t i = 0; i < n; i++)
+			pos[rank[id[i]] + 1]++;
+		for (size_t r = 0; r < key_n; r++) {
+			sum += pos[r + 1];
+			pos[r + 1] = (uint32_t)sum;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[pos[rank[id[i]]]++] = v[i];
+		memcpy(v, tmp, n * sizeof(*v));
+	}
+	rc = 0;
+out:
+	free(tmp);
+	free(keys);
+	free(rank);
+	free(pos);
+	free(ids);
+	key_ids_free();
+	return rc;
 }
 
 /* first item of key >= key with lo >= lo */
@@ -111,9 +217,9 @@ static int edge_cmp(const void *a, const void *b)
  * offset, wrong ones scatter.  Take the point most intervals cover.
  */
 static bool estimate_offset(const struct item *iv, size_t ni, const struct item *tv, size_t nt,
-			    int64_t prior, int64_t window, int64_t *off, size_t *votes)
+			    int64_t prior, int64_t window, size_t samples, int max_cand, int64_t *off, size_t *votes)
 {
-	size_t step = ni > SAMPLE_INITS ? ni / SAMPLE_INITS : 1, ne = 0, cap = 0;
+	size_t step = ni > samples ? ni / samples : 1, ne = 0, cap = 0;
 	struct edge *e = NULL;
 	int cur = 0, best = 0;
 	int64_t best_lo = 0, best_hi = 0;
@@ -122,7 +228,7 @@ static bool estimate_offset(const struct item *iv, size_t ni, const struct item 
 		int64_t from = (int64_t)iv[i].lo + prior - window;
 		size_t j = lower_bound(tv, nt, iv[i].key, from < 0 ? 0 : (uint64_t)from);
 
-		for (int c = 0; j < nt && tv[j].key == iv[i].key && c < MAX_CANDIDATES; j++, c++) {
+		for (int c = 0; j < nt && tv[j].key == iv[i].key && c < max_cand; j++, c++) {
 			int64_t a = (int64_t)tv[j].hi - (int64_t)iv[i].hi - TOLERANCE_NS;
 			int64_t b = (int64_t)tv[j].lo - (int64_t)iv[i].lo + TOLERANCE_NS;
 
@@ -211,8 +317,8 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 		nt_rec_window(r, &tv[nt].lo, &tv[nt].hi);
 		tv[nt++].idx = k;
 	}
-	qsort(iv, ni, sizeof(*iv), item_cmp);
-	qsort(tv, nt, sizeof(*tv), item_cmp);
+	if (group_by_key(iv, ni, tv, nt))
+		goto out;
 
 	/* the same boot: one clock; otherwise the wall clocks say roughly how they relate */
 	if (a->hdr.boot_id[0] && !strcmp(a->hdr.boot_id, b->hdr.boot_id)) {
@@ -223,7 +329,9 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 			((int64_t)a->hdr.mono_ns - (int64_t)a->hdr.real_ns);
 		window = 5000000000ll;
 	}
-	if (!estimate_offset(iv, ni, tv, nt, prior, window, &off, &votes)) {
+	/* coarse over the prior's uncertainty, then fine around what it found */
+	if (!estimate_offset(iv, ni, tv, nt, prior, window, COARSE_INITS, COARSE_CANDIDATES, &off, &votes) ||
+	    !estimate_offset(iv, ni, tv, nt, off, 1000000, SAMPLE_INITS, FINE_CANDIDATES, &off, &votes)) {
 		rc = 0;
 		goto out;
 	}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ntbpf.skel.h"
 #include "probes.h"
 
@@ -88,6 +89,7 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 	char first[256];
 
 	memset(p, 0, sizeof(*p));
+	p->stats_fd = -1;
 	p->role = o->role;
 	p->nhooks = nt_hooks_count();
 	if (p->nhooks > NT_MAX_HOOKS)
@@ -104,6 +106,11 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		if (try_load(p, o, err, errlen))
 			return -1;
 		snprintf(p->fallback, sizeof(p->fallback), "fentry/fexit refused (%s): kprobes used", first);
+	}
+	if (o->bpf_stats) {
+		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (p->stats_fd < 0)
+			fprintf(stderr, "ntbpf: warning: cannot enable BPF run-time statistics: %s\n", strerror(errno));
 	}
 	if (o->devs)
 		for (int i = 0; i < o->devs->n; i++) {
@@ -237,8 +244,31 @@ void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR])
 	stats[ST_PROG_MISSES] = prog_misses(p->skel->obj);
 }
 
+int nt_probes_run_time(const struct nt_probes *p, uint64_t *ns, uint64_t *runs)
+{
+	struct bpf_program *prog;
+
+	*ns = *runs = 0;
+	if (p->stats_fd < 0)
+		return -1;
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len)) {
+			*ns += info.run_time_ns;
+			*runs += info.run_cnt;
+		}
+	}
+	return 0;
+}
+
 void nt_probes_destroy(struct nt_probes *p)
 {
+	if (p->stats_fd >= 0)
+		close(p->stats_fd);
+	p->stats_fd = -1;
 	nt_probes_detach(p);
 	ntbpf_bpf__destroy(p->skel);
 	p->skel = NULL;

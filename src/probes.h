@@ -26,6 +26,7 @@ struct nt_probes {
 	int attach_err[NT_MAX_HOOKS];	/* -errno of a failed attach */
 	char fallback[160];		/* why kprobes were used instead of fentry, or "" */
 	int nattached;
+	int stats_fd;			/* BPF_ENABLE_STATS while >= 0 */
 };
 
 struct nt_probe_opts {
@@ -33,6 +34,7 @@ struct nt_probe_opts {
 	uint32_t sample;
 	const struct nt_devset *devs;	/* NULL or empty: every device */
 	bool force_kprobe;
+	bool bpf_stats;
 	bool verbose;
 };
 
@@ -47,6 +49,8 @@ int nt_probes_ringbuf_fd(const struct nt_probes *p);
 void nt_probes_detach(struct nt_probes *p);
 /* BPF counters, in-flight records and skipped program runs into t->stats */
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
+/* summed run time and run count of every program (needs bpf_stats); 0 or -1 */
+int nt_probes_run_time(const struct nt_probes *p, uint64_t *ns, uint64_t *runs);
 void nt_probes_destroy(struct nt_probes *p);
 
 #endif

@@ -127,7 +127,7 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 	return g;
 }
 
-static int account(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt)
+int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt)
 {
 	uint64_t vals[NT_ST_NR];
 	uint32_t mask, stand_in;
@@ -174,10 +174,7 @@ static int group_cmp(const void *a, const void *b)
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 		    const struct nt_report_opts *o)
 {
-	memset(rep, 0, sizeof(*rep));
-	rep->o = o;
-	rep->ins = ins;
-	rep->nins = nins;
+	nt_report_begin(rep, ins, nins, o);
 	for (int i = 0; i < nins; i++) {
 		const struct nt_input *in = &ins[i];
 
@@ -199,22 +196,43 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 	rep->unmatched_init = rep->m.n_init - rep->m.matched;
 	rep->unmatched_tgt = rep->m.n_tgt - rep->m.matched;
 	for (size_t k = 0; k < rep->m.n_init; k++)
-		if (account(rep, rep->m.init[k], rep->m.partner[k]))
+		if (nt_report_add(rep, rep->m.init[k], rep->m.partner[k]))
 			return -1;
 	for (size_t k = 0; k < rep->m.n_tgt; k++)
-		if (!rep->m.tgt_matched[k] && account(rep, NULL, rep->m.tgt[k]))
+		if (!rep->m.tgt_matched[k] && nt_report_add(rep, NULL, rep->m.tgt[k]))
 			return -1;
-	if (rep->ngroups > 1)
-		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
+	nt_report_finish(rep);
 	return 0;
 }
 
-void nt_report_free(struct nt_report *rep)
+void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins, const struct nt_report_opts *o)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->o = o;
+	rep->ins = ins;
+	rep->nins = nins;
+}
+
+void nt_report_finish(struct nt_report *rep)
+{
+	if (rep->ngroups > 1)
+		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
+}
+
+void nt_report_clear_groups(struct nt_report *rep)
 {
 	for (int i = 0; i < rep->ngroups; i++)
 		for (int s = 0; s < NT_ST_NR; s++)
 			nt_hist_free(&rep->groups[i].h[s]);
 	free(rep->groups);
+	rep->groups = NULL;
+	rep->ngroups = 0;
+	rep->stages_seen = 0;
+}
+
+void nt_report_free(struct nt_report *rep)
+{
+	nt_report_clear_groups(rep);
 	nt_match_free(&rep->m);
 	memset(rep, 0, sizeof(*rep));
 }
@@ -321,11 +339,61 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# no initiator records: host stages and network_transmission not measured\n");
 }
 
-static void print_text(FILE *out, const struct nt_report *rep)
+/* one group's table; secs > 0 adds IOPS (live intervals) */
+static void print_group_text(FILE *out, const struct nt_report *rep, const struct nt_group *g, double secs)
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
 
+
+	dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+	queue_name(g, q, sizeof(q));
+	if (o->group_by & NT_GB_SIZE)
+		snprintf(q, sizeof(q), "%u", g->size);
+	else
+		snprintf(q, sizeof(q), "all");
+	fprintf(out, "group: op=%s size=%s dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
+		q, (o->group_by & NT_GB_DEV) ? name : "all");
+	queue_name(g, q, sizeof(q));
+	if (o->group_by & NT_GB_QUEUE)
+		fprintf(out, " queue=%s", q);
+	if (secs > 0)
+		fprintf(out, " I/Os=%" PRIu64 " IOPS=%.0f\n", g->count, g->count / secs);
+	else
+		fprintf(out, " I/Os=%" PRIu64 "\n", g->count);
+	fprintf(out, "%-22s %10s %10s", "stage", "count", "avg_us");
+	for (int p = 0; p < o->npcts; p++) {
+		pct_key(o->pcts[p], key, sizeof(key));
+		strcat(key, "_us");
+		fprintf(out, " %10s", key);
+	}
+	fputc('\n', out);
+	for (int k = 0; k < NT_ST_NR; k++) {
+		/* the stages that add up, then end_to_end, then the two spans they split */
+		static const int order[NT_ST_NR] = {
+			NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
+			NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
+			NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP, NT_ST_BLK_DEVICE, NT_ST_E2E, NT_ST_REMOTE,
+			NT_ST_TARGET_RES,
+		};
+		int s = order[k];
+		const struct nt_hist *h = &g->h[s];
+
+		if (!h->count && !o->verbose)
+			continue;
+		if (s == NT_ST_E2E)
+			fprintf(out, "%-22s\n", "----");
+		fprintf(out, "%-22s %10" PRIu64 " %10.2f", nt_stage_name(s), h->count, h->count ? nt_hist_mean(h) / 1000.0 : 0.0);
+		for (int p = 0; p < o->npcts; p++)
+			fprintf(out, " %10.2f", us(nt_hist_percentile(h, o->pcts[p])));
+		if (g->stand_in[s])
+			fprintf(out, "  (stand-in on %" PRIu64 ")", g->stand_in[s]);
+		fputc('\n', out);
+	}
+}
+
+static void print_text(FILE *out, const struct nt_report *rep)
+{
 	fprintf(out, "# ntbpf report\n");
 	for (int i = 0; i < rep->nins; i++) {
 		const struct nt_input *in = &rep->ins[i];
@@ -336,49 +404,8 @@ static void print_text(FILE *out, const struct nt_report *rep)
 	}
 	print_notes_text(out, rep);
 	for (int gi = 0; gi < rep->ngroups; gi++) {
-		const struct nt_group *g = &rep->groups[gi];
-
-		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
-		queue_name(g, q, sizeof(q));
-		if (o->group_by & NT_GB_SIZE)
-			snprintf(q, sizeof(q), "%u", g->size);
-		else
-			snprintf(q, sizeof(q), "all");
-		fprintf(out, "\ngroup: op=%s size=%s dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
-			q, (o->group_by & NT_GB_DEV) ? name : "all");
-		queue_name(g, q, sizeof(q));
-		if (o->group_by & NT_GB_QUEUE)
-			fprintf(out, " queue=%s", q);
-		fprintf(out, " I/Os=%" PRIu64 "\n", g->count);
-		fprintf(out, "%-22s %10s %10s", "stage", "count", "avg_us");
-		for (int p = 0; p < o->npcts; p++) {
-			pct_key(o->pcts[p], key, sizeof(key));
-			strcat(key, "_us");
-			fprintf(out, " %10s", key);
-		}
 		fputc('\n', out);
-		for (int k = 0; k < NT_ST_NR; k++) {
-			/* the stages that add up, then end_to_end, then the two spans they split */
-			static const int order[NT_ST_NR] = {
-				NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
-				NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
-				NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP, NT_ST_BLK_DEVICE, NT_ST_E2E, NT_ST_REMOTE,
-				NT_ST_TARGET_RES,
-			};
-			int s = order[k];
-			const struct nt_hist *h = &g->h[s];
-
-			if (!h->count && !o->verbose)
-				continue;
-			if (s == NT_ST_E2E)
-				fprintf(out, "%-22s\n", "----");
-			fprintf(out, "%-22s %10" PRIu64 " %10.2f", nt_stage_name(s), h->count, h->count ? nt_hist_mean(h) / 1000.0 : 0.0);
-			for (int p = 0; p < o->npcts; p++)
-				fprintf(out, " %10.2f", us(nt_hist_percentile(h, o->pcts[p])));
-			if (g->stand_in[s])
-				fprintf(out, "  (stand-in on %" PRIu64 ")", g->stand_in[s]);
-			fputc('\n', out);
-		}
+		print_group_text(out, rep, &rep->groups[gi], 0);
 	}
 	if (!rep->ngroups)
 		fprintf(out, "\nno I/O recorded\n");
@@ -402,11 +429,54 @@ static void json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void print_json(FILE *out, const struct nt_report *rep)
+/* the "groups" array's members; secs > 0 adds "iops" (live intervals) */
+static void print_groups_json(FILE *out, const struct nt_report *rep, double secs)
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
 	bool first;
+
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		const struct nt_group *g = &rep->groups[gi];
+
+		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+		queue_name(g, q, sizeof(q));
+		fprintf(out, "%s\n  {\"op\": ", gi ? "," : "");
+		json_str(out, g->op == 0xff ? "all" : nt_op_name(g->op));
+		fprintf(out, ", \"size\": %u, \"device\": ", g->size);
+		json_str(out, (o->group_by & NT_GB_DEV) ? name : "all");
+		if (o->group_by & NT_GB_QUEUE) {
+			fprintf(out, ", \"queue\": ");
+			json_str(out, q);
+		}
+		fprintf(out, ", \"count\": %" PRIu64, g->count);
+		if (secs > 0)
+			fprintf(out, ", \"iops\": %.1f", g->count / secs);
+		fprintf(out, ",\n   \"stages\": {");
+		first = true;
+		for (int s = 0; s < NT_ST_NR; s++) {
+			const struct nt_hist *h = &g->h[s];
+
+			if (!h->count)
+				continue;
+			fprintf(out, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
+				nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
+			for (int p = 0; p < o->npcts; p++) {
+				pct_key(o->pcts[p], key, sizeof(key));
+				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
+			}
+			if (g->stand_in[s])
+				fprintf(out, ", \"stand_in\": %" PRIu64, g->stand_in[s]);
+			fputc('}', out);
+			first = false;
+		}
+		fprintf(out, "}}");
+	}
+}
+
+static void print_json(FILE *out, const struct nt_report *rep)
+{
+	const struct nt_report_opts *o = rep->o;
 
 	fprintf(out, "{\"ntbpf_version\": ");
 	json_str(out, o->version ? o->version : "");
@@ -450,39 +520,7 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		", \"admin\": %" PRIu64 ", \"negative_network\": %" PRIu64 "},\n",
 		rep->no_start, rep->inflight_end, rep->admin, rep->neg_network);
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
-	for (int gi = 0; gi < rep->ngroups; gi++) {
-		const struct nt_group *g = &rep->groups[gi];
-
-		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
-		queue_name(g, q, sizeof(q));
-		fprintf(out, "%s\n  {\"op\": ", gi ? "," : "");
-		json_str(out, g->op == 0xff ? "all" : nt_op_name(g->op));
-		fprintf(out, ", \"size\": %u, \"device\": ", g->size);
-		json_str(out, (o->group_by & NT_GB_DEV) ? name : "all");
-		if (o->group_by & NT_GB_QUEUE) {
-			fprintf(out, ", \"queue\": ");
-			json_str(out, q);
-		}
-		fprintf(out, ", \"count\": %" PRIu64 ",\n   \"stages\": {", g->count);
-		first = true;
-		for (int s = 0; s < NT_ST_NR; s++) {
-			const struct nt_hist *h = &g->h[s];
-
-			if (!h->count)
-				continue;
-			fprintf(out, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
-				nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
-			for (int p = 0; p < o->npcts; p++) {
-				pct_key(o->pcts[p], key, sizeof(key));
-				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
-			}
-			if (g->stand_in[s])
-				fprintf(out, ", \"stand_in\": %" PRIu64, g->stand_in[s]);
-			fputc('}', out);
-			first = false;
-		}
-		fprintf(out, "}}");
-	}
+	print_groups_json(out, rep, 0);
 	fprintf(out, "]}\n");
 }
 
@@ -574,4 +612,35 @@ out:
 		nt_input_free(&ins[i]);
 	free(ins);
 	return rc;
+}
+
+void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char *when, double secs,
+			      const struct nt_interval_info *info)
+{
+	uint64_t n = 0;
+
+	for (int gi = 0; gi < rep->ngroups; gi++)
+		n += rep->groups[gi].count;
+	if (rep->o->format == NT_FMT_JSON) {
+		fprintf(out, "{\"time\": \"%s\", \"interval_s\": %.3f, \"iops\": %.1f, \"lost_records\": %" PRIu64
+			", \"matched\": %" PRIu64 ", \"unmatched\": {\"initiator\": %" PRIu64 ", \"target\": %" PRIu64 "}",
+			when, secs, n / secs, info->lost, info->matched, info->unmatched_init, info->unmatched_tgt);
+		if (info->peer)
+			fprintf(out, ", \"peer\": \"%s\"", info->peer);
+		fprintf(out, ", \"groups\": [");
+		print_groups_json(out, rep, secs);
+		fprintf(out, "]}\n");
+	} else {
+		fprintf(out, "%s  IOPS %.0f", when, n / secs);
+		if (info->lost)
+			fprintf(out, "  lost %" PRIu64, info->lost);
+		if (info->peer)
+			fprintf(out, "  peer %s: matched %" PRIu64 ", unmatched %" PRIu64 " initiator / %" PRIu64 " target",
+				info->peer, info->matched, info->unmatched_init, info->unmatched_tgt);
+		fputc('\n', out);
+		for (int gi = 0; gi < rep->ngroups; gi++)
+			print_group_text(out, rep, &rep->groups[gi], secs);
+		fputc('\n', out);
+	}
+	fflush(out);
 }

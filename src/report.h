@@ -75,6 +75,26 @@ struct nt_report {
 
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 		    const struct nt_report_opts *o);
+
+/*
+ * Incremental use (ntbpf live): begin, then add I/Os (init and/or tgt),
+ * finish (orders the groups), print, clear the groups for the next interval.
+ * ins name the devices (headers) and may be NULL.
+ */
+void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins, const struct nt_report_opts *o);
+int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt);
+void nt_report_finish(struct nt_report *rep);
+void nt_report_clear_groups(struct nt_report *rep);
+
+struct nt_interval_info {
+	uint64_t lost;			/* records lost in this interval */
+	uint64_t matched, unmatched_init, unmatched_tgt;
+	const char *peer;		/* NULL: no peer; else its state ("connected", "down") */
+};
+
+/* one interval: text block (time, IOPS, a table per group) or one JSON object per line */
+void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char *when, double secs,
+			      const struct nt_interval_info *info);
 void nt_report_print(FILE *out, const struct nt_report *rep);
 void nt_report_free(struct nt_report *rep);
 

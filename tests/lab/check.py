@@ -164,20 +164,45 @@ def _baseline(d, baseline):
     return load(b, "report.json")
 
 
-def stage_delta(d, baseline, stage, expect_us, tol=0.10, pct=50):
-    """An injected delay moves this stage's median by expect_us (+-tol) against the baseline
-    scenario (same topology and kernel, no delay), run just before."""
+def ping_ms(d):
+    """median ICMP round trip (ms) the initiator measured to the target before fio"""
+    p = os.path.join(d, "ping.txt")
+    if not os.path.exists(p):
+        raise AssertionError("ping.txt missing")
+    rtts = sorted(float(l.split("time=")[1].split()[0]) for l in open(p) if "time=" in l)
+    if len(rtts) < 10:
+        raise AssertionError(f"only {len(rtts)} ping replies")
+    return rtts[len(rtts) // 2]
+
+
+def injected_us(d, baseline, factor):
+    """the delay really injected per I/O: factor x the median ping round trip's increase over
+    the baseline (a read crosses the delayed link as often as a ping does: once between two
+    guests, where the delay is on the initiator's egress; twice on loopback)."""
+    return factor * (ping_ms(d) - ping_ms(os.path.join(os.path.dirname(os.path.abspath(d)), baseline))) * 1000
+
+
+def stage_delta(d, baseline, stage, expect_us=None, tol=0.10, pct=50, ping_factor=None):
+    """An injected delay moves this stage's median by the injected amount (+-tol) against the
+    baseline scenario (same topology and kernel, no delay), run just before.  With ping_factor
+    the injected amount is measured (injected_us), else it is expect_us."""
     now = stage_pct(load(d, "report.json"), stage, pct)
     base = stage_pct(_baseline(d, baseline), stage, pct)
     delta = now - base
+    what = f"{expect_us}us"
+    if ping_factor is not None:
+        expect_us = injected_us(d, baseline, ping_factor)
+        what = f"{expect_us:.0f}us injected (ping)"
     assert abs(delta - expect_us) <= tol * expect_us, \
-        f"{stage} p{pct} moved {delta:.0f}us ({base:.0f} -> {now:.0f}), expected {expect_us}us +-{tol:.0%}"
-    return f"{stage} p{pct} +{delta:.0f}us (expected {expect_us}us +-{tol:.0%})"
+        f"{stage} p{pct} moved {delta:.0f}us ({base:.0f} -> {now:.0f}), expected {what} +-{tol:.0%}"
+    return f"{stage} p{pct} +{delta:.0f}us (expected {what} +-{tol:.0%})"
 
 
-def others_still(d, baseline, moved, max_us, pct=50):
-    """...and moves no other stage's median by more than max_us (10 % of the delay)."""
+def others_still(d, baseline, moved, max_us=None, pct=50, ping_factor=None, frac=0.10):
+    """...and moves no other stage's median by more than max_us, or frac of the injected delay."""
     rep, base = load(d, "report.json"), _baseline(d, baseline)
+    if ping_factor is not None:
+        max_us = frac * injected_us(d, baseline, ping_factor)
     bad = []
     for x in TEN:
         if x in moved:

@@ -16,6 +16,8 @@
 
 #define N 3000
 
+static uint64_t spacing = 97000;	/* ns between I/Os */
+
 struct pair {
 	struct nt_input in[2];
 };
@@ -55,7 +57,7 @@ static void build(struct pair *p, int64_t offset, const char *boot_a, const char
 	p->in[0].recs = calloc(N, sizeof(struct ntbpf_rec));
 	p->in[1].recs = calloc(N, sizeof(struct ntbpf_rec));
 	for (int k = 0; k < N; k++) {
-		uint64_t send = 1000000000ull + (uint64_t)k * 97000;
+		uint64_t send = 1000000000ull + (uint64_t)k * spacing;
 		uint16_t cid = (uint16_t)(((k % 16) << 12) | (k % 3));	/* genctr + 3 tags */
 		uint16_t ctrl = k % 5 == 4 ? 1 : 0;			/* two controllers */
 		struct ntbpf_rec *i = &p->in[0].recs[ni], *t = &p->in[1].recs[nt];
@@ -125,6 +127,22 @@ static void test_offset_and_pairs(void **state)
 	assert_true(m.offset_ns >= off - 30000 - 100000 && m.offset_ns <= off + 15000 + 100000);
 	assert_int_equal(check_pairs(&m), N);
 	assert_int_equal(m.matched, N);
+	nt_match_free(&m);
+	drop(&p);
+}
+
+/* QD32-like rates: a cid recurs every 48 I/Os = 144 us, far inside the wall-clock prior's 5 s */
+static void test_high_rate(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+
+	spacing = 3000;
+	build(&p, 7777777, "boot-a", "boot-b", 0, 0);
+	spacing = 97000;
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	assert_true(m.offset_ns >= 7777777 - 130000 && m.offset_ns <= 7777777 + 115000);
+	assert_int_equal(check_pairs(&m), N);
 	nt_match_free(&m);
 	drop(&p);
 }
@@ -199,6 +217,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offset_and_pairs),
+		cmocka_unit_test(test_high_rate),
 		cmocka_unit_test(test_losses_on_both_sides),
 		cmocka_unit_test(test_same_host),
 		cmocka_unit_test(test_unknown_controller_never_matches),
