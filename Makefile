@@ -39,7 +39,7 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 # Pure modules: no BPF, no root; unit-tested.
-BPF_USER_SRCS := src/bpfrec.c src/hooks.c src/probes.c
+BPF_USER_SRCS := src/bpfrec.c src/hooks.c src/probes.c src/liverun.c
 CORE_SRCS := $(filter-out src/main.c $(BPF_USER_SRCS),$(wildcard src/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
@@ -73,7 +73,7 @@ $(OUTPUT)/libntcore.a: $(CORE_OBJS)
 
 $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lm
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lm -lpthread
 
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
 	$(call msg,CC,$@)

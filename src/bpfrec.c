@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bpfrec.h"
+#include "live.h"
 #include "probes.h"
 #include "recfile.h"
 #include "sysinfo.h"
@@ -69,6 +70,7 @@ static int resolve_role(const struct nt_config *cfg, char *err, size_t errlen)
 }
 
 struct rec_state {
+	struct nt_live *live;	/* --interval */
 	struct nt_writer *w;
 	uint64_t lost_user;
 	int werr;
@@ -78,6 +80,8 @@ static int on_event(void *ctx, void *data, size_t size)
 {
 	struct rec_state *st = ctx;
 
+	if (st->live && size >= sizeof(struct ntbpf_rec))
+		nt_live_push(st->live, data);
 	if (size < sizeof(struct ntbpf_rec) || nt_writer_add(st->w, data)) {
 		st->lost_user++;
 		if (!st->werr)
@@ -115,6 +119,33 @@ static pid_t spawn_child(char **argv, int *go_fd)
 	return pid;
 }
 
+int nt_record_preflight(const struct nt_config *cfg, const char *cmd, struct nt_devset *devs)
+{
+	char err[256];
+	int role;
+
+	if (!privileged()) {
+		fprintf(stderr, "ntbpf %s: needs root (or CAP_BPF and CAP_PERFMON)\n", cmd);
+		return -1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		fprintf(stderr, "ntbpf %s: this kernel has no BTF (/sys/kernel/btf/vmlinux missing; "
+			"CONFIG_DEBUG_INFO_BTF=y is needed)\n", cmd);
+		return -1;
+	}
+	role = resolve_role(cfg, err, sizeof(err));
+	if (role < 0) {
+		fprintf(stderr, "ntbpf %s: %s\n", cmd, err);
+		return -1;
+	}
+	for (int i = 0; i < cfg->ndevs; i++)
+		if (nt_dev_resolve("", cfg->devs[i], devs, err, sizeof(err))) {
+			fprintf(stderr, "ntbpf %s: %s\n", cmd, err);
+			return -1;
+		}
+	return role;
+}
+
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -130,29 +161,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
 	FILE *out = NULL;
-	uint64_t t_end = 0, last_flush;
+	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0;
 	bool child_done = false, loaded = false;
 
 	nt_header_init(&hdr, 0);
-	if (!privileged()) {
-		fprintf(stderr, "ntbpf record: needs root (or CAP_BPF and CAP_PERFMON)\n");
+	role = nt_record_preflight(cfg, "record", &devs);
+	if (role < 0)
 		return 1;
-	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr, "ntbpf record: this kernel has no BTF (/sys/kernel/btf/vmlinux missing; "
-			"CONFIG_DEBUG_INFO_BTF=y is needed)\n");
-		return 1;
-	}
-	role = resolve_role(cfg, err, sizeof(err));
-	if (role < 0) {
-		fprintf(stderr, "ntbpf record: %s\n", err);
-		return 1;
-	}
-	for (int i = 0; i < cfg->ndevs; i++)
-		if (nt_dev_resolve("", cfg->devs[i], &devs, err, sizeof(err))) {
-			fprintf(stderr, "ntbpf record: %s\n", err);
-			return 1;
-		}
 
 	po.role = role;
 	if (nt_probes_load(&pr, &po, err, sizeof(err))) {
@@ -194,6 +209,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));
 		goto out;
 	}
+	if (cfg->interval > 0) {
+		st.live = nt_live_new(cfg, &hdr);
+		if (!st.live)
+			goto out;
+	}
 	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
 	if (!rb) {
 		fprintf(stderr, "ntbpf record: cannot set up the ring buffer: %s\n", strerror(errno));
@@ -214,7 +234,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	if (cfg->duration > 0)
 		t_end = now_ns() + (uint64_t)(cfg->duration * 1e9);
-	last_flush = now_ns();
+	last_flush = last_tick = now_ns();
 	while (!st.werr) {
 		int n = ring_buffer__poll(rb, 100);
 		uint64_t t = now_ns();
@@ -222,6 +242,15 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "ntbpf record: ring buffer poll failed: %s\n", strerror(-n));
 			break;
+		}
+		if (st.live && t - last_tick >= (uint64_t)(cfg->interval * 1e9)) {
+			uint64_t s2[ST_NR], lost;
+
+			nt_probes_stats(&pr, s2);
+			lost = s2[ST_LOST_RINGBUF] + s2[ST_LOST_MAP_FULL] + s2[ST_NO_COMPLETE] + s2[ST_PROG_MISSES];
+			nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, lost - lost_ticked);
+			lost_ticked = lost;
+			last_tick = t;
 		}
 		if (t - last_flush >= 1000000000ull) {
 			if (nt_writer_flush(st.w) && !st.werr)
@@ -244,6 +273,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	/* stop new events, then drain what the kernel still holds */
 	nt_probes_detach(&pr);
 	ring_buffer__consume(rb);
+	if (st.live) {
+		uint64_t s2[ST_NR], t = now_ns();
+
+		nt_probes_stats(&pr, s2);
+		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, s2[ST_LOST_RINGBUF] + s2[ST_LOST_MAP_FULL] +
+			     s2[ST_NO_COMPLETE] + s2[ST_PROG_MISSES] - lost_ticked);
+	}
 	nt_probes_stats(&pr, tr.stats);
 	if (cfg->bpf_stats) {
 		uint64_t ns, runs;
@@ -287,6 +323,7 @@ out:
 	if (st.w)
 		nt_writer_close(st.w, &tr);
 	ring_buffer__free(rb);
+	nt_live_free(st.live);
 	if (loaded)
 		nt_probes_destroy(&pr);
 	if (out)

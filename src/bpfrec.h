@@ -4,6 +4,10 @@
 #define NTBPF_BPFREC_H
 
 #include "cli.h"
+#include "sysinfo.h"
+
+/* root, BTF, role, -d devices: the role, or -1 after a one-line error */
+int nt_record_preflight(const struct nt_config *cfg, const char *cmd, struct nt_devset *devs);
 
 /* exit status: 0, 1 on failure, or the recorded command's failing status */
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv);

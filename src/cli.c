@@ -24,6 +24,7 @@ struct parse_ctx {
 	FILE *scratch;
 	bool failed;
 	bool help;	/* only printing help: stay quiet about missing arguments */
+	bool pcts_given;
 };
 
 static void fail(struct parse_ctx *pc, const char *fmt, ...)
@@ -110,20 +111,21 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
 "into a compressed record file, until Ctrl-C, --duration, or CMD exits.\n"
 "\v"
 "EXAMPLES:\n"
-"  ntbpf record -d nvme1n1 -- fio --name=t --filename=/dev/nvme1n1 --rw=randread --direct=1\n"
-"                                 record while fio runs (initiator)\n"
+"  # the initiator, while fio runs:\n"
+"  ntbpf record -d nvme1n1 -o init.ntbpf -- fio job.fio\n"
+"  # the target, until Ctrl-C:\n"
 "  ntbpf record --role target -o target.ntbpf\n"
-"                                 on the target, until Ctrl-C\n"
-"  ntbpf record --sample 10 --duration 30 -o init.ntbpf\n"
-"                                 about 1 I/O in 10, for 30 seconds\n"
-"Then: ntbpf report init.ntbpf target.ntbpf";
+"  # about 1 I/O in 10, for 30 s, printing the stages every second:\n"
+"  ntbpf record --sample 10 --duration 30 --interval 1\n"
+"  # then, anywhere:\n"
+"  ntbpf report init.ntbpf target.ntbpf";
 
 static const struct argp_option record_opts[] = {
 	{ "output", 'o', "FILE", 0, "Record file to write (default: ntbpf.data)", 0 },
@@ -133,6 +135,7 @@ static const struct argp_option record_opts[] = {
 	{ "sample", OPT_SAMPLE, "N", 0, "Record about 1 in N I/Os (same I/Os on initiator and target)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
+	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details", 0 },
 	{},
 };
@@ -204,6 +207,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 	case OPT_BPF_STATS:
 		cfg->bpf_stats = true;
 		break;
+	case OPT_INTERVAL:
+		if (parse_double(arg, &d) || d < 0.1 || d > 3600) {
+			fail(pc, "bad --interval '%s' (want seconds from 0.1 to 3600)", arg);
+			return EINVAL;
+		}
+		cfg->interval = d;
+		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);
 		return EINVAL;
@@ -220,13 +230,14 @@ static const char report_doc[] =
 "and print the per-stage latency breakdown with percentiles.\n"
 "\v"
 "EXAMPLES:\n"
+"  # the full breakdown, both hosts:\n"
 "  ntbpf report initiator.ntbpf target.ntbpf\n"
-"                                 full breakdown, both hosts\n"
-"  ntbpf report --percentiles 50,99,99.99 --group-by op,size,queue ntbpf.data\n"
-"  ntbpf report --format json ntbpf.data | jq '.groups[0].stages.end_to_end'\n"
-"STAGES: blk_submission nvme_tcp_submission nstack_submission nvmet_tcp_submission "
-"target_subsystem nvmet_tcp_completion network_transmission nstack_completion "
-"nvme_tcp_completion blk_completion end_to_end (see docs/stages.md)";
+"  ntbpf report --percentiles 50,99,99.99 --group-by op,queue ntbpf.data\n"
+"  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
+"STAGES (docs/stages.md): blk_submission nvme_tcp_submission\n"
+"  nstack_submission nvmet_tcp_submission target_subsystem\n"
+"  nvmet_tcp_completion network_transmission nstack_completion\n"
+"  nvme_tcp_completion blk_completion end_to_end";
 
 static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
@@ -247,6 +258,7 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		st->err_stream = pc->scratch;
 		break;
 	case OPT_PCT:
+		pc->pcts_given = true;
 		if (nt_parse_percentiles(arg, cfg->pcts, &cfg->npcts, msg, sizeof(msg))) {
 			fail(pc, "%s", msg);
 			return EINVAL;
@@ -292,6 +304,93 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 	return 0;
 }
 
+/* ---- live ---- */
+
+static const char live_doc[] =
+"Print the stage latencies every interval while the workload runs (like biolatency "
+"[interval] [count]): IOPS and, per group, each stage this host sees.  With --peer on the "
+"initiator and --serve on the target, the initiator prints all ten stages, network included.\n"
+"\v"
+"EXAMPLES:\n"
+"  # every second, this host's stages, until Ctrl-C:\n"
+"  ntbpf live\n"
+"  # every 5 s, 12 times:\n"
+"  ntbpf live -d nvme1n1 5 12\n"
+"  # all ten stages every second: on the target, then on the initiator\n"
+"  ntbpf live --serve 0.0.0.0:4430\n"
+"  ntbpf live --peer target-host:4430 -d nvme1n1\n"
+"  ntbpf live --format json | jq .groups[0].stages.end_to_end";
+
+static const struct argp_option live_opts[] = {
+	{ "role", OPT_ROLE, "ROLE", 0, "initiator, target or auto (default: auto)", 0 },
+	{ "device", 'd', "DEV", 0, "Only this block device (repeatable)", 0 },
+	{ "sample", OPT_SAMPLE, "N", 0, "Look at about 1 in N I/Os", 0 },
+	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "text or json (one object per interval)", 0 },
+	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here", 0 },
+	{ "peer", OPT_PEER, "ADDR:PORT", 0, "Initiator: merge the target's records from there (reconnects)", 0 },
+	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
+	{ "verbose", 'v', NULL, 0, "Print libbpf details", 0 },
+	{},
+};
+
+static error_t live_parse(int key, char *arg, struct argp_state *st)
+{
+	struct parse_ctx *pc = st->input;
+	struct nt_config *cfg = pc->cfg;
+	double d;
+
+	switch (key) {
+	case OPT_SERVE:
+		cfg->serve = arg;
+		return 0;
+	case OPT_PEER:
+		cfg->peer = arg;
+		return 0;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "csv")) {
+			fail(pc, "bad --format 'csv' for live (want text or json)");
+			return EINVAL;
+		}
+		return report_parse(key, arg, st);
+	case OPT_PCT:
+		pc->pcts_given = true;
+		return report_parse(key, arg, st);
+	case OPT_GROUP:
+		return report_parse(key, arg, st);
+	case ARGP_KEY_ARG:
+		if (st->arg_num == 0) {
+			if (parse_double(arg, &d) || d < 0.1 || d > 3600) {
+				fail(pc, "bad interval '%s' (want seconds from 0.1 to 3600)", arg);
+				return EINVAL;
+			}
+			cfg->interval = d;
+		} else if (st->arg_num == 1) {
+			char *end;
+			long n = strtol(arg, &end, 10);
+
+			if (*end || end == arg || n < 1 || n > 100000000) {
+				fail(pc, "bad count '%s' (want a whole number >= 1)", arg);
+				return EINVAL;
+			}
+			cfg->count = (int)n;
+		} else {
+			fail(pc, "unexpected argument '%s' (usage: ntbpf live [interval] [count])", arg);
+			return EINVAL;
+		}
+		return 0;
+	case ARGP_KEY_END:
+		if (cfg->serve && cfg->peer) {
+			fail(pc, "--serve (target) and --peer (initiator) exclude each other");
+			return EINVAL;
+		}
+		return 0;
+	default:
+		return record_parse(key, arg, st);
+	}
+}
+
 /* ---- probe ---- */
 
 static const char probe_doc[] =
@@ -332,6 +431,7 @@ static const char top_usage[] =
 "Commands:\n"
 "  record   record one record per I/O on this host (initiator or target)\n"
 "  report   merge record files of both hosts and print the stage breakdown\n"
+"  live     print the stage latencies every second while the workload runs\n"
 "  probe    list the hooks this kernel offers and how ntbpf attaches them\n\n"
 "EXAMPLES:\n"
 "  target#    ntbpf record --role target -o target.ntbpf        (Ctrl-C to stop)\n"
@@ -357,6 +457,7 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
 	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL, NULL, NULL };
 	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
+	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
 	const struct argp *ap;
 	struct parse_ctx pc = { .cfg = cfg, .err = err };
 	char prog[32], *scratch_buf = NULL;
@@ -383,8 +484,11 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	} else if (!strcmp(sub, "probe")) {
 		cfg->cmd = NT_CMD_PROBE;
 		ap = &probe_argp;
+	} else if (!strcmp(sub, "live")) {
+		cfg->cmd = NT_CMD_LIVE;
+		ap = &live_argp;
 	} else {
-		fprintf(err, "ntbpf: unknown command '%s' (want record, report or probe; see ntbpf --help)\n", sub);
+		fprintf(err, "ntbpf: unknown command '%s' (want record, report, live or probe; see ntbpf --help)\n", sub);
 		return -1;
 	}
 
@@ -431,6 +535,20 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	}
 	fclose(pc.scratch);
 	free(scratch_buf);
+	if (cfg->cmd == NT_CMD_LIVE) {
+		if (!cfg->interval)
+			cfg->interval = 1;
+		if (!pc.pcts_given) {
+			cfg->npcts = 2;
+			cfg->pcts[0] = 50;
+			cfg->pcts[1] = 99;
+		}
+	}
+	if (cfg->cmd == NT_CMD_RECORD && cfg->interval && !pc.pcts_given) {
+		cfg->npcts = 2;
+		cfg->pcts[0] = 50;
+		cfg->pcts[1] = 99;
+	}
 	if (rc || pc.failed) {
 		/* getopt itself already printed "unrecognized option" etc. on stderr */
 		if (!pc.failed && rc != EINVAL)

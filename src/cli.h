@@ -11,7 +11,7 @@
 #define NT_MAX_PCTS 16
 #define NT_MAX_FILES 64
 
-enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE };
+enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE };
 enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV };
 
 /* --group-by keys, in the order they are printed */
@@ -33,6 +33,10 @@ struct nt_config {
 	const char *devs[NTBPF_MAX_DEVS];
 	uint32_t sample;		/* 1 = every I/O */
 	char **cmd_argv;		/* after "--", NULL-terminated; NULL if none */
+	double interval;		/* record --interval / live [interval]: seconds, 0 = none */
+	int count;			/* live [count]: intervals, 0 = until stopped */
+	const char *serve;		/* live --serve ADDR:PORT (target) */
+	const char *peer;		/* live --peer ADDR:PORT (initiator) */
 	/* report */
 	int npcts;
 	double pcts[NT_MAX_PCTS];

@@ -4,6 +4,7 @@
 #include "bpfrec.h"
 #include "cli.h"
 #include "hooks.h"
+#include "live.h"
 #include "report.h"
 
 int main(int argc, char **argv)
@@ -18,6 +19,8 @@ int main(int argc, char **argv)
 		return nt_record_run(&cfg, argc, argv);
 	case NT_CMD_REPORT:
 		return nt_report_cmd(&cfg, stdout, stderr);
+	case NT_CMD_LIVE:
+		return nt_live_run(&cfg, argc, argv);
 	case NT_CMD_PROBE:
 		return nt_probe_print(stdout, cfg.force_kprobe) ? 1 : 0;
 	default:

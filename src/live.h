@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * live - stage latencies every interval while the workload runs.
+ *
+ *   ntbpf live [interval] [count]             this host's stages
+ *   ntbpf live --serve ADDR:PORT ...          (target) also stream every record to a peer
+ *   ntbpf live --peer ADDR:PORT ...           (initiator) merge the target's records: all ten stages
+ *   ntbpf record --interval SEC ...           the same lines while recording to a file
+ *
+ * The stream is the record file format itself (docs/record-format.md): a header, then one
+ * chunk per interval; a peer that drops is reported and reconnected.
+ */
+#ifndef NTBPF_LIVE_H
+#define NTBPF_LIVE_H
+
+#include <stdio.h>
+#include "cli.h"
+#include "recfile.h"
+
+struct nt_live;
+
+/* per-interval aggregation for one host (and its peer's records, if any) */
+struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header *local);
+void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r);
+/* the end of an interval of 'secs' seconds: print it; lost = records lost in it */
+void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost);
+void nt_live_free(struct nt_live *l);
+/* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects) */
+int nt_live_peer(struct nt_live *l, const char *addr, char *err, size_t errlen);
+/* "HOST:PORT" or "[v6]:PORT" */
+int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
+
+/* "ntbpf live": exit status */
+int nt_live_run(const struct nt_config *cfg, int argc, char **argv);
+
+#endif

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * liverun.c - "ntbpf live": the probes, the interval loop, and (--serve) the
+ * record stream to one peer.  Aggregation and the peer side are in live.c.
+ */
+#define _GNU_SOURCE
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "bpfrec.h"
+#include "live.h"
+#include "probes.h"
+#include "sysinfo.h"
+
+/* ---- the server side: stream every record to one connected peer ---- */
+
+struct server {
+	int lfd;
+	int cfd;
+	FILE *cf;
+	struct nt_writer *w;
+	const struct nt_header *hdr;
+};
+
+static int server_listen(struct server *s, const char *addr, char *err, size_t errlen)
+{
+	char host[128], port[16];
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	int one = 1, rc;
+
+	s->lfd = s->cfd = -1;
+	if (nt_split_addr(addr, host, sizeof(host), port, sizeof(port))) {
+		snprintf(err, errlen, "bad --serve '%s' (want ADDR:PORT)", addr);
+		return -1;
+	}
+	rc = getaddrinfo(strcmp(host, "*") ? host : NULL, port, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "--serve %s: %s", addr, gai_strerror(rc));
+		return -1;
+	}
+	s->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(s->lfd, ai->ai_addr, ai->ai_addrlen) || listen(s->lfd, 1)) {
+		snprintf(err, errlen, "--serve %s: %s", addr, strerror(errno));
+		freeaddrinfo(ai);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static void server_drop(struct server *s, const char *why)
+{
+	if (s->cfd < 0)
+		return;
+	fprintf(stderr, "ntbpf live: peer dropped (%s); waiting for it again\n", why);
+	if (s->w)
+		nt_writer_close(s->w, NULL);
+	s->w = NULL;
+	fclose(s->cf);
+	s->cf = NULL;
+	s->cfd = -1;
+}
+
+static void server_accept(struct server *s)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	int one = 1, fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (s->cfd >= 0)
+		server_drop(s, "replaced by a new connection");
+	/* a stalled peer must not stall recording: writes give up after 2 s */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	s->cf = fdopen(fd, "wb");
+	s->w = s->cf ? nt_writer_open(s->cf, s->hdr) : NULL;
+	if (!s->w) {
+		if (s->cf)
+			fclose(s->cf);
+		else
+			close(fd);
+		s->cf = NULL;
+		return;
+	}
+	s->cfd = fd;
+	nt_writer_flush(s->w);
+	fprintf(stderr, "ntbpf live: peer connected\n");
+}
+
+/* ---- "ntbpf live" ---- */
+
+struct live_state {
+	struct nt_live *l;
+	struct server *srv;
+};
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct live_state *st = ctx;
+
+	if (size < sizeof(struct ntbpf_rec))
+		return 0;
+	nt_live_push(st->l, data);
+	if (st->srv && st->srv->w && nt_writer_add(st->srv->w, data))
+		server_drop(st->srv, strerror(errno));
+	return 0;
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t lost_of(const uint64_t *s)
+{
+	return s[ST_LOST_RINGBUF] + s[ST_LOST_MAP_FULL] + s[ST_NO_COMPLETE] + s[ST_PROG_MISSES];
+}
+
+int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
+{
+	char err[256];
+	struct nt_devset devs = { 0 };
+	struct nt_header hdr;
+	struct nt_probes pr = { 0 };
+	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
+				    .verbose = cfg->verbose };
+	struct server srv = { .lfd = -1, .cfd = -1 };
+	struct live_state st = { 0 };
+	struct ring_buffer *rb = NULL;
+	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last;
+	int role, rc = 1, ticks = 0;
+	bool loaded = false;
+
+	nt_header_init(&hdr, 0);
+	role = nt_record_preflight(cfg, "live", &devs);
+	if (role < 0)
+		return 1;
+	if (cfg->peer && role != NTBPF_ROLE_INITIATOR) {
+		fprintf(stderr, "ntbpf live: --peer is for the initiator (this host records as %s)\n", nt_role_name(role));
+		return 1;
+	}
+	if (cfg->serve && role != NTBPF_ROLE_TARGET) {
+		fprintf(stderr, "ntbpf live: --serve is for the target (this host records as %s)\n", nt_role_name(role));
+		return 1;
+	}
+	po.role = role;
+	if (nt_probes_load(&pr, &po, err, sizeof(err)) || (loaded = true, nt_probes_attach(&pr, err, sizeof(err)))) {
+		fprintf(stderr, "ntbpf live: %s\n", err);
+		goto out;
+	}
+	hdr.role = role;
+	hdr.sample = cfg->sample;
+	nt_sys_identity(&hdr, argc, argv);
+	if (!devs.n)
+		nt_dev_all("", &devs);
+	nt_dev_to_header(&devs, &hdr);
+	if (role == NTBPF_ROLE_INITIATOR)
+		nt_sys_nvme_ctrls("", &hdr);
+	nt_probes_to_header(&pr, &hdr);
+	st.l = nt_live_new(cfg, &hdr);
+	if (!st.l)
+		goto out;
+	if (cfg->peer && nt_live_peer(st.l, cfg->peer, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf live: %s\n", err);
+		goto out;
+	}
+	if (cfg->serve) {
+		srv.hdr = &hdr;
+		if (server_listen(&srv, cfg->serve, err, sizeof(err))) {
+			fprintf(stderr, "ntbpf live: %s\n", err);
+			goto out;
+		}
+		st.srv = &srv;
+	}
+	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
+	if (!rb) {
+		fprintf(stderr, "ntbpf live: cannot set up the ring buffer: %s\n", strerror(errno));
+		goto out;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s; Ctrl-C to stop\n",
+		nt_role_name(role), pr.nattached, cfg->interval, cfg->serve ? ", serving on " : "",
+		cfg->serve ? cfg->serve : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "");
+	t_last = mono_ns();
+	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
+	while (!stop_signal) {
+		uint64_t t = mono_ns();
+		int n = ring_buffer__poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
+
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "ntbpf live: ring buffer poll failed: %s\n", strerror(-n));
+			goto out;
+		}
+		if (srv.lfd >= 0)
+			server_accept(&srv);
+		t = mono_ns();
+		if (t < t_next)
+			continue;
+		if (srv.w && nt_writer_flush(srv.w))
+			server_drop(&srv, strerror(errno));
+		nt_probes_stats(&pr, stats);
+		nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
+		lost_before = lost_of(stats);
+		t_last = t;
+		t_next += (uint64_t)(cfg->interval * 1e9);
+		if (t_next < t)
+			t_next = t + (uint64_t)(cfg->interval * 1e9);
+		if (cfg->count && ++ticks >= cfg->count)
+			break;
+	}
+	if (stop_signal) {
+		/* the partial interval, so that the intervals add up to the whole run */
+		uint64_t t = mono_ns();
+
+		ring_buffer__consume(rb);
+		if (srv.w)
+			nt_writer_flush(srv.w);
+		nt_probes_stats(&pr, stats);
+		nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
+		if (cfg->peer) {
+			/* and the interval held back for the target's records */
+			sleep(1);
+			nt_live_tick(st.l, stdout, (t - t_last) / 1e9, 0);
+		}
+	}
+	rc = 0;
+out:
+	ring_buffer__free(rb);
+	if (srv.cfd >= 0) {
+		nt_writer_close(srv.w, NULL);
+		fclose(srv.cf);
+	}
+	if (srv.lfd >= 0)
+		close(srv.lfd);
+	nt_live_free(st.l);
+	if (loaded)
+		nt_probes_destroy(&pr);
+	nt_header_free(&hdr);
+	return rc;
+}
