@@ -628,7 +628,26 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 		if (info->peer)
 			fprintf(out, ", \"peer\": \"%s\"", info->peer);
 		fprintf(out, ", \"groups\": [");
-		print_groups_json(out, rep, secs);
+		{
+			/* one line per interval, for pipelines: render, then drop the layout */
+			char *buf = NULL;
+			size_t len = 0;
+			FILE *m = open_memstream(&buf, &len);
+
+			if (m) {
+				print_groups_json(m, rep, secs);
+				fclose(m);
+				for (char *c = buf; c && *c; c++) {
+					if (*c != '\n') {
+						fputc(*c, out);
+						continue;
+					}
+					while (c[1] == ' ')
+						c++;
+				}
+				free(buf);
+			}
+		}
 		fprintf(out, "]}\n");
 	} else {
 		fprintf(out, "%s  IOPS %.0f", when, n / secs);

@@ -232,10 +232,75 @@ def functions_attached_as(d, kinds=("kprobe", "kretprobe")):
     return "function hooks as " + ",".join(sorted(used))
 
 
+def _live(d):
+    p = os.path.join(d, "live.jsonl")
+    if not os.path.exists(p):
+        raise AssertionError("live.jsonl missing")
+    return [json.loads(l) for l in open(p) if l.strip()]
+
+
+def _secs(hms):
+    h, m, s_ = (int(x) for x in hms.split(":"))
+    return h * 3600 + m * 60 + s_
+
+
+def live_sum_equals_fio(d, tol=0.03):
+    """the I/Os of every interval add up to fio's total (the last, partial interval included)"""
+    n = sum(g["count"] for j in _live(d) for g in j["groups"] if str(g["device"]).startswith(DEV_PREFIX))
+    lost = sum(j["lost_records"] for j in _live(d))
+    fio_n = fio_total_ios(load(d, "fio.json"))
+    assert abs(n + lost - fio_n) <= tol * fio_n, f"intervals add up to {n} (+{lost} lost), fio did {fio_n}"
+    return f"intervals {n} (+{lost} lost) vs fio {fio_n}"
+
+
+def live_matched(d, min=0.99):
+    lines = _live(d)
+    n = sum(g["count"] for j in lines for g in j["groups"])
+    m = sum(j["matched"] for j in lines)
+    assert n and m / n >= min, f"matched {m} of {n} I/Os across intervals"
+    down = [j["time"] for j in lines if j.get("peer") != "connected"]
+    assert not down, f"peer not connected at {down}"
+    return f"matched {m}/{n}, peer connected throughout"
+
+
+def live_netem_step(d, delay_us, tol=0.10):
+    """netem switched on partway (one delayed crossing per read): the per-second
+    network_transmission medians after the switch sit higher by the delay (+-tol); no interval
+    before it rises, every one after it does."""
+    at = _secs(open(os.path.join(d, "netem-at.txt")).read().strip())
+    injected = delay_us
+    before, after = [], []
+    for j in _live(d):
+        gs = [g for g in j["groups"] if "network_transmission" in g["stages"]]
+        if not gs:
+            continue
+        v = gs[0]["stages"]["network_transmission"]["p50_us"]
+        t = _secs(j["time"])
+        if t < at:
+            before.append(v)
+        elif t >= at + 2:
+            after.append(v)
+    assert len(before) >= 2 and len(after) >= 2, f"intervals before/after the switch: {len(before)}/{len(after)}"
+    mb, ma = sorted(before)[len(before) // 2], sorted(after)[len(after) // 2]
+    assert abs((ma - mb) - injected) <= tol * injected, \
+        f"network_transmission rose {ma - mb:.0f}us ({mb:.0f} -> {ma:.0f}), injected {injected:.0f}us +-{tol:.0%}"
+    assert max(before) < mb + injected / 2, f"an interval before the switch already rose: {max(before):.0f}us"
+    assert min(after) > mb + injected / 2, f"an interval after the switch did not rise: {min(after):.0f}us"
+    return f"before {mb:.0f}us x{len(before)}, after {ma:.0f}us x{len(after)}, injected {injected:.0f}us"
+
+
+def ping_ms_file(p):
+    rtts = sorted(float(l.split("time=")[1].split()[0]) for l in open(p) if "time=" in l)
+    if len(rtts) < 10:
+        raise AssertionError(f"{os.path.basename(p)}: only {len(rtts)} ping replies")
+    return rtts[len(rtts) // 2]
+
+
 CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
-                                  sampled_fraction, functions_attached_as)}
+                                  sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
+                                  live_netem_step)}
 
 
 def run_checks(d, checks, out=sys.stdout):
