@@ -77,7 +77,7 @@ $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lm
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lm -lpthread
 
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 check: $(TESTS)

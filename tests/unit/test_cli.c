@@ -131,6 +131,37 @@ static void test_report_bad(void **state)
 	assert_bad("ntbpf report f -- x", "nothing after");
 }
 
+static void test_live(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	assert_int_equal(parse("ntbpf live", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cmd, NT_CMD_LIVE);
+	assert_true(cfg.interval == 1);
+	assert_int_equal(cfg.count, 0);
+	assert_int_equal(cfg.npcts, 2);	/* live defaults to 50,99 */
+	assert_true(cfg.pcts[0] == 50 && cfg.pcts[1] == 99);
+	assert_int_equal(parse("ntbpf live -d nvme0n1 --peer tgt:4430 --format json 0.5 10", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.interval == 0.5);
+	assert_int_equal(cfg.count, 10);
+	assert_string_equal(cfg.peer, "tgt:4430");
+	assert_int_equal(cfg.format, NT_FMT_JSON);
+	assert_int_equal(parse("ntbpf live --serve 0.0.0.0:4430 --percentiles 90 2", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.serve, "0.0.0.0:4430");
+	assert_int_equal(cfg.npcts, 1);
+	assert_bad("ntbpf live 0", "bad interval '0'");
+	assert_bad("ntbpf live 1 x", "bad count 'x'");
+	assert_bad("ntbpf live 1 2 3", "unexpected argument '3'");
+	assert_bad("ntbpf live --format csv", "bad --format 'csv' for live");
+	assert_bad("ntbpf live --serve a:1 --peer b:2", "exclude each other");
+	/* record --interval */
+	assert_int_equal(parse("ntbpf record --interval 2", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.interval == 2);
+	assert_int_equal(cfg.npcts, 2);
+	assert_bad("ntbpf record --interval 0.01", "bad --interval");
+}
+
 static void test_top_level(void **state)
 {
 	struct nt_config cfg;
@@ -168,6 +199,7 @@ int main(void)
 		cmocka_unit_test(test_record_bad),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
+		cmocka_unit_test(test_live),
 		cmocka_unit_test(test_top_level),
 		cmocka_unit_test(test_help_is_not_an_error),
 	};

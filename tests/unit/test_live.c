@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Live aggregation: intervals of local records, and --peer: the target's
+ * record stream over a real loopback TCP socket, paired one interval later;
+ * a peer that drops is reported and picked up again when it comes back.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "cli.h"
+#include "live.h"
+
+static struct nt_config cfg_for(const char *fmt)
+{
+	struct nt_config c;
+	char *argv[] = { "ntbpf", "live", "--format", (char *)fmt, "1", NULL };
+
+	FILE *devnull = fopen("/dev/null", "w");
+	assert_int_equal(nt_cli_parse(5, argv, &c, devnull), 0);
+	fclose(devnull);
+	return c;
+}
+
+static struct ntbpf_rec init_rec(uint64_t send, uint16_t cid)
+{
+	struct ntbpf_rec r = { .role = NTBPF_ROLE_INITIATOR, .flags = NTBPF_F_NVME, .op = NTBPF_OP_READ,
+			       .bytes = 4096, .dev = 259u << 20, .qid = 1, .cid = cid, .t0 = send - 10000 };
+
+	r.ev_mask = (1u << EV_I_BLK_START) | (1u << EV_I_QUEUE_RQ) | (1u << EV_I_CMD_SENT) |
+		    (1u << EV_I_RESP_ARRIVE) | (1u << EV_I_RESP_PROC) | (1u << EV_I_NVME_DONE) | (1u << EV_I_BLK_DONE);
+	r.ev[EV_I_QUEUE_RQ] = 2000;
+	r.ev[EV_I_CMD_SENT] = 10000;
+	r.ev[EV_I_RESP_ARRIVE] = 110000;
+	r.ev[EV_I_RESP_PROC] = 112000;
+	r.ev[EV_I_NVME_DONE] = 113000;
+	r.ev[EV_I_BLK_DONE] = 114000;
+	return r;
+}
+
+static struct ntbpf_rec tgt_rec(uint64_t send, uint16_t cid, int64_t off)
+{
+	struct ntbpf_rec r = { .role = NTBPF_ROLE_TARGET, .flags = NTBPF_F_NVME, .op = NTBPF_OP_READ,
+			       .bytes = 4096, .dev = 1, .ctrl = 3, .qid = 1, .cid = cid, .t0 = send + off + 20000 };
+
+	r.ev_mask = (1u << EV_T_CMD_ARRIVE) | (1u << EV_T_CMD_PICKUP) | (1u << EV_T_EXEC) |
+		    (1u << EV_T_SUBSYS_DONE) | (1u << EV_T_RESP_SENT);
+	r.ev[EV_T_CMD_PICKUP] = 5000;
+	r.ev[EV_T_EXEC] = 8000;
+	r.ev[EV_T_SUBSYS_DONE] = 58000;
+	r.ev[EV_T_RESP_SENT] = 60000;
+	return r;
+}
+
+static char *tick(struct nt_live *l, double secs)
+{
+	char path[] = "/tmp/ntbpf-live-XXXXXX", *out;
+	int fd = mkstemp(path);
+	FILE *m = fdopen(fd, "w+");
+	long len;
+
+	nt_live_tick(l, m, secs, 0);
+	fflush(m);
+	len = ftell(m);
+	rewind(m);
+	out = calloc(1, len + 1);
+	assert_int_equal(fread(out, 1, len, m), (size_t)len);
+	fclose(m);
+	unlink(path);
+	return out;
+}
+
+static void local_header(struct nt_header *h)
+{
+	struct nt_ctrl_info *c;
+
+	nt_header_init(h, NTBPF_ROLE_INITIATOR);
+	snprintf(h->boot_id, sizeof(h->boot_id), "init-boot");
+	h->mono_ns = 1000000000ull;
+	h->real_ns = 1700000000000000000ull;
+	h->ndevs = 1;
+	snprintf(h->devs[0], sizeof(h->devs[0]), "nvme0n1=259:0");
+	c = nt_header_add_ctrl(h);
+	c->instance = 0;
+	c->cntlid = 3;
+}
+
+static void test_local_intervals(void **state)
+{
+	struct nt_config cfg = cfg_for("json");
+	struct nt_header h;
+	struct nt_live *l;
+	char *out;
+
+	local_header(&h);
+	l = nt_live_new(&cfg, &h);
+	for (int k = 0; k < 250; k++) {
+		struct ntbpf_rec r = init_rec(2000000000ull + k * 200000ull, (uint16_t)(k % 16) << 12);
+
+		nt_live_push(l, &r);
+	}
+	out = tick(l, 0.5);
+	/* one line, 250 I/Os in half a second */
+	assert_non_null(strstr(out, "\"iops\": 500.0"));
+	assert_non_null(strstr(out, "\"device\": \"nvme0n1\", \"count\": 250"));
+	assert_non_null(strstr(out, "\"end_to_end\": {\"count\": 250"));
+	assert_null(strstr(out, "network_transmission"));	/* no peer */
+	assert_non_null(strchr(out, '\n'));
+	assert_null(strchr(strchr(out, '\n') + 1, '\n'));
+	free(out);
+	/* the next interval starts empty */
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "\"iops\": 0.0"));
+	assert_non_null(strstr(out, "\"groups\": []"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+}
+
+/* a one-shot record-stream server on 127.0.0.1 */
+struct srv {
+	int lfd, port;
+	int nrec;
+	uint64_t base;
+	int64_t off;
+	int close_after;	/* close the connection after this many records */
+};
+
+static void *serve(void *arg)
+{
+	struct srv *s = arg;
+	int fd = accept(s->lfd, NULL, NULL);
+	FILE *f = fdopen(fd, "wb");
+	struct nt_header h;
+	struct nt_writer *w;
+
+	nt_header_init(&h, NTBPF_ROLE_TARGET);
+	snprintf(h.boot_id, sizeof(h.boot_id), "tgt-boot");
+	h.mono_ns = 1000000000ull + s->off;
+	h.real_ns = 1700000000000000000ull;
+	w = nt_writer_open(f, &h);
+	for (int k = 0; k < s->nrec && k < s->close_after; k++) {
+		struct ntbpf_rec r = tgt_rec(s->base + k * 200000ull, (uint16_t)(k % 16) << 12, s->off);
+
+		nt_writer_add(w, &r);
+	}
+	nt_writer_flush(w);
+	nt_writer_close(w, NULL);
+	fclose(f);
+	nt_header_free(&h);
+	return NULL;
+}
+
+static int listen_any(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	getsockname(fd, (struct sockaddr *)&a, &len);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void test_peer_stream_pairs(void **state)
+{
+	struct nt_config cfg = cfg_for("json");
+	struct srv s = { .nrec = 200, .base = 3000000000ull, .off = 55555555, .close_after = 1 << 30 };
+	struct nt_header h;
+	struct nt_live *l;
+	pthread_t th;
+	char addr[64], err[128], *out;
+
+	s.lfd = listen_any(&s.port);
+	pthread_create(&th, NULL, serve, &s);
+	local_header(&h);
+	l = nt_live_new(&cfg, &h);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", s.port);
+	assert_int_equal(nt_live_peer(l, addr, err, sizeof(err)), 0);
+	pthread_join(th, NULL);
+	usleep(200000);	/* the peer thread reads what was sent */
+	for (int k = 0; k < 200; k++) {
+		struct ntbpf_rec r = init_rec(s.base + k * 200000ull, (uint16_t)(k % 16) << 12);
+
+		nt_live_push(l, &r);
+	}
+	/* the first tick only holds the interval back */
+	out = tick(l, 1.0);
+	assert_string_equal(out, "");
+	free(out);
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "\"matched\": 200"));
+	assert_non_null(strstr(out, "\"unmatched\": {\"initiator\": 0, \"target\": 0}"));
+	assert_non_null(strstr(out, "\"network_transmission\": {\"count\": 200, \"avg_us\": 40.000"));
+	assert_non_null(strstr(out, "\"target_subsystem\": {\"count\": 200, \"avg_us\": 50.000"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+	close(s.lfd);
+}
+
+static void test_peer_drops_and_returns(void **state)
+{
+	struct nt_config cfg = cfg_for("text");
+	struct srv s = { .nrec = 100, .base = 5000000000ull, .off = -777777, .close_after = 100 };
+	struct nt_header h;
+	struct nt_live *l;
+	pthread_t th;
+	char addr[64], err[128], *out;
+
+	s.lfd = listen_any(&s.port);
+	pthread_create(&th, NULL, serve, &s);
+	local_header(&h);
+	l = nt_live_new(&cfg, &h);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", s.port);
+	assert_int_equal(nt_live_peer(l, addr, err, sizeof(err)), 0);
+	pthread_join(th, NULL);
+	usleep(300000);	/* the stream ended: the peer is down and retrying */
+	out = tick(l, 1.0);
+	free(out);
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "peer down"));
+	free(out);
+	/* it comes back: the next records pair again */
+	s.base = 9000000000ull;
+	pthread_create(&th, NULL, serve, &s);
+	pthread_join(th, NULL);
+	sleep(2);	/* the thread retries once a second */
+	for (int k = 0; k < 100; k++) {
+		struct ntbpf_rec r = init_rec(s.base + k * 200000ull, (uint16_t)(k % 16) << 12);
+
+		nt_live_push(l, &r);
+	}
+	out = tick(l, 1.0);
+	free(out);
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "matched 100, unmatched 0 initiator"));
+	assert_non_null(strstr(out, "network_transmission"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+	close(s.lfd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_local_intervals),
+		cmocka_unit_test(test_peer_stream_pairs),
+		cmocka_unit_test(test_peer_drops_and_returns),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
