@@ -223,6 +223,72 @@ static __always_inline struct args stash_take(void)
 	return a;
 }
 
+/* function f(T0 a0) entered: handler(a0), as fentry or as kprobe */
+#define ENTRY_HOOK1(fn, handler, T0)						\
+SEC("fentry/" #fn)								\
+int BPF_PROG(fentry_##fn, T0 a0)						\
+{										\
+	return handler(a0);							\
+}										\
+SEC("kprobe/" #fn)								\
+int BPF_KPROBE(kprobe_##fn, T0 a0)						\
+{										\
+	return handler(a0);							\
+}
+
+/* function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret) */
+#define EXIT_HOOK1(fn, handler, T0)						\
+SEC("fentry/" #fn)								\
+int BPF_PROG(fentry_##fn, T0 a0)						\
+{										\
+	stash_put(0, 0);							\
+	return 0;								\
+}										\
+SEC("fexit/" #fn)								\
+int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return handler(a0, a.ts, ret);						\
+}										\
+SEC("kprobe/" #fn)								\
+int BPF_KPROBE(kprobe_##fn, T0 a0)						\
+{										\
+	stash_put((__u64)a0, 0);						\
+	return 0;								\
+}										\
+SEC("kretprobe/" #fn)								\
+int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
+}
+
+#define EXIT_HOOK2(fn, handler, T0, T1)						\
+SEC("fentry/" #fn)								\
+int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
+{										\
+	stash_put(0, 0);							\
+	return 0;								\
+}										\
+SEC("fexit/" #fn)								\
+int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return handler(a0, a.ts, ret);						\
+}										\
+SEC("kprobe/" #fn)								\
+int BPF_KPROBE(kprobe_##fn, T0 a0)						\
+{										\
+	stash_put((__u64)a0, 0);						\
+	return 0;								\
+}										\
+SEC("kretprobe/" #fn)								\
+int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
+{										\
+	struct args a = stash_take();						\
+	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
+}
+
 /* ------------------------------------------------------------------ */
 /* initiator: block layer                                              */
 
@@ -477,17 +543,7 @@ static __always_inline __u64 queue_arrival(__u64 q, struct socket *sock, __u32 e
 	return arrival_of(s, BPF_CORE_READ(tp, copied_seq) + extra);
 }
 
-SEC("fentry/nvme_tcp_data_ready")
-int BPF_PROG(fentry_nvme_tcp_data_ready, struct sock *sk)
-{
-	return on_data_ready(sk);
-}
-
-SEC("kprobe/nvme_tcp_data_ready")
-int BPF_KPROBE(kprobe_nvme_tcp_data_ready, struct sock *sk)
-{
-	return on_data_ready(sk);
-}
+ENTRY_HOOK1(nvme_tcp_data_ready, on_data_ready, struct sock *)
 
 /*
  * blk_mq_complete_request_remote(rq): nvme_tcp hands a request to blk-mq
@@ -510,75 +566,12 @@ static __always_inline int on_complete_remote(struct request *rq)
 	return 0;
 }
 
-SEC("fentry/blk_mq_complete_request_remote")
-int BPF_PROG(fentry_blk_mq_complete_request_remote, struct request *rq)
-{
-	return on_complete_remote(rq);
-}
-
-SEC("kprobe/blk_mq_complete_request_remote")
-int BPF_KPROBE(kprobe_blk_mq_complete_request_remote, struct request *rq)
-{
-	return on_complete_remote(rq);
-}
+ENTRY_HOOK1(blk_mq_complete_request_remote, on_complete_remote, struct request *)
 
 /* which PDU a request is sending (enum nvme_tcp_send_state, from BTF) */
 static __always_inline int tcp_req_state(struct nvme_tcp_request *req)
 {
 	return BPF_CORE_READ(req, state);
-}
-
-/* function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret) */
-#define EXIT_HOOK1(fn, handler, T0)						\
-SEC("fentry/" #fn)								\
-int BPF_PROG(fentry_##fn, T0 a0)						\
-{										\
-	stash_put(0, 0);							\
-	return 0;								\
-}										\
-SEC("fexit/" #fn)								\
-int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
-{										\
-	struct args a = stash_take();						\
-	return handler(a0, a.ts, ret);						\
-}										\
-SEC("kprobe/" #fn)								\
-int BPF_KPROBE(kprobe_##fn, T0 a0)						\
-{										\
-	stash_put((__u64)a0, 0);						\
-	return 0;								\
-}										\
-SEC("kretprobe/" #fn)								\
-int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
-{										\
-	struct args a = stash_take();						\
-	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
-}
-
-#define EXIT_HOOK2(fn, handler, T0, T1)						\
-SEC("fentry/" #fn)								\
-int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
-{										\
-	stash_put(0, 0);							\
-	return 0;								\
-}										\
-SEC("fexit/" #fn)								\
-int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
-{										\
-	struct args a = stash_take();						\
-	return handler(a0, a.ts, ret);						\
-}										\
-SEC("kprobe/" #fn)								\
-int BPF_KPROBE(kprobe_##fn, T0 a0)						\
-{										\
-	stash_put((__u64)a0, 0);						\
-	return 0;								\
-}										\
-SEC("kretprobe/" #fn)								\
-int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
-{										\
-	struct args a = stash_take();						\
-	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
 }
 
 static __always_inline struct ntbpf_rec *host_rec_of(struct nvme_tcp_request *req)
@@ -640,17 +633,7 @@ static __always_inline int on_send_data_pdu(struct nvme_tcp_request *req)
 	return 0;
 }
 
-SEC("fentry/nvme_tcp_try_send_data_pdu")
-int BPF_PROG(fentry_nvme_tcp_try_send_data_pdu, struct nvme_tcp_request *req)
-{
-	return on_send_data_pdu(req);
-}
-
-SEC("kprobe/nvme_tcp_try_send_data_pdu")
-int BPF_KPROBE(kprobe_nvme_tcp_try_send_data_pdu, struct nvme_tcp_request *req)
-{
-	return on_send_data_pdu(req);
-}
+ENTRY_HOOK1(nvme_tcp_try_send_data_pdu, on_send_data_pdu, struct nvme_tcp_request *)
 
 /* ------------------------------------------------------------------ */
 /* target: nvmet_tcp and nvmet core                                    */
@@ -669,21 +652,12 @@ static __always_inline struct nvmet_req *req_of_tgt_cmd(struct nvmet_tcp_cmd *cm
 	return (void *)cmd + bpf_core_field_offset(struct nvmet_tcp_cmd, req);
 }
 
-SEC("fentry/nvmet_tcp_data_ready")
-int BPF_PROG(fentry_nvmet_tcp_data_ready, struct sock *sk)
-{
-	return on_data_ready(sk);
-}
-
-SEC("kprobe/nvmet_tcp_data_ready")
-int BPF_KPROBE(kprobe_nvmet_tcp_data_ready, struct sock *sk)
-{
-	return on_data_ready(sk);
-}
+ENTRY_HOOK1(nvmet_tcp_data_ready, on_data_ready, struct sock *)
 
 /* nvmet_tcp_try_recv_pdu(queue): the last call before nvmet_req_init picked the command up */
-static __always_inline int on_try_recv_pdu(__u64 q)
+static __always_inline int on_try_recv_pdu(struct nvmet_tcp_queue *queue)
 {
+	__u64 q = (__u64)queue;
 	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
 
 	if (s)
@@ -691,17 +665,7 @@ static __always_inline int on_try_recv_pdu(__u64 q)
 	return 0;
 }
 
-SEC("fentry/nvmet_tcp_try_recv_pdu")
-int BPF_PROG(fentry_nvmet_tcp_try_recv_pdu, struct nvmet_tcp_queue *queue)
-{
-	return on_try_recv_pdu((__u64)queue);
-}
-
-SEC("kprobe/nvmet_tcp_try_recv_pdu")
-int BPF_KPROBE(kprobe_nvmet_tcp_try_recv_pdu, struct nvmet_tcp_queue *queue)
-{
-	return on_try_recv_pdu((__u64)queue);
-}
+ENTRY_HOOK1(nvmet_tcp_try_recv_pdu, on_try_recv_pdu, struct nvmet_tcp_queue *)
 
 /* NVMe opcodes (fixed by the specification) to the grouping op */
 static __always_inline __u8 nvme_op(__u8 opcode)
@@ -799,22 +763,10 @@ static __always_inline int on_exec(struct nvmet_req *req)
 	return 0;
 }
 
-#define EXEC_HOOK(fn)							\
-SEC("fentry/" #fn)							\
-int BPF_PROG(fentry_##fn, struct nvmet_req *req)			\
-{									\
-	return on_exec(req);						\
-}									\
-SEC("kprobe/" #fn)							\
-int BPF_KPROBE(kprobe_##fn, struct nvmet_req *req)			\
-{									\
-	return on_exec(req);						\
-}
-
-EXEC_HOOK(nvmet_bdev_execute_rw)
-EXEC_HOOK(nvmet_bdev_execute_flush)
-EXEC_HOOK(nvmet_file_execute_rw)
-EXEC_HOOK(nvmet_file_execute_flush)
+ENTRY_HOOK1(nvmet_bdev_execute_rw, on_exec, struct nvmet_req *)
+ENTRY_HOOK1(nvmet_bdev_execute_flush, on_exec, struct nvmet_req *)
+ENTRY_HOOK1(nvmet_file_execute_rw, on_exec, struct nvmet_req *)
+ENTRY_HOOK1(nvmet_file_execute_flush, on_exec, struct nvmet_req *)
 
 static __always_inline int on_req_complete(struct nvmet_req *req)
 {
@@ -852,17 +804,7 @@ static __always_inline int on_queue_response(struct nvmet_req *req)
 	return 0;
 }
 
-SEC("fentry/nvmet_tcp_queue_response")
-int BPF_PROG(fentry_nvmet_tcp_queue_response, struct nvmet_req *req)
-{
-	return on_queue_response(req);
-}
-
-SEC("kprobe/nvmet_tcp_queue_response")
-int BPF_KPROBE(kprobe_nvmet_tcp_queue_response, struct nvmet_req *req)
-{
-	return on_queue_response(req);
-}
+ENTRY_HOOK1(nvmet_tcp_queue_response, on_queue_response, struct nvmet_req *)
 
 static __always_inline struct ntbpf_rec *tgt_rec_of(struct nvmet_tcp_cmd *cmd, __u64 *key)
 {

@@ -146,6 +146,20 @@ int nt_record_preflight(const struct nt_config *cfg, const char *cmd, struct nt_
 	return role;
 }
 
+void nt_record_header(struct nt_header *hdr, const struct nt_config *cfg, int role, struct nt_devset *devs,
+		      const struct nt_probes *pr, int argc, char **argv)
+{
+	hdr->role = role;
+	hdr->sample = cfg->sample;
+	nt_sys_identity(hdr, argc, argv);
+	if (!devs->n)
+		nt_dev_all("", devs);
+	nt_dev_to_header(devs, hdr);
+	if (role == NTBPF_ROLE_INITIATOR)
+		nt_sys_nvme_ctrls("", hdr);
+	nt_probes_to_header(pr, hdr);
+}
+
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -195,15 +209,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		goto out;
 	}
 
-	hdr.role = role;
-	hdr.sample = cfg->sample;
-	nt_sys_identity(&hdr, argc, argv);
-	if (!devs.n)
-		nt_dev_all("", &devs);
-	nt_dev_to_header(&devs, &hdr);
-	if (role == NTBPF_ROLE_INITIATOR)
-		nt_sys_nvme_ctrls("", &hdr);
-	nt_probes_to_header(&pr, &hdr);
+	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
 	st.w = nt_writer_open(out, &hdr);
 	if (!st.w) {
 		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));

@@ -168,15 +168,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		goto out;
 	}
-	hdr.role = role;
-	hdr.sample = cfg->sample;
-	nt_sys_identity(&hdr, argc, argv);
-	if (!devs.n)
-		nt_dev_all("", &devs);
-	nt_dev_to_header(&devs, &hdr);
-	if (role == NTBPF_ROLE_INITIATOR)
-		nt_sys_nvme_ctrls("", &hdr);
-	nt_probes_to_header(&pr, &hdr);
+	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
 	st.l = nt_live_new(cfg, &hdr);
 	if (!st.l)
 		goto out;
