@@ -65,7 +65,7 @@ struct arrival {
 struct qstate {
 	struct arrival a[ARRIVALS];
 	__u32 head;	/* next slot to write */
-	__u32 pad;
+	__u32 chunk_end;	/* initiator: end (stream seq) of what nvme_tcp_recv_skb is handling */
 	__u64 pickup;	/* target: last nvmet_tcp_try_recv_pdu */
 };
 
@@ -546,6 +546,52 @@ static __always_inline __u64 queue_arrival(__u64 q, struct socket *sock, __u32 e
 ENTRY_HOOK1(nvme_tcp_data_ready, on_data_ready, struct sock *)
 
 /*
+ * nvme_tcp_recv_skb(desc, skb, offset, len): read_sock hands nvme_tcp the
+ * stream bytes [seq + offset, seq + offset + len).  TCP may have coalesced
+ * segments that arrived at different times into this skb, so the read
+ * position alone can date a response too early: date it by the arrival of
+ * the end of the range being handled (late by at most that coalescing).
+ */
+static __always_inline int on_recv_skb(read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
+				       size_t len)
+{
+	__u64 q = (__u64)BPF_CORE_READ(desc, arg.data);
+	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+	__u32 seq = 0;
+
+	if (!s)
+		return 0;
+	bpf_core_read(&seq, sizeof(seq), &skb->cb);	/* TCP_SKB_CB(skb)->seq */
+	s->chunk_end = seq + offset + (__u32)len;
+	return 0;
+}
+
+SEC("fentry/nvme_tcp_recv_skb")
+int BPF_PROG(fentry_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
+	     size_t len)
+{
+	return on_recv_skb(desc, skb, offset, len);
+}
+
+SEC("kprobe/nvme_tcp_recv_skb")
+int BPF_KPROBE(kprobe_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
+	       size_t len)
+{
+	return on_recv_skb(desc, skb, offset, len);
+}
+
+/* arrival of what the initiator's receive path is handling now */
+static __always_inline __u64 host_arrival(__u64 q)
+{
+	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+
+	if (s && s->chunk_end)
+		return arrival_of(s, s->chunk_end);
+	/* without nvme_tcp_recv_skb: the skb at the read position */
+	return queue_arrival(q, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
+}
+
+/*
  * blk_mq_complete_request_remote(rq): nvme_tcp hands a request to blk-mq
  * completion as it processes the response (or the last C2H data PDU with
  * SUCCESS).  The request's queue says when that response arrived.
@@ -559,8 +605,7 @@ static __always_inline int on_complete_remote(struct request *rq)
 		return 0;
 	ev_set(r, EV_I_RESP_PROC, now);
 	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
-	/* read_sock advances copied_seq after each skb: the response is in the one at copied_seq */
-	arr = queue_arrival(q, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
+	arr = host_arrival(q);
 	if (arr && arr <= now)
 		ev_set(r, EV_I_RESP_ARRIVE, arr);
 	return 0;
@@ -594,19 +639,17 @@ static __always_inline int on_cmd_pdu_sent(struct nvme_tcp_request *req, __u64 t
 
 /*
  * nvme_tcp_try_send_data(req) returns 1 after the last send of the current
- * data PDU: in-capsule data moves cmd_sent to its last send; data sent
- * after an R2T is data_sent.
+ * data PDU: data sent after an R2T is data_sent.  In-capsule data follows
+ * its command PDU on the wire like any payload: its transfer is network
+ * time, and the target dates the command by its header, so cmd_sent stays
+ * at the command PDU.
  */
 static __always_inline int on_data_sent(struct nvme_tcp_request *req, __u64 ts, int ret)
 {
 	struct ntbpf_rec *r;
 
-	if (ret != 1 || !(r = host_rec_of(req)))
-		return 0;
-	if (r->ev_mask & (1u << EV_I_R2T_ARRIVE))
+	if (ret == 1 && (r = host_rec_of(req)) && (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
 		ev_set(r, EV_I_DATA_SENT, ts);
-	else
-		ev_set(r, EV_I_CMD_SENT, ts);
 	return 0;
 }
 
@@ -627,8 +670,8 @@ static __always_inline int on_send_data_pdu(struct nvme_tcp_request *req)
 	if (!r || (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
 		return 0;
 	queue = BPF_CORE_READ(req, queue);
-	/* the R2T was the last thing read on the queue */
-	arr = queue_arrival((__u64)queue, BPF_CORE_READ(queue, sock), 0);
+	/* the R2T was in what the queue read last */
+	arr = host_arrival((__u64)queue);
 	ev_set(r, EV_I_R2T_ARRIVE, arr ? arr : bpf_ktime_get_ns());
 	return 0;
 }
