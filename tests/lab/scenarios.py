@@ -102,6 +102,11 @@ SCENARIOS = [
               "--fio", LIVE_FIO],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_matched", {"min": 0.99}),
                 ("live_netem_step", {"delay_us": 50000, "tol": 0.10})]},
+    # queue depth: 2 jobs x QD16 on 2 queues; cids recur fast, responses share skbs
+    {"name": "one-6.12-randread-qd16-q2",
+     "args": ["--topology", "one", "--kernel", "6.12", "--queues", "2",
+              "--fio", "rw=randread bs=4k iodepth=16 numjobs=2 runtime=4"],
+     "checks": BASIC},
     # mixed kernels, reads and writes, 2 queues, QD4
     {"name": "two-t6.1-i6.12-randrw-qd4-q2",
      "args": ["--topology", "two", "--target-kernel", "6.1", "--initiator-kernel", "6.12",
