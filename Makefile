@@ -53,7 +53,7 @@ all: $(OUTPUT)/ntbpf
 $(OUTPUT) $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/ntbpf.h $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -61,7 +61,7 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(OUTPUT)/%.o: src/%.c $(wildcard src/*.h) include/ntbpf.h | $(OUTPUT)
+$(OUTPUT)/%.o: src/%.c $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 

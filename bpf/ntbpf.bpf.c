@@ -21,6 +21,10 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "ntbpf.h"
+#define NT_SPAN_FN __noinline
+/* the compiler must not fold the bound away: hide the value, then bound it */
+#define NT_BOUND(i, n) ({ __u64 __i = (__u64)(i); barrier_var(__i); if (__i >= (n)) __i = 0; __i; })
+#include "ntbpf_stages.h"
 #include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -31,6 +35,7 @@ const volatile __u32 sample = 1;		/* record about 1 in sample I/Os */
 const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq) (before v5.11) */
 const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
 const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
+const volatile bool kernel_agg = false;	/* histograms in the kernel instead of per-I/O records */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -87,6 +92,27 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+/*
+ * ntbpf live without per-I/O records: per-CPU histograms per (group, stage),
+ * from the same stage definitions as the report (ntbpf_stages.h).  User
+ * space reads and diffs them every interval.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct nt_kh_key);
+	__type(value, struct nt_kh_val);
+} khist SEC(".maps");
+
+/* a zeroed value to create histograms from (too large for the stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_kh_val);
+} khist_zero SEC(".maps");
 
 /* nvme_setup_cmd sampled this request out: block_rq_issue (same CPU, next) must not create it */
 struct {
@@ -160,8 +186,71 @@ static __always_inline bool dev_wanted(__u32 dev)
 	return !filter_dev || bpf_map_lookup_elem(&devs, &dev);
 }
 
+/*
+ * Global (non-inlined) functions are verified once, on their own: the loop
+ * over every stage would otherwise be re-verified on every path that
+ * completes a request, past the verifier's budget.
+ */
+__noinline int kh_add(struct nt_kh_key *k, __u64 v)
+{
+	struct nt_kh_val *h;
+	__u32 zero = 0, b;
+
+	if (!k)
+		return 0;
+	h = bpf_map_lookup_elem(&khist, k);
+	if (!h) {
+		struct nt_kh_val *z = bpf_map_lookup_elem(&khist_zero, &zero);
+
+		if (!z)
+			return 0;
+		bpf_map_update_elem(&khist, k, z, BPF_NOEXIST);	/* EEXIST: another CPU made it */
+		h = bpf_map_lookup_elem(&khist, k);
+		if (!h) {
+			stat_inc(ST_LOST_MAP_FULL);	/* more groups than the map holds */
+			return 0;
+		}
+	}
+	h->count++;
+	h->sum += v;
+	b = nt_kh_bucket(v);
+	if (b < NT_KH_NB)
+		h->b[b]++;
+	return 0;
+}
+
+/* one finished I/O into the histograms of its group */
+__noinline int kh_record(const struct ntbpf_rec *r)
+{
+	struct nt_kh_key k = {};
+
+	if (!r)
+		return 0;
+	k.dev = r->dev;
+	k.bytes = r->bytes;
+	k.op = r->op;
+	k.role = r->role;
+	for (int s = 0; s < NT_ST_NR; s++) {
+		__u64 v = 0;
+
+		if (nt_stage_of(r, s, &v) <= 0)
+			continue;
+		k.stage = s;
+		kh_add(&k, v);
+	}
+	k.stage = NT_ST_NR;	/* the group's I/O count */
+	kh_add(&k, 0);
+	return 0;
+}
+
 static __always_inline void emit(struct ntbpf_rec *r, __u64 key)
 {
+	if (kernel_agg) {
+		kh_record(r);
+		stat_inc(ST_EMITTED);
+		bpf_map_delete_elem(&inflight, &key);
+		return;
+	}
 	if (bpf_ringbuf_output(&events, r, sizeof(*r), 0))
 		stat_inc(ST_LOST_RINGBUF);
 	else

@@ -118,6 +118,26 @@ int nt_hist_add(struct nt_hist *h, uint64_t v)
 	return 0;
 }
 
+int nt_hist_add_n(struct nt_hist *h, uint64_t v, uint64_t n, uint64_t sum)
+{
+	if (!n)
+		return 0;
+	if (h->count == 0) {
+		if (!h->buckets && alloc_buckets(h))
+			return -1;
+		h->min = v;
+		h->max = v;
+	}
+	h->buckets[bucket_of(v)] += n;
+	h->count += n;
+	h->sum = sat_add(h->sum, sum);
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	return 0;
+}
+
 int nt_hist_merge(struct nt_hist *dst, const struct nt_hist *src)
 {
 	uint32_t i;

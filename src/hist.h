@@ -26,6 +26,8 @@ struct nt_hist {
 void nt_hist_init(struct nt_hist *h);
 void nt_hist_free(struct nt_hist *h);
 int nt_hist_add(struct nt_hist *h, uint64_t v);	/* 0, or -1 on allocation failure */
+/* n values of about v (an in-kernel bucket's midpoint) whose exact total is sum */
+int nt_hist_add_n(struct nt_hist *h, uint64_t v, uint64_t n, uint64_t sum);
 int nt_hist_merge(struct nt_hist *dst, const struct nt_hist *src);
 /* p in [0, 100]; nearest-rank percentile; 0 for an empty histogram.  p=0 gives min, p=100 max. */
 uint64_t nt_hist_percentile(const struct nt_hist *h, double p);

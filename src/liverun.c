@@ -4,8 +4,10 @@
  * record stream to one peer.  Aggregation and the peer side are in live.c.
  */
 #define _GNU_SOURCE
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,8 +19,107 @@
 #include <unistd.h>
 #include "bpfrec.h"
 #include "live.h"
+#include "ntbpf.skel.h"
 #include "probes.h"
+#include "report.h"
 #include "sysinfo.h"
+
+/* ---- in-kernel histograms: read, sum over CPUs, diff with the last interval ---- */
+
+struct kh_state {
+	int ncpu;
+	struct nt_kh_val *pcpu, *tot;
+	size_t n;
+	struct nt_kh_key *keys;		/* histograms seen so far */
+	struct nt_kh_val *last;		/* their totals at the last interval */
+};
+
+static void kh_free(struct kh_state *k)
+{
+	free(k->pcpu);
+	free(k->tot);
+	free(k->keys);
+	free(k->last);
+}
+
+static int kh_init(struct kh_state *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->ncpu = libbpf_num_possible_cpus();
+	if (k->ncpu <= 0)
+		return -1;
+	k->pcpu = calloc(k->ncpu, sizeof(*k->pcpu));
+	k->tot = calloc(1, sizeof(*k->tot));
+	return k->pcpu && k->tot ? 0 : -1;
+}
+
+static struct nt_kh_val *kh_last(struct kh_state *k, const struct nt_kh_key *key)
+{
+	void *nk, *nl;
+
+	for (size_t i = 0; i < k->n; i++)
+		if (!memcmp(&k->keys[i], key, sizeof(*key)))
+			return &k->last[i];
+	nk = realloc(k->keys, (k->n + 1) * sizeof(*k->keys));
+	if (nk)
+		k->keys = nk;
+	nl = realloc(k->last, (k->n + 1) * sizeof(*k->last));
+	if (nl)
+		k->last = nl;
+	if (!nk || !nl)
+		return NULL;
+	k->keys[k->n] = *key;
+	memset(&k->last[k->n], 0, sizeof(*k->last));
+	return &k->last[k->n++];
+}
+
+static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const struct nt_report_opts *o, FILE *out,
+		    double secs, uint64_t lost)
+{
+	struct nt_interval_info info = { .lost = lost };
+	struct nt_kh_key key, prev;
+	struct nt_report rep;
+	bool first = true;
+	char when[16];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	nt_report_begin(&rep, local, 1, o);
+	while (!bpf_map_get_next_key(fd, first ? NULL : &prev, &key)) {
+		struct nt_kh_val *last;
+
+		first = false;
+		prev = key;
+		if (bpf_map_lookup_elem(fd, &key, k->pcpu))
+			continue;
+		memset(k->tot, 0, sizeof(*k->tot));
+		for (int c = 0; c < k->ncpu; c++) {
+			k->tot->count += k->pcpu[c].count;
+			k->tot->sum += k->pcpu[c].sum;
+			for (uint32_t b = 0; b < NT_KH_NB; b++)
+				k->tot->b[b] += k->pcpu[c].b[b];
+		}
+		last = kh_last(k, &key);
+		if (!last || k->tot->count == last->count)
+			continue;
+		/* the interval's share: totals now minus totals then */
+		for (uint32_t b = 0; b < NT_KH_NB; b++) {
+			uint64_t now = k->tot->b[b];
+
+			k->tot->b[b] -= last->b[b];
+			last->b[b] = now;
+		}
+		nt_report_add_kh(&rep, &key, (const uint64_t *)k->tot->b, k->tot->count - last->count,
+				 k->tot->sum - last->sum);
+		last->count = k->tot->count;
+		last->sum = k->tot->sum;
+	}
+	nt_report_finish(&rep);
+	nt_report_print_interval(out, &rep, when, secs, &info);
+	nt_report_free(&rep);
+}
 
 /* ---- the server side: stream every record to one connected peer ---- */
 
@@ -143,7 +244,12 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_header hdr;
 	struct nt_probes pr = { 0 };
 	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
-				    .verbose = cfg->verbose };
+				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
+				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records };
+	struct kh_state kh = { 0 };
+	struct nt_report_opts ko = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
+				     .group_by = cfg->group_by };
+	struct nt_input local = { .path = "live" };
 	struct server srv = { .lfd = -1, .cfd = -1 };
 	struct live_state st = { 0 };
 	struct ring_buffer *rb = NULL;
@@ -170,8 +276,10 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
 	st.l = nt_live_new(cfg, &hdr);
-	if (!st.l)
+	if (!st.l || (po.kernel_agg && kh_init(&kh)))
 		goto out;
+	memcpy(ko.pcts, cfg->pcts, sizeof(ko.pcts));
+	local.hdr = hdr;
 	if (cfg->peer && nt_live_peer(st.l, cfg->peer, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		goto out;
@@ -192,9 +300,10 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s; Ctrl-C to stop\n",
+	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s%s; Ctrl-C to stop\n",
 		nt_role_name(role), pr.nattached, cfg->interval, cfg->serve ? ", serving on " : "",
-		cfg->serve ? cfg->serve : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "");
+		cfg->serve ? cfg->serve : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
+		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	t_last = mono_ns();
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
 	while (!stop_signal) {
@@ -213,7 +322,11 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		if (srv.w && nt_writer_flush(srv.w))
 			server_drop(&srv, strerror(errno));
 		nt_probes_stats(&pr, stats);
-		nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
+		if (po.kernel_agg)
+			kh_tick(&kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, (t - t_last) / 1e9,
+				lost_of(stats) - lost_before);
+		else
+			nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
 		lost_before = lost_of(stats);
 		t_last = t;
 		t_next += (uint64_t)(cfg->interval * 1e9);
@@ -230,15 +343,29 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		if (srv.w)
 			nt_writer_flush(srv.w);
 		nt_probes_stats(&pr, stats);
-		nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
+		if (po.kernel_agg)
+			kh_tick(&kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, (t - t_last) / 1e9,
+				lost_of(stats) - lost_before);
+		else
+			nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
 			sleep(1);
 			nt_live_tick(st.l, stdout, (t - t_last) / 1e9, 0);
 		}
 	}
+	if (cfg->bpf_stats) {
+		uint64_t ns, runs;
+
+		nt_probes_stats(&pr, stats);
+		if (!nt_probes_run_time(&pr, &ns, &runs))
+			fprintf(stderr, "ntbpf live: BPF run time %.0f ns per I/O (%" PRIu64 " I/Os, %s)\n",
+				stats[ST_EMITTED] ? (double)ns / stats[ST_EMITTED] : 0.0, stats[ST_EMITTED],
+				po.kernel_agg ? "histograms in the kernel" : "per-I/O records");
+	}
 	rc = 0;
 out:
+	kh_free(&kh);
 	ring_buffer__free(rb);
 	if (srv.cfd >= 0) {
 		nt_writer_close(srv.w, NULL);

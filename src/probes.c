@@ -68,6 +68,7 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->sample = o->sample ? o->sample : 1;
 	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q();
 	skel->rodata->rec_role = p->role;
+	skel->rodata->kernel_agg = o->kernel_agg;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
 	if (nt_hooks_autoload(skel->obj, p->choice, p->nhooks)) {
 		snprintf(err, errlen, "the BPF object lacks a program for a hook (build mismatch)");

@@ -35,6 +35,7 @@ struct nt_probe_opts {
 	const struct nt_devset *devs;	/* NULL or empty: every device */
 	bool force_kprobe;
 	bool bpf_stats;
+	bool kernel_agg;		/* histograms in the kernel, no per-I/O records */
 	bool verbose;
 };
 

@@ -127,6 +127,35 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 	return g;
 }
 
+int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uint64_t *buckets, uint64_t count,
+		     uint64_t sum)
+{
+	struct ntbpf_rec r = { .role = k->role, .op = k->op, .bytes = k->bytes, .dev = k->dev };
+	struct nt_group *g = group_for(rep, &r);
+	uint64_t seen = 0;
+
+	if (!g)
+		return -1;
+	if (k->stage >= NT_ST_NR) {
+		g->count += count;
+		if (k->role == NTBPF_ROLE_TARGET)
+			rep->n_tgt += count;
+		else
+			rep->n_init += count;
+		return 0;
+	}
+	rep->stages_seen |= 1u << k->stage;
+	for (uint32_t b = 0; b < NT_KH_NB; b++) {
+		if (!buckets[b])
+			continue;
+		seen += buckets[b];
+		/* the exact total goes with the first bucket: the average stays exact */
+		if (nt_hist_add_n(&g->h[k->stage], nt_kh_value(b), buckets[b], seen == buckets[b] ? sum : 0))
+			return -1;
+	}
+	return 0;
+}
+
 int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt)
 {
 	uint64_t vals[NT_ST_NR];

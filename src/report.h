@@ -83,6 +83,9 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
  */
 void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins, const struct nt_report_opts *o);
 int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt);
+/* a delta of one in-kernel histogram (ntbpf live without per-I/O records) */
+int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uint64_t *buckets, uint64_t count,
+		     uint64_t sum);
 void nt_report_finish(struct nt_report *rep);
 void nt_report_clear_groups(struct nt_report *rep);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * stages - every stage ntbpf reports, defined by its two events (docs/stages.md;
- * tests/unit/test_stages.c checks that the doc and this table agree).
+ * stages - every stage ntbpf reports, defined by its two events
+ * (include/ntbpf_stages.h, shared with the BPF side; docs/stages.md;
+ * tests/unit/test_stages.c checks that the doc and the table agree).
  */
 #ifndef NTBPF_STAGES_H
 #define NTBPF_STAGES_H
@@ -9,46 +10,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ntbpf.h"
+#include "ntbpf_stages.h"
 
-/* In pipeline order; the order of the report's rows. */
-enum nt_stage {
-	NT_ST_BLK_SUB = 0,	/* blk_submission */
-	NT_ST_NVME_TCP_SUB,	/* nvme_tcp_submission */
-	NT_ST_NSTACK_SUB,	/* nstack_submission (target) */
-	NT_ST_NVMET_TCP_SUB,	/* nvmet_tcp_submission */
-	NT_ST_TARGET_SUBSYS,	/* target_subsystem */
-	NT_ST_NVMET_TCP_COMP,	/* nvmet_tcp_completion */
-	NT_ST_NETWORK,		/* network_transmission (needs both hosts) */
-	NT_ST_NSTACK_COMP,	/* nstack_completion (initiator) */
-	NT_ST_NVME_TCP_COMP,	/* nvme_tcp_completion */
-	NT_ST_BLK_COMP,		/* blk_completion */
-	NT_ST_BLK_DEVICE,	/* blk_device: issue -> complete, devices without nvme_tcp hooks */
-	NT_ST_REMOTE,		/* remote: initiator's wait for the target (network + target) */
-	NT_ST_TARGET_RES,	/* target_residence: target arrival -> response sent */
-	NT_ST_E2E,		/* end_to_end */
-	NT_ST_NR
-};
-
-struct nt_stage_def {
-	const char *name;
-	uint8_t role;		/* host whose two events bound it; 0 = both (network) */
-	uint8_t from, to;	/* events of that role */
-	int8_t alt_from;	/* used when 'from' was not seen, -1 none */
-	int8_t alt_to;		/* used when 'to' was not seen, -1 none */
-	const char *summary;	/* one line for --help and the docs */
-};
-
-const struct nt_stage_def *nt_stage(int s);
 const char *nt_stage_name(int s);
+const char *nt_stage_summary(int s);	/* one line for --help and the docs */
 int nt_stage_by_name(const char *name);	/* -1 if unknown */
 const char *nt_ev_name(uint8_t role, int ev);	/* "blk_start", "cmd_arrive", ... */
 
-/*
- * Value of single-host stage s for record r (whose role must match the
- * stage's).  Returns 0 when one of its events was not seen, 1 when computed
- * from the stage's own events, 2 when a stand-in event (alt_*) was used.
- * Negative spans (events out of order) count as not computed (-1).
- */
+/* single-host stage s of r: see nt_span_value() */
 int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns);
 
 /*

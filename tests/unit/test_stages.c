@@ -204,6 +204,32 @@ static void test_out_of_order_is_not_a_value(void **state)
 	assert_int_equal(nt_stage_value(&r, NT_ST_TARGET_SUBSYS, &ns), 0);
 }
 
+/* the in-kernel histogram buckets: exact below 32 ns, midpoints within 1/64, monotonic */
+static void test_kernel_buckets(void **state)
+{
+	uint32_t prev = 0;
+
+	for (__u64 v = 0; v < 32; v++) {
+		assert_int_equal(nt_kh_bucket(v), v);
+		assert_int_equal(nt_kh_value(nt_kh_bucket(v)), v);
+	}
+	for (__u64 v = 1; v < (1ull << 37); v = v * 1.01 + 1) {
+		uint32_t b = nt_kh_bucket(v);
+		__u64 m = nt_kh_value(b);
+		double err = (double)(m > v ? m - v : v - m) / v;
+
+		assert_true(b < NT_KH_NB);
+		assert_true(b >= prev);
+		assert_true(err <= 1.0 / 64 + 1e-12);
+		assert_int_equal(nt_kh_bucket(m), b);
+		prev = b;
+	}
+	/* beyond 2^37 ns everything lands in the last bucket, never past it */
+	assert_int_equal(nt_kh_bucket(~0ull), NT_KH_NB - 1);
+	assert_int_equal(nt_log2(1), 0);
+	assert_int_equal(nt_log2(~0ull), 63);
+}
+
 static void test_names(void **state)
 {
 	for (int s = 0; s < NT_ST_NR; s++)
@@ -227,7 +253,7 @@ static void test_doc_agrees(void **state)
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		char name[64], host[32], from[32], to[32], alt[64] = "";
-		const struct nt_stage_def *d;
+		const struct nt_span *d;
 		int s;
 
 		if (strstr(line, "stages-table: begin"))
@@ -240,7 +266,7 @@ static void test_doc_agrees(void **state)
 		assert_true(sscanf(line, "| %63s | %31s | %31s | %31s | %63[^|]", name, host, from, to, alt) >= 4);
 		s = nt_stage_by_name(name);
 		assert_true(s >= 0);
-		d = nt_stage(s);
+		d = &nt_spans[s];
 		seen |= 1u << s;
 		rows++;
 		if (s == NT_ST_NETWORK) {
@@ -282,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_block_only),
 		cmocka_unit_test(test_no_start_stamp),
 		cmocka_unit_test(test_out_of_order_is_not_a_value),
+		cmocka_unit_test(test_kernel_buckets),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_doc_agrees),
 	};
