@@ -289,6 +289,25 @@ def live_netem_step(d, delay_us, tol=0.10):
     return f"before {mb:.0f}us x{len(before)}, after {ma:.0f}us x{len(after)}, injected {injected:.0f}us"
 
 
+def live_host_stages_sum(d, min_intervals=3):
+    """every interval of an initiator alone: its six host stages (remote for the target's part)
+    cover every I/O and their averages add up to end_to_end's"""
+    host = ["blk_submission", "nvme_tcp_submission", "remote", "nstack_completion", "nvme_tcp_completion",
+            "blk_completion"]
+    n = 0
+    for j in _live(d):
+        for g in j["groups"]:
+            st = g["stages"]
+            missing = [x for x in host + ["end_to_end"] if x not in st or st[x]["count"] != g["count"]]
+            assert not missing, f"{j['time']}: stages not on every I/O: {missing}"
+            total = sum(st[x]["avg_us"] for x in host)
+            assert abs(total - st["end_to_end"]["avg_us"]) <= 0.001 * (len(host) + 1), \
+                f"{j['time']}: host stages sum to {total:.3f}us, end_to_end {st['end_to_end']['avg_us']:.3f}us"
+            n += 1
+    assert n >= min_intervals, f"only {n} intervals with I/O"
+    return f"{n} intervals: host stages sum to end_to_end"
+
+
 def ping_ms_file(p):
     rtts = sorted(float(l.split("time=")[1].split()[0]) for l in open(p) if "time=" in l)
     if len(rtts) < 10:
@@ -300,7 +319,7 @@ CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end
                                   no_lost_records, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step)}
+                                  live_netem_step, live_host_stages_sum)}
 
 
 def run_checks(d, checks, out=sys.stdout):

@@ -102,6 +102,13 @@ SCENARIOS = [
               "--fio", LIVE_FIO],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_matched", {"min": 0.99}),
                 ("live_netem_step", {"delay_us": 50000, "tol": 0.10})]},
+    # live on the initiator alone: in-kernel histograms, no per-I/O records
+    {"name": "one-6.12-live-local",
+     "args": ["--topology", "one", "--kernel", "6.12", "--live-local", "--fio", QD1],
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {})]},
+    {"name": "one-6.1-live-local",
+     "args": ["--topology", "one", "--kernel", "6.1", "--live-local", "--fio", QD1],
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {})]},
     # queue depth: 2 jobs x QD16 on 2 queues; cids recur fast, responses share skbs
     {"name": "one-6.12-randread-qd16-q2",
      "args": ["--topology", "one", "--kernel", "6.12", "--queues", "2",
