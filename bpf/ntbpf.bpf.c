@@ -193,19 +193,22 @@ static __always_inline bool dev_wanted(__u32 dev)
  */
 __noinline int kh_add(struct nt_kh_key *k, __u64 v)
 {
+	struct nt_kh_key key;
 	struct nt_kh_val *h;
-	__u32 zero = 0, b;
+	__u32 zero = 0;
+	__u64 b;
 
 	if (!k)
 		return 0;
-	h = bpf_map_lookup_elem(&khist, k);
+	key = *k;	/* map keys must be on the stack for older verifiers (6.1) */
+	h = bpf_map_lookup_elem(&khist, &key);
 	if (!h) {
 		struct nt_kh_val *z = bpf_map_lookup_elem(&khist_zero, &zero);
 
 		if (!z)
 			return 0;
-		bpf_map_update_elem(&khist, k, z, BPF_NOEXIST);	/* EEXIST: another CPU made it */
-		h = bpf_map_lookup_elem(&khist, k);
+		bpf_map_update_elem(&khist, &key, z, BPF_NOEXIST);	/* EEXIST: another CPU made it */
+		h = bpf_map_lookup_elem(&khist, &key);
 		if (!h) {
 			stat_inc(ST_LOST_MAP_FULL);	/* more groups than the map holds */
 			return 0;
@@ -213,9 +216,8 @@ __noinline int kh_add(struct nt_kh_key *k, __u64 v)
 	}
 	h->count++;
 	h->sum += v;
-	b = nt_kh_bucket(v);
-	if (b < NT_KH_NB)
-		h->b[b]++;
+	b = NT_BOUND(nt_kh_bucket(v), NT_KH_NB);
+	h->b[b]++;
 	return 0;
 }
 

@@ -289,23 +289,33 @@ def live_netem_step(d, delay_us, tol=0.10):
     return f"before {mb:.0f}us x{len(before)}, after {ma:.0f}us x{len(after)}, injected {injected:.0f}us"
 
 
-def live_host_stages_sum(d, min_intervals=3):
-    """every interval of an initiator alone: its six host stages (remote for the target's part)
-    cover every I/O and their averages add up to end_to_end's"""
+def live_host_stages_sum(d, min_intervals=3, rel=0.01):
+    """an initiator alone: over the run, each of its six host stages (remote for the target's
+    part) covers every I/O and their totals add up to end_to_end's.  In-kernel histograms are
+    read one after the other while I/O goes on, so a single interval's stages may differ by an
+    I/O or two; they reconcile over the run.  Values the kernel could not file are counted lost."""
     host = ["blk_submission", "nvme_tcp_submission", "remote", "nstack_completion", "nvme_tcp_completion",
             "blk_completion"]
-    n = 0
+    cnt = {x: 0 for x in host + ["end_to_end"]}
+    tot = {x: 0.0 for x in host + ["end_to_end"]}
+    n = lost = 0
     for j in _live(d):
+        lost += j["lost_records"]
         for g in j["groups"]:
-            st = g["stages"]
-            missing = [x for x in host + ["end_to_end"] if x not in st or st[x]["count"] != g["count"]]
-            assert not missing, f"{j['time']}: stages not on every I/O: {missing}"
-            total = sum(st[x]["avg_us"] for x in host)
-            assert abs(total - st["end_to_end"]["avg_us"]) <= 0.001 * (len(host) + 1), \
-                f"{j['time']}: host stages sum to {total:.3f}us, end_to_end {st['end_to_end']['avg_us']:.3f}us"
             n += 1
+            for x in cnt:
+                st = g["stages"].get(x)
+                if st:
+                    cnt[x] += st["count"]
+                    tot[x] += st["count"] * st["avg_us"]
     assert n >= min_intervals, f"only {n} intervals with I/O"
-    return f"{n} intervals: host stages sum to end_to_end"
+    e2e = cnt["end_to_end"]
+    off = {x: c - e2e for x, c in cnt.items() if abs(c - e2e) > lost + 2}
+    assert not off, f"stage counts differ from end_to_end's {e2e} by {off} (lost {lost})"
+    total = sum(tot[x] for x in host)
+    assert abs(total - tot["end_to_end"]) <= rel * tot["end_to_end"], \
+        f"host stages total {total:.0f}us, end_to_end {tot['end_to_end']:.0f}us"
+    return f"{n} intervals, {e2e} I/Os: host stages total {total:.0f}us = end_to_end {tot['end_to_end']:.0f}us"
 
 
 def ping_ms_file(p):
