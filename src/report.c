@@ -411,7 +411,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 		if (!h->count && !o->verbose)
 			continue;
 		if (s == NT_ST_E2E)
-			fprintf(out, "%-22s\n", "----");
+			fputs("----\n", out);
 		fprintf(out, "%-22s %10" PRIu64 " %10.2f", nt_stage_name(s), h->count, h->count ? nt_hist_mean(h) / 1000.0 : 0.0);
 		for (int p = 0; p < o->npcts; p++)
 			fprintf(out, " %10.2f", us(nt_hist_percentile(h, o->pcts[p])));
