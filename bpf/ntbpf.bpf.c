@@ -314,6 +314,31 @@ static __always_inline struct args stash_take(void)
 	return a;
 }
 
+/* tracepoint tp(T0 a0[, T1 a1]): handler(a0[, a1]), as tp_btf or as raw_tp; arguments may be NULL */
+#define TP_HOOK1(tp, handler, T0)						\
+SEC("tp_btf/" #tp)								\
+int BPF_PROG(tp_btf_##tp, T0 a0)						\
+{										\
+	return NONNULL(a0) ? handler(a0) : 0;					\
+}										\
+SEC("raw_tp/" #tp)								\
+int BPF_PROG(raw_tp_##tp, T0 a0)						\
+{										\
+	return NONNULL(a0) ? handler(a0) : 0;					\
+}
+
+#define TP_HOOK2(tp, handler, T0, T1)						\
+SEC("tp_btf/" #tp)								\
+int BPF_PROG(tp_btf_##tp, T0 a0, T1 a1)						\
+{										\
+	return NONNULL(a0) && NONNULL(a1) ? handler(a0, a1) : 0;		\
+}										\
+SEC("raw_tp/" #tp)								\
+int BPF_PROG(raw_tp_##tp, T0 a0, T1 a1)						\
+{										\
+	return NONNULL(a0) && NONNULL(a1) ? handler(a0, a1) : 0;		\
+}
+
 /* function f(T0 a0) entered: handler(a0), as fentry or as kprobe */
 #define ENTRY_HOOK1(fn, handler, T0)						\
 SEC("fentry/" #fn)								\
@@ -547,17 +572,7 @@ static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command 
 	return 0;
 }
 
-SEC("tp_btf/nvme_setup_cmd")
-int BPF_PROG(tp_btf_nvme_setup_cmd, struct request *rq, struct nvme_command *cmd)
-{
-	return NONNULL(rq) && NONNULL(cmd) ? on_setup_cmd(rq, cmd) : 0;
-}
-
-SEC("raw_tp/nvme_setup_cmd")
-int BPF_PROG(raw_tp_nvme_setup_cmd, struct request *rq, struct nvme_command *cmd)
-{
-	return NONNULL(rq) && NONNULL(cmd) ? on_setup_cmd(rq, cmd) : 0;
-}
+TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *)
 
 static __always_inline int on_nvme_complete(struct request *rq)
 {
@@ -572,17 +587,7 @@ static __always_inline int on_nvme_complete(struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/nvme_complete_rq")
-int BPF_PROG(tp_btf_nvme_complete_rq, struct request *rq)
-{
-	return NONNULL(rq) ? on_nvme_complete(rq) : 0;
-}
-
-SEC("raw_tp/nvme_complete_rq")
-int BPF_PROG(raw_tp_nvme_complete_rq, struct request *rq)
-{
-	return NONNULL(rq) ? on_nvme_complete(rq) : 0;
-}
+TP_HOOK1(nvme_complete_rq, on_nvme_complete, struct request *)
 
 /* data arrived on a queue's socket: note how far the stream got, and when */
 static __always_inline int on_data_ready(struct sock *sk)
@@ -866,17 +871,7 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 	return 0;
 }
 
-SEC("tp_btf/nvmet_req_init")
-int BPF_PROG(tp_btf_nvmet_req_init, struct nvmet_req *req, struct nvme_command *cmd)
-{
-	return NONNULL(req) && NONNULL(cmd) ? on_req_init(req, cmd) : 0;
-}
-
-SEC("raw_tp/nvmet_req_init")
-int BPF_PROG(raw_tp_nvmet_req_init, struct nvmet_req *req, struct nvme_command *cmd)
-{
-	return NONNULL(req) && NONNULL(cmd) ? on_req_init(req, cmd) : 0;
-}
+TP_HOOK2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *)
 
 /* the request goes to the backend; for data that came after an R2T, note when it arrived */
 static __always_inline int on_exec(struct nvmet_req *req)
@@ -916,17 +911,7 @@ static __always_inline int on_req_complete(struct nvmet_req *req)
 	return 0;
 }
 
-SEC("tp_btf/nvmet_req_complete")
-int BPF_PROG(tp_btf_nvmet_req_complete, struct nvmet_req *req)
-{
-	return NONNULL(req) ? on_req_complete(req) : 0;
-}
-
-SEC("raw_tp/nvmet_req_complete")
-int BPF_PROG(raw_tp_nvmet_req_complete, struct nvmet_req *req)
-{
-	return NONNULL(req) ? on_req_complete(req) : 0;
-}
+TP_HOOK1(nvmet_req_complete, on_req_complete, struct nvmet_req *)
 
 static __always_inline int on_queue_response(struct nvmet_req *req)
 {

@@ -304,6 +304,10 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		nt_role_name(role), pr.nattached, cfg->interval, cfg->serve ? ", serving on " : "",
 		cfg->serve ? cfg->serve : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
+	/* one interval's lines: from the in-kernel histograms, or from the records */
+#define print_tick(secs, lost)								\
+	(po.kernel_agg ? kh_tick(&kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, secs, lost) \
+		       : nt_live_tick(st.l, stdout, secs, lost))
 	t_last = mono_ns();
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
 	while (!stop_signal) {
@@ -322,11 +326,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		if (srv.w && nt_writer_flush(srv.w))
 			server_drop(&srv, strerror(errno));
 		nt_probes_stats(&pr, stats);
-		if (po.kernel_agg)
-			kh_tick(&kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, (t - t_last) / 1e9,
-				lost_of(stats) - lost_before);
-		else
-			nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
+		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
 		lost_before = lost_of(stats);
 		t_last = t;
 		t_next += (uint64_t)(cfg->interval * 1e9);
@@ -343,11 +343,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		if (srv.w)
 			nt_writer_flush(srv.w);
 		nt_probes_stats(&pr, stats);
-		if (po.kernel_agg)
-			kh_tick(&kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, (t - t_last) / 1e9,
-				lost_of(stats) - lost_before);
-		else
-			nt_live_tick(st.l, stdout, (t - t_last) / 1e9, lost_of(stats) - lost_before);
+		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
 			sleep(1);
