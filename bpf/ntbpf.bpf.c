@@ -463,7 +463,14 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
 
 	if (!r) {
-		if (sample <= 1 && (dev_wanted(rq_devt(rq)) || dev_wanted(nvme_head_devt(rq))))
+		/*
+		 * A flush sequence completes the caller's empty request (a
+		 * FLUSH, or a WRITE with PREFLUSH from fsync) without issuing
+		 * it: blk-mq issues its own flush request, which is recorded.
+		 * An untracked completion without data is that, not an I/O
+		 * missed at the start.
+		 */
+		if (sample <= 1 && nr_bytes && (dev_wanted(rq_devt(rq)) || dev_wanted(nvme_head_devt(rq))))
 			stat_inc(ST_NO_START);
 		return 0;
 	}

@@ -20,7 +20,8 @@ def load(d, name):
 
 
 def fio_total_ios(fio):
-    return sum(j[op]["total_ios"] for j in fio["jobs"] for op in ("read", "write", "trim") if op in j)
+    """every I/O fio completed, its fsyncs (flushes) included"""
+    return sum(j[op]["total_ios"] for j in fio["jobs"] for op in ("read", "write", "trim", "sync") if op in j)
 
 
 def fio_clat_us(fio, pct):
@@ -106,6 +107,13 @@ def no_lost_records(d):
     lost = rep.get("lost_records", 0)
     assert lost == 0, f"lost_records {lost}"
     return "0 lost"
+
+
+def nothing_in_flight_at_start(d, max=2):
+    """ntbpf record wraps fio's whole life: no completion of an I/O issued before it began"""
+    n = load(d, "report-initiator.json")["not_recorded"]["in_flight_at_start"]
+    assert n <= max, f"{n} completions of I/Os ntbpf did not see start (flush sequences miscounted?)"
+    return f"in flight at start: {n}"
 
 
 def matched_fraction(d, min=0.99):
@@ -326,7 +334,7 @@ def ping_ms_file(p):
 
 
 CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
-                                  no_lost_records, matched_fraction, target_records, ops_present,
+                                  no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum)}

@@ -14,6 +14,7 @@ BASIC = [
     # fio's whole life, so nothing fio does can fall outside the window: slack 0
     ("initiator_count_equals_fio", {"slack": 0}),
     ("no_lost_records", {}),
+    ("nothing_in_flight_at_start", {}),
     ("target_records", {}),
     ("matched_fraction", {"min": 0.99}),
     ("stages_sum_to_end_to_end", {}),
@@ -102,6 +103,15 @@ SCENARIOS = [
               "--fio", LIVE_FIO],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_matched", {"min": 0.99}),
                 ("live_netem_step", {"delay_us": 50000, "tol": 0.10})]},
+    # flushes: a namespace with a volatile write cache, fsync after every write
+    {"name": "one-6.12-write-fsync-flush",
+     "args": ["--topology", "one", "--kernel", "6.12", "--write-cache",
+              "--fio", "rw=randwrite bs=4k iodepth=1 numjobs=1 runtime=4 fsync=1"],
+     "checks": BASIC + [("ops_present", {"ops": ["write", "flush"]})]},
+    {"name": "two-6.1-write-fsync-flush",
+     "args": ["--topology", "two", "--kernel", "6.1", "--write-cache",
+              "--fio", "rw=randwrite bs=4k iodepth=1 numjobs=1 runtime=4 fsync=1"],
+     "checks": BASIC + [("ops_present", {"ops": ["write", "flush"]})]},
     # live on the initiator alone: in-kernel histograms, no per-I/O records
     {"name": "one-6.12-live-local",
      "args": ["--topology", "one", "--kernel", "6.12", "--live-local", "--fio", QD1],
