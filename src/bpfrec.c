@@ -31,14 +31,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* root, or CAP_BPF + CAP_PERFMON (5.8+), or CAP_SYS_ADMIN */
 static bool privileged(void)
 {
@@ -239,11 +231,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		go_fd = -1;
 	}
 	if (cfg->duration > 0)
-		t_end = now_ns() + (uint64_t)(cfg->duration * 1e9);
-	last_flush = last_tick = now_ns();
+		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
+	last_flush = last_tick = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
 		int n = ring_buffer__poll(rb, 100);
-		uint64_t t = now_ns();
+		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "ntbpf record: ring buffer poll failed: %s\n", strerror(-n));
@@ -280,7 +272,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	nt_probes_detach(&pr);
 	ring_buffer__consume(rb);
 	if (st.live) {
-		uint64_t s2[ST_NR], t = now_ns();
+		uint64_t s2[ST_NR], t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		nt_probes_stats(&pr, s2);
 		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, s2[ST_LOST_RINGBUF] + s2[ST_LOST_MAP_FULL] +
@@ -297,7 +289,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	tr.records = tr.stats[ST_EMITTED] - st.lost_user;
 	tr.lost_user = st.lost_user;
-	tr.end_mono_ns = now_ns();
+	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	rc = nt_writer_close(st.w, &tr);
 	st.w = NULL;
 	if (rc || fflush(out) || ferror(out)) {

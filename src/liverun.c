@@ -224,14 +224,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static uint64_t lost_of(const uint64_t *s)
 {
 	return s[ST_LOST_RINGBUF] + s[ST_LOST_MAP_FULL] + s[ST_NO_COMPLETE] + s[ST_PROG_MISSES];
@@ -308,10 +300,10 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 #define print_tick(secs, lost)								\
 	(po.kernel_agg ? kh_tick(&kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, secs, lost) \
 		       : nt_live_tick(st.l, stdout, secs, lost))
-	t_last = mono_ns();
+	t_last = nt_clock_ns(CLOCK_MONOTONIC);
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
 	while (!stop_signal) {
-		uint64_t t = mono_ns();
+		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 		int n = ring_buffer__poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
 
 		if (n < 0 && n != -EINTR) {
@@ -320,7 +312,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		}
 		if (srv.lfd >= 0)
 			server_accept(&srv);
-		t = mono_ns();
+		t = nt_clock_ns(CLOCK_MONOTONIC);
 		if (t < t_next)
 			continue;
 		if (srv.w && nt_writer_flush(srv.w))
@@ -337,7 +329,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	if (stop_signal) {
 		/* the partial interval, so that the intervals add up to the whole run */
-		uint64_t t = mono_ns();
+		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		ring_buffer__consume(rb);
 		if (srv.w)

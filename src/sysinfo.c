@@ -130,7 +130,7 @@ void nt_dev_to_header(const struct nt_devset *ds, struct nt_header *h)
 			 ds->devt[i] >> 20, ds->devt[i] & 0xfffff);
 }
 
-static uint64_t clock_ns(clockid_t c)
+uint64_t nt_clock_ns(clockid_t c)
 {
 	struct timespec ts;
 
@@ -151,10 +151,10 @@ void nt_sys_identity(struct nt_header *h, int argc, char **argv)
 	if (read_line("/proc/sys/kernel/random/boot_id", h->boot_id, sizeof(h->boot_id)))
 		h->boot_id[0] = 0;
 	/* realtime and boottime bracketed by two monotonic reads: take the midpoint */
-	m0 = clock_ns(CLOCK_MONOTONIC);
-	h->real_ns = clock_ns(CLOCK_REALTIME);
-	h->boot_ns = clock_ns(CLOCK_BOOTTIME);
-	m1 = clock_ns(CLOCK_MONOTONIC);
+	m0 = nt_clock_ns(CLOCK_MONOTONIC);
+	h->real_ns = nt_clock_ns(CLOCK_REALTIME);
+	h->boot_ns = nt_clock_ns(CLOCK_BOOTTIME);
+	m1 = nt_clock_ns(CLOCK_MONOTONIC);
 	h->mono_ns = m0 + (m1 - m0) / 2;
 	for (int i = 0; i < argc && off + 2 < sizeof(h->cmdline); i++)
 		off += snprintf(h->cmdline + off, sizeof(h->cmdline) - off, "%s%s", i ? " " : "", argv[i]);

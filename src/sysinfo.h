@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "recfile.h"
 
 struct nt_devset {
@@ -33,6 +34,8 @@ void nt_dev_to_header(const struct nt_devset *ds, struct nt_header *h);
 void nt_sys_identity(struct nt_header *h, int argc, char **argv);
 /* NVMe over TCP controllers of this host from <root>/sys/class/nvme (initiator) */
 int nt_sys_nvme_ctrls(const char *root, struct nt_header *h);
+/* clock_gettime(c) in ns (CLOCK_MONOTONIC is bpf_ktime_get_ns's clock) */
+uint64_t nt_clock_ns(clockid_t c);
 /* is kernel module NAME loaded (<root>/sys/module/NAME) */
 int nt_sys_module_loaded(const char *root, const char *name);
 
