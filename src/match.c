@@ -3,6 +3,7 @@
 #include <string.h>
 #include "match.h"
 #include "report.h"
+#include "sysinfo.h"
 
 #define SAMPLE_INITS 4000	/* initiator I/Os used to estimate the clock offset finely */
 #define COARSE_INITS 256	/* ... and coarsely, over the whole prior window */
@@ -56,11 +57,13 @@ void nt_rec_window(const struct ntbpf_rec *r, uint64_t *lo, uint64_t *hi)
 }
 
 struct item {
-	uint64_t key;		/* cntlid << 32 | qid << 16 | cid */
 	uint64_t lo, hi;
-	size_t idx;		/* into m->init or m->tgt */
+	const struct ntbpf_rec *r;
+	uint32_t idx;		/* into m->init or m->tgt */
+	uint32_t kid;		/* dense key id, or NO_KEY: no target record has this key */
 };
 
+#define NO_KEY UINT32_MAX
 
 static uint64_t mkkey(uint16_t cntlid, uint16_t qid, uint16_t cid)
 {
@@ -68,133 +71,146 @@ static uint64_t mkkey(uint16_t cntlid, uint16_t qid, uint16_t cid)
 }
 
 /*
- * Group items by key, keeping each key's items in file order, which is
- * their time order: a cid comes back only after its command completed, and
- * records are written at completion.  A stable counting sort over dense key
- * ids (open addressing) does in O(n) what qsort did in O(n log n).  Keys
- * end up in ascending order so both sides' groups can be searched.
+ * Keys (cntlid, qid, cid) -> dense ids, open addressing.  There are far
+ * fewer keys than records (queues x queue depth x generations), so the table
+ * grows with the keys seen, not with the records: it stays in cache.
  */
-static uint64_t *key_tab;	/* keys seen, slot -> key (0 = empty, stored key + 1) */
-static uint32_t *key_id;	/* slot -> dense id */
-static size_t key_cap, key_n;
+struct keys {
+	uint64_t *tab;		/* slot -> key + 1 (0 = empty) */
+	uint32_t *id;		/* slot -> dense id */
+	size_t cap, n;
+};
 
-static int key_ids_init(size_t n)
+static size_t key_slot(const struct keys *k, uint64_t key)
 {
-	key_cap = 1;
-	while (key_cap < 2 * n + 16)
-		key_cap <<= 1;
-	key_n = 0;
-	key_tab = calloc(key_cap, sizeof(*key_tab));
-	key_id = calloc(key_cap, sizeof(*key_id));
-	return key_tab && key_id ? 0 : -1;
+	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (k->cap - 1);
+
+	while (k->tab[h] && k->tab[h] != key + 1)
+		h = (h + 1) & (k->cap - 1);
+	return h;
 }
 
-static uint32_t key_lookup(uint64_t key)
+static int keys_grow(struct keys *k)
 {
-	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (key_cap - 1);
+	struct keys nk = { .cap = k->cap ? k->cap * 2 : 1024, .n = k->n };
 
-	while (key_tab[h] && key_tab[h] != key + 1)
-		h = (h + 1) & (key_cap - 1);
-	if (!key_tab[h]) {
-		key_tab[h] = key + 1;
-		key_id[h] = (uint32_t)key_n++;
+	nk.tab = calloc(nk.cap, sizeof(*nk.tab));
+	nk.id = malloc(nk.cap * sizeof(*nk.id));
+	if (!nk.tab || !nk.id) {
+		free(nk.tab);
+		free(nk.id);
+		return -1;
 	}
-	return key_id[h];
-}
+	for (size_t h = 0; h < k->cap; h++)
+		if (k->tab[h]) {
+			size_t s = key_slot(&nk, k->tab[h] - 1);
 
-static void key_ids_free(void)
-{
-	free(key_tab);
-	free(key_id);
-	key_tab = NULL;
-	key_id = NULL;
-}
-
-static int key_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* sort a's and b's items by key (ascending), stable within a key */
-static int group_by_key(struct item *a, size_t na, struct item *b, size_t nb)
-{
-	struct item *tmp = malloc((na > nb ? na : nb) * sizeof(*tmp) + 1);
-	uint64_t *keys = NULL;
-	uint32_t *rank = NULL, *pos = NULL, *ids = NULL;
-	int rc = -1;
-
-	if (!tmp || key_ids_init(na + nb))
-		goto out;
-	ids = malloc((na + nb + 1) * sizeof(*ids));
-	if (!ids)
-		goto out;
-	for (size_t i = 0; i < na; i++)
-		ids[i] = key_lookup(a[i].key);
-	for (size_t i = 0; i < nb; i++)
-		ids[na + i] = key_lookup(b[i].key);
-	/* dense ids in key order */
-	keys = malloc((key_n + 1) * sizeof(*keys));
-	rank = malloc((key_n + 1) * sizeof(*rank));
-	pos = calloc(key_n + 1, sizeof(*pos));
-	if (!keys || !rank || !pos)
-		goto out;
-	for (size_t h = 0; h < key_cap; h++)
-		if (key_tab[h])
-			keys[key_id[h]] = key_tab[h] - 1;
-	{
-		uint64_t *sorted = malloc((key_n + 1) * sizeof(*sorted));
-
-		if (!sorted)
-			goto out;
-		memcpy(sorted, keys, key_n * sizeof(*sorted));
-		qsort(sorted, key_n, sizeof(*sorted), key_cmp);
-		for (size_t r = 0; r < key_n; r++)
-			rank[key_lookup(sorted[r])] = (uint32_t)r;
-		free(sorted);
-	}
-	for (int side = 0; side < 2; side++) {
-		struct item *v = side ? b : a;
-		size_t n = side ? nb : na, sum = 0;
-		const uint32_t *id = side ? ids + na : ids;
-
-		memset(pos, 0, (key_n + 1) * sizeof(*pos));
-		for (size_t i = 0; i < n; i++)
-			pos[rank[id[i]] + 1]++;
-		for (size_t r = 0; r < key_n; r++) {
-			sum += pos[r + 1];
-			pos[r + 1] = (uint32_t)sum;
+			nk.tab[s] = k->tab[h];
+			nk.id[s] = k->id[h];
 		}
-		for (size_t i = 0; i < n; i++)
-			tmp[pos[rank[id[i]]]++] = v[i];
-		memcpy(v, tmp, n * sizeof(*v));
-	}
-	rc = 0;
-out:
-	free(tmp);
-	free(keys);
-	free(rank);
-	free(pos);
-	free(ids);
-	key_ids_free();
-	return rc;
+	free(k->tab);
+	free(k->id);
+	*k = nk;
+	return 0;
 }
 
-/* first item of key >= key with lo >= lo */
-static size_t lower_bound(const struct item *v, size_t n, uint64_t key, uint64_t lo)
+/* the key's id, added if new; NO_KEY on allocation failure */
+static uint32_t key_add(struct keys *k, uint64_t key)
 {
-	size_t a = 0, b = n;
+	size_t h;
 
+	if (2 * (k->n + 1) > k->cap && keys_grow(k))
+		return NO_KEY;
+	h = key_slot(k, key);
+	if (!k->tab[h]) {
+		k->tab[h] = key + 1;
+		k->id[h] = (uint32_t)k->n++;
+	}
+	return k->id[h];
+}
+
+static uint32_t key_find(const struct keys *k, uint64_t key)
+{
+	size_t h;
+
+	if (!k->cap)
+		return NO_KEY;
+	h = key_slot(k, key);
+	return k->tab[h] ? k->id[h] : NO_KEY;
+}
+
+static void keys_free(struct keys *k)
+{
+	free(k->tab);
+	free(k->id);
+	memset(k, 0, sizeof(*k));
+}
+
+/*
+ * The target side grouped by key: group g is tv[start[g] .. start[g + 1]),
+ * in file order, which is time order: a cid comes back only after its
+ * command completed, and records are written at completion.  A stable
+ * counting sort: O(n).
+ */
+static int group_targets(struct item *tv, size_t nt, size_t nkeys, uint32_t **startp)
+{
+	uint32_t *start = calloc(nkeys + 2, sizeof(*start));
+	struct item *tmp = malloc((nt ? nt : 1) * sizeof(*tmp));
+
+	if (tmp)
+		nt_advise_huge(tmp, nt * sizeof(*tmp));
+
+	if (!start || !tmp) {
+		free(start);
+		free(tmp);
+		return -1;
+	}
+	for (size_t i = 0; i < nt; i++)
+		start[tv[i].kid + 2]++;
+	for (size_t g = 2; g < nkeys + 2; g++)
+		start[g] += start[g - 1];
+	for (size_t i = 0; i < nt; i++)
+		tmp[start[tv[i].kid + 1]++] = tv[i];
+	memcpy(tv, tmp, nt * sizeof(*tv));
+	free(tmp);
+	*startp = start;	/* start[g] is now the first of group g, start[nkeys] == nt */
+	return 0;
+}
+
+/* first item of [a, b) with lo >= lo */
+static size_t lower_bound(const struct item *v, size_t a, size_t b, uint64_t lo)
+{
 	while (a < b) {
 		size_t mid = a + (b - a) / 2;
 
-		if (v[mid].key < key || (v[mid].key == key && v[mid].lo < lo))
+		if (v[mid].lo < lo)
 			a = mid + 1;
 		else
 			b = mid;
 	}
 	return a;
+}
+
+/*
+ * lower_bound(v, a, b, lo), searched from a cursor: each key's initiator
+ * I/Os come in time order, so the answer moves forward from the previous
+ * one; gallop from there (amortised O(1)), or search [a, cur) when it did not.
+ */
+static size_t seek_from(const struct item *v, size_t a, size_t b, size_t cur, uint64_t lo)
+{
+	size_t x = cur, step = 1;
+
+	if (cur > a && v[cur - 1].lo >= lo)
+		return lower_bound(v, a, cur, lo);
+	while (x < b && v[x].lo < lo) {
+		size_t nx = x + step;
+
+		if (nx >= b || v[nx].lo >= lo)
+			return lower_bound(v, x + 1, nx < b ? nx : b, lo);
+		x = nx;
+		step <<= 1;
+	}
+	return x;
 }
 
 struct edge {
@@ -216,7 +232,7 @@ static int edge_cmp(const void *a, const void *b)
  * offsets in [t.hi - i.hi, t.lo - i.lo]; true pairs all contain the true
  * offset, wrong ones scatter.  Take the point most intervals cover.
  */
-static bool estimate_offset(const struct item *iv, size_t ni, const struct item *tv, size_t nt,
+static bool estimate_offset(const struct item *iv, size_t ni, const struct item *tv, const uint32_t *start,
 			    int64_t prior, int64_t window, size_t samples, int max_cand, int64_t *off, size_t *votes)
 {
 	size_t step = ni > samples ? ni / samples : 1, ne = 0, cap = 0;
@@ -226,9 +242,13 @@ static bool estimate_offset(const struct item *iv, size_t ni, const struct item 
 
 	for (size_t i = 0; i < ni; i += step) {
 		int64_t from = (int64_t)iv[i].lo + prior - window;
-		size_t j = lower_bound(tv, nt, iv[i].key, from < 0 ? 0 : (uint64_t)from);
+		size_t j, end;
 
-		for (int c = 0; j < nt && tv[j].key == iv[i].key && c < max_cand; j++, c++) {
+		if (iv[i].kid == NO_KEY)
+			continue;
+		end = start[iv[i].kid + 1];
+		j = lower_bound(tv, start[iv[i].kid], end, from < 0 ? 0 : (uint64_t)from);
+		for (int c = 0; j < end && c < max_cand; j++, c++) {
 			int64_t a = (int64_t)tv[j].hi - (int64_t)iv[i].hi - TOLERANCE_NS;
 			int64_t b = (int64_t)tv[j].lo - (int64_t)iv[i].lo + TOLERANCE_NS;
 
@@ -285,7 +305,9 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 		       const struct nt_input *b, size_t b_first)
 {
 	struct item *iv = NULL, *tv = NULL;
-	size_t ni = 0, nt = 0, j = 0;
+	struct keys keys = { 0 };
+	uint32_t *start = NULL, *cursor = NULL;
+	size_t ni = 0, nt = 0;
 	int64_t prior, window, off;
 	size_t votes;
 	int rc = -1;
@@ -294,30 +316,39 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 	tv = malloc((b->n ? b->n : 1) * sizeof(*tv));
 	if (!iv || !tv)
 		goto out;
+	nt_advise_huge(iv, a->n * sizeof(*iv));
+	nt_advise_huge(tv, b->n * sizeof(*tv));
+	for (size_t k = b_first; k < m->n_tgt; k++) {
+		const struct ntbpf_rec *r = m->tgt[k];
+
+		if (r < b->recs || r >= b->recs + b->n)
+			break;		/* records of one file are contiguous in m->tgt */
+		if (m->tgt_matched[k])
+			continue;
+		tv[nt].kid = key_add(&keys, mkkey(r->ctrl, r->qid, r->cid));
+		if (tv[nt].kid == NO_KEY)
+			goto out;
+		nt_rec_window(r, &tv[nt].lo, &tv[nt].hi);
+		tv[nt].r = r;
+		tv[nt++].idx = (uint32_t)k;
+	}
+	/* initiator I/Os stay in file (time) order: partner[] is written in order */
 	for (size_t k = a_first; k < m->n_init; k++) {
 		const struct ntbpf_rec *r = m->init[k];
 		uint16_t cntlid;
 
 		if (r < a->recs || r >= a->recs + a->n)
-			break;		/* records of one file are contiguous in m->init */
+			break;
 		if (m->partner[k] || !(r->flags & NTBPF_F_NVME) || !cntlid_of(&a->hdr, r->ctrl, &cntlid))
 			continue;
-		iv[ni].key = mkkey(cntlid, r->qid, r->cid);
+		iv[ni].kid = key_find(&keys, mkkey(cntlid, r->qid, r->cid));
+		if (iv[ni].kid == NO_KEY)
+			continue;	/* no target record to pair with */
 		nt_rec_window(r, &iv[ni].lo, &iv[ni].hi);
-		iv[ni++].idx = k;
+		iv[ni].r = r;
+		iv[ni++].idx = (uint32_t)k;
 	}
-	for (size_t k = b_first; k < m->n_tgt; k++) {
-		const struct ntbpf_rec *r = m->tgt[k];
-
-		if (r < b->recs || r >= b->recs + b->n)
-			break;
-		if (m->tgt_matched[k])
-			continue;
-		tv[nt].key = mkkey(r->ctrl, r->qid, r->cid);
-		nt_rec_window(r, &tv[nt].lo, &tv[nt].hi);
-		tv[nt++].idx = k;
-	}
-	if (group_by_key(iv, ni, tv, nt))
+	if (group_targets(tv, nt, keys.n, &start))
 		goto out;
 
 	/* the same boot: one clock; otherwise the wall clocks say roughly how they relate */
@@ -330,8 +361,8 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 		window = 5000000000ll;
 	}
 	/* coarse over the prior's uncertainty, then fine around what it found */
-	if (!estimate_offset(iv, ni, tv, nt, prior, window, COARSE_INITS, COARSE_CANDIDATES, &off, &votes) ||
-	    !estimate_offset(iv, ni, tv, nt, off, 1000000, SAMPLE_INITS, FINE_CANDIDATES, &off, &votes)) {
+	if (!estimate_offset(iv, ni, tv, start, prior, window, COARSE_INITS, COARSE_CANDIDATES, &off, &votes) ||
+	    !estimate_offset(iv, ni, tv, start, off, 1000000, SAMPLE_INITS, FINE_CANDIDATES, &off, &votes)) {
 		rc = 0;
 		goto out;
 	}
@@ -340,57 +371,62 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 	m->have_offset = true;
 
 	/* in each (cntlid, qid, cid), in time order: the first target record that fits */
+	cursor = malloc((keys.n + 1) * sizeof(*cursor));
+	if (!cursor)
+		goto out;
+	memcpy(cursor, start, (keys.n + 1) * sizeof(*cursor));
 	for (size_t i = 0; i < ni; i++) {
 		int64_t from = (int64_t)iv[i].lo + off - TOLERANCE_NS;
+		size_t end = start[iv[i].kid + 1];
+		size_t j = seek_from(tv, start[iv[i].kid], end, cursor[iv[i].kid], from < 0 ? 0 : (uint64_t)from);
 
-		if (j >= nt || tv[j].key != iv[i].key || (int64_t)tv[j].lo < from)
-			j = lower_bound(tv, nt, iv[i].key, from < 0 ? 0 : (uint64_t)from);
-		while (j < nt && tv[j].key == iv[i].key && m->tgt_matched[tv[j].idx])
+		cursor[iv[i].kid] = (uint32_t)j;
+
+		while (j < end && m->tgt_matched[tv[j].idx])
 			j++;
-		if (j >= nt || tv[j].key != iv[i].key)
+		if (j >= end)
 			continue;
 		if ((int64_t)tv[j].lo > (int64_t)iv[i].hi + off + TOLERANCE_NS ||
 		    (int64_t)tv[j].hi > (int64_t)iv[i].hi + off + TOLERANCE_NS)
 			continue;
-		m->partner[iv[i].idx] = m->tgt[tv[j].idx];
+		m->partner[iv[i].idx] = tv[j].r;
 		m->tgt_matched[tv[j].idx] = true;
 		m->matched++;
-		j++;
 	}
 	rc = 0;
 out:
 	free(iv);
 	free(tv);
+	free(start);
+	free(cursor);
+	keys_free(&keys);
 	return rc;
 }
 
 int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins)
 {
-	size_t ni = 0, nt = 0;
+	size_t n = 0;
 
 	memset(m, 0, sizeof(*m));
 	for (int f = 0; f < nins; f++)
-		for (size_t k = 0; k < ins[f].n; k++) {
-			if (ins[f].recs[k].flags & NTBPF_F_ADMIN)
-				continue;
-			if (ins[f].recs[k].role == NTBPF_ROLE_TARGET)
-				nt++;
-			else
-				ni++;
-		}
-	m->init = calloc(ni ? ni : 1, sizeof(*m->init));
-	m->partner = calloc(ni ? ni : 1, sizeof(*m->partner));
-	m->tgt = calloc(nt ? nt : 1, sizeof(*m->tgt));
-	m->tgt_matched = calloc(nt ? nt : 1, sizeof(*m->tgt_matched));
+		n += ins[f].n;
+	/* sized for every record: the pages never written are never touched */
+	m->init = malloc((n ? n : 1) * sizeof(*m->init));
+	m->partner = calloc(n ? n : 1, sizeof(*m->partner));
+	m->tgt = malloc((n ? n : 1) * sizeof(*m->tgt));
+	m->tgt_matched = calloc(n ? n : 1, sizeof(*m->tgt_matched));
 	if (!m->init || !m->partner || !m->tgt || !m->tgt_matched)
 		return -1;
+	nt_advise_huge(m->init, n * sizeof(*m->init));
+	nt_advise_huge(m->partner, n * sizeof(*m->partner));
+	nt_advise_huge(m->tgt, n * sizeof(*m->tgt));
 	for (int f = 0; f < nins; f++)
 		for (size_t k = 0; k < ins[f].n; k++) {
 			const struct ntbpf_rec *r = &ins[f].recs[k];
 
 			if (r->flags & NTBPF_F_ADMIN)
-				continue;
-			if (r->role == NTBPF_ROLE_TARGET)
+				m->admin++;
+			else if (r->role == NTBPF_ROLE_TARGET)
 				m->tgt[m->n_tgt++] = r;
 			else
 				m->init[m->n_init++] = r;

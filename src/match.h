@@ -29,6 +29,7 @@ struct nt_matching {
 	const struct ntbpf_rec **tgt;
 	bool *tgt_matched;
 	size_t matched;
+	size_t admin;				/* admin-queue records, left out */
 	int64_t offset_ns;			/* target clock - initiator clock (last file pair) */
 	size_t offset_votes;			/* sample pairs that agreed on it */
 	bool have_offset;

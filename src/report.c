@@ -10,6 +10,7 @@
 #include <string.h>
 #include "match.h"
 #include "report.h"
+#include "sysinfo.h"
 
 static const char *const op_names[NTBPF_OP_NR] = {
 	[NTBPF_OP_READ] = "read", [NTBPF_OP_WRITE] = "write", [NTBPF_OP_FLUSH] = "flush",
@@ -46,6 +47,7 @@ int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *e
 				return -1;
 			}
 			in->recs = p;
+			nt_advise_huge(p + cap, (ncap - cap) * sizeof(*p));
 			cap = ncap;
 		}
 		if (nt_reader_next(rd, &in->recs[in->n]) != 1)
@@ -88,16 +90,30 @@ void nt_input_free(struct nt_input *in)
 
 /* ---- grouping ---- */
 
+/* what a group is keyed on (struct nt_group is large: never build one per record) */
+struct gkey {
+	uint32_t size, dev;
+	int dev_role;
+	uint16_t ctrl, qid;
+	uint8_t op;
+	bool has_queue;
+};
+
+static bool same_group(const struct nt_group *g, const struct gkey *k)
+{
+	return g->op == k->op && g->size == k->size && g->dev_role == k->dev_role && g->dev == k->dev &&
+	       g->has_queue == k->has_queue && g->ctrl == k->ctrl && g->qid == k->qid;
+}
+
 static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r)
 {
 	unsigned int gb = rep->o->group_by;
-	struct nt_group key = { 0 }, *g;
+	struct gkey key = { .op = 0xff };
+	struct nt_group *g;
 	int i;
 
 	if (gb & NT_GB_OP)
 		key.op = r->op;
-	else
-		key.op = 0xff;
 	if (gb & NT_GB_SIZE)
 		key.size = r->bytes;
 	if (gb & NT_GB_DEV) {
@@ -109,19 +125,28 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 		key.ctrl = r->ctrl;
 		key.qid = r->qid;
 	}
-	for (i = 0; i < rep->ngroups; i++) {
-		g = &rep->groups[i];
-		if (g->op == key.op && g->size == key.size && g->dev_role == key.dev_role &&
-		    g->dev == key.dev && g->has_queue == key.has_queue && g->ctrl == key.ctrl &&
-		    g->qid == key.qid)
-			return g;
-	}
+	/* records come in runs of the same group: try the last one first */
+	if (rep->last_group < rep->ngroups && same_group(&rep->groups[rep->last_group], &key))
+		return &rep->groups[rep->last_group];
+	for (i = 0; i < rep->ngroups; i++)
+		if (same_group(&rep->groups[i], &key)) {
+			rep->last_group = i;
+			return &rep->groups[i];
+		}
 	g = realloc(rep->groups, (rep->ngroups + 1) * sizeof(*g));
 	if (!g)
 		return NULL;
 	rep->groups = g;
+	rep->last_group = rep->ngroups;
 	g = &rep->groups[rep->ngroups++];
-	*g = key;
+	memset(g, 0, sizeof(*g));
+	g->op = key.op;
+	g->size = key.size;
+	g->dev_role = key.dev_role;
+	g->dev = key.dev;
+	g->has_queue = key.has_queue;
+	g->ctrl = key.ctrl;
+	g->qid = key.qid;
 	for (i = 0; i < NT_ST_NR; i++)
 		nt_hist_init(&g->h[i]);
 	return g;
@@ -214,11 +239,10 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 			rep->no_start += in->trailer.stats[ST_NO_START];
 			rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
 		}
-		for (size_t k = 0; k < in->n; k++)
-			rep->admin += (in->recs[k].flags & NTBPF_F_ADMIN) != 0;
 	}
 	if (nt_match_build(&rep->m, ins, nins))
 		return -1;
+	rep->admin += rep->m.admin;
 	rep->n_init = rep->m.n_init;
 	rep->n_tgt = rep->m.n_tgt;
 	rep->matched = rep->m.matched;

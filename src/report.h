@@ -69,6 +69,7 @@ struct nt_report {
 	uint64_t no_start, inflight_end;
 	uint32_t stages_seen;		/* mask of stages with any value */
 	int ngroups;
+	int last_group;			/* group_for's one-entry cache (index) */
 	struct nt_group *groups;
 	struct nt_matching m;
 };

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -209,4 +210,13 @@ int nt_sys_module_loaded(const char *root, const char *name)
 
 	snprintf(path, sizeof(path), "%s/sys/module/%s", root, name);
 	return stat(path, &st) == 0;
+}
+
+void nt_advise_huge(void *p, size_t len)
+{
+	const uintptr_t huge = 2u << 20;
+	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + len) & ~(huge - 1);
+
+	if (b > a)
+		madvise((void *)a, b - a, MADV_HUGEPAGE);	/* advice only: failure is harmless */
 }
