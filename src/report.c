@@ -47,7 +47,7 @@ int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *e
 				return -1;
 			}
 			in->recs = p;
-			nt_advise_huge(p + cap, (ncap - cap) * sizeof(*p));
+			nt_advise_huge(p, ncap * sizeof(*p));
 			cap = ncap;
 		}
 		if (nt_reader_next(rd, &in->recs[in->n]) != 1)

@@ -214,9 +214,14 @@ int nt_sys_module_loaded(const char *root, const char *name)
 
 void nt_advise_huge(void *p, size_t len)
 {
-	const uintptr_t huge = 2u << 20;
-	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + len) & ~(huge - 1);
+	/*
+	 * Whole 4 KiB pages, rounded outwards: advising only the 2 MiB-aligned
+	 * interior would split glibc's mapping in three, and realloc's mremap
+	 * then fails over to copying everything.
+	 */
+	const uintptr_t page = 4096;
+	uintptr_t a = (uintptr_t)p & ~(page - 1), b = ((uintptr_t)p + len + page - 1) & ~(page - 1);
 
-	if (b > a)
+	if (len >= (2u << 20))
 		madvise((void *)a, b - a, MADV_HUGEPAGE);	/* advice only: failure is harmless */
 }
