@@ -234,8 +234,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
 	last_flush = last_tick = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
+		/* BPF wakes us per batch: take the rest every round (records wait <= 100 ms) */
 		int n = ring_buffer__poll(rb, 100);
-		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
+		uint64_t t;
+
+		if (n >= 0)
+			n = ring_buffer__consume(rb);
+		t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "ntbpf record: ring buffer poll failed: %s\n", strerror(-n));

@@ -306,6 +306,9 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 		int n = ring_buffer__poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
 
+		/* BPF wakes us per batch: take the rest every round */
+		if (n >= 0)
+			n = ring_buffer__consume(rb);
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "ntbpf live: ring buffer poll failed: %s\n", strerror(-n));
 			goto out;
