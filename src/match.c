@@ -301,6 +301,21 @@ static bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cn
 	return false;
 }
 
+/*
+ * Another controller of the same initiator with the same cntlid: cntlids are
+ * unique only within a subsystem (each subsystem of a target numbers its
+ * controllers from 1), and the target's records carry the cntlid alone.
+ * Such I/Os are paired on (cntlid, qid, cid) and timing, which can pick the
+ * other controller's command when both are busy: the report says how many.
+ */
+static bool cntlid_shared(const struct nt_header *h, uint16_t instance, uint16_t cntlid)
+{
+	for (uint32_t k = 0; k < h->nctrls; k++)
+		if (h->ctrls[k].instance >= 0 && h->ctrls[k].instance != instance && h->ctrls[k].cntlid == cntlid)
+			return true;
+	return false;
+}
+
 static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a_first,
 		       const struct nt_input *b, size_t b_first)
 {
@@ -405,11 +420,16 @@ out:
 
 int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins)
 {
+	bool any_shared = false;
 	size_t n = 0;
 
 	memset(m, 0, sizeof(*m));
-	for (int f = 0; f < nins; f++)
+	for (int f = 0; f < nins; f++) {
 		n += ins[f].n;
+		for (uint32_t k = 0; k < ins[f].hdr.nctrls; k++)
+			any_shared |= cntlid_shared(&ins[f].hdr, (uint16_t)ins[f].hdr.ctrls[k].instance,
+						    ins[f].hdr.ctrls[k].cntlid);
+	}
 	/* sized for every record: the pages never written are never touched */
 	m->init = malloc((n ? n : 1) * sizeof(*m->init));
 	m->partner = calloc(n ? n : 1, sizeof(*m->partner));
@@ -454,13 +474,19 @@ int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins)
 		uint16_t c;
 		int f;
 
-		if (m->partner[k] || !(m->init[k]->flags & NTBPF_F_NVME))
+		if (!(m->init[k]->flags & NTBPF_F_NVME))
+			continue;
+		if (m->partner[k] && !any_shared)
 			continue;
 		for (f = 0; f < nins; f++)
 			if (m->init[k] >= ins[f].recs && m->init[k] < ins[f].recs + ins[f].n)
 				break;
-		if (f < nins && !cntlid_of(&ins[f].hdr, m->init[k]->ctrl, &c))
+		if (f >= nins)
+			continue;
+		if (!cntlid_of(&ins[f].hdr, m->init[k]->ctrl, &c))
 			m->no_cntlid++;
+		else if (any_shared && cntlid_shared(&ins[f].hdr, m->init[k]->ctrl, c))
+			m->shared_cntlid++;
 	}
 	return 0;
 }

@@ -34,6 +34,7 @@ struct nt_matching {
 	size_t offset_votes;			/* sample pairs that agreed on it */
 	bool have_offset;
 	size_t no_cntlid;			/* initiator I/Os whose controller the header does not map */
+	size_t shared_cntlid;			/* ... whose cntlid another controller of the host shares */
 };
 
 /* 0, or -1 on allocation failure */

@@ -195,6 +195,34 @@ static void test_unknown_controller_never_matches(void **state)
 	drop(&p);
 }
 
+/*
+ * Two subsystems of one target both number their controller 1: the target's
+ * records carry cntlid 7 for both.  The I/Os are counted as ambiguous; here
+ * they do not overlap in time, so timing still pairs every one correctly.
+ */
+static void test_shared_cntlid_is_counted(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+
+	build(&p, 5000000, "a", "b", 0, 0);
+	p.in[0].hdr.ctrls[1].cntlid = 7;
+	for (size_t k = 0; k < p.in[1].n; k++)
+		p.in[1].recs[k].ctrl = 7;
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	assert_int_equal(check_pairs(&m), N);
+	assert_int_equal(m.shared_cntlid, N);
+	assert_int_equal(m.no_cntlid, 0);
+	nt_match_free(&m);
+	/* distinct cntlids: nothing ambiguous */
+	drop(&p);
+	build(&p, 5000000, "a", "b", 0, 0);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	assert_int_equal(m.shared_cntlid, 0);
+	nt_match_free(&m);
+	drop(&p);
+}
+
 static void test_one_side_only(void **state)
 {
 	struct pair p;
@@ -221,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_losses_on_both_sides),
 		cmocka_unit_test(test_same_host),
 		cmocka_unit_test(test_unknown_controller_never_matches),
+		cmocka_unit_test(test_shared_cntlid_is_counted),
 		cmocka_unit_test(test_one_side_only),
 	};
 
