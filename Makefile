@@ -108,12 +108,20 @@ demo: all
 lab-shell: all
 	$(Q)tests/lab/run --shell --kernel $(or $(KERNEL),6.12)
 
-$(OUTPUT)/bench-gen: bench/gen.c $(OUTPUT)/libntcore.a
+$(OUTPUT)/bench-gen: bench/gen.c bench/synth.h $(OUTPUT)/libntcore.a
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(OUTPUT)/libntcore.a -lz -lm
+	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(OUTPUT)/libntcore.a -lz -lm
 
-bench: all $(OUTPUT)/bench-gen
+$(OUTPUT)/bench-recfile: bench/recfile-speed.c bench/synth.h $(OUTPUT)/libntcore.a
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(OUTPUT)/libntcore.a -lz -lm
+
+# The record codec alone (bench/recfile-speed.c): its rows go after bench/run's.
+bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile
+	$(Q)$(OUTPUT)/bench-recfile $${NTBPF_BENCH_N:-2000000} > $(OUTPUT)/bench-recfile.md
+	$(Q)cat $(OUTPUT)/bench-recfile.md
 	$(Q)bench/run
+	$(Q)cat $(OUTPUT)/bench-recfile.md >> $(OUTPUT)/bench/results.md
 
 # Regenerate vmlinux/vmlinux.h from the pinned Debian kernel package.
 vmlinux:

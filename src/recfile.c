@@ -6,15 +6,15 @@
  * multi-byte integer on disk is little endian and is encoded with shifts, never
  * by copying host memory, so a file moves between hosts of any byte order.
  *
- * Records travel in chunks of up to NT_CHUNK_RECS records.  Inside a chunk the
- * records are stored "byte-shuffled": byte k of every record is stored
- * together (out[k * nrec + i] = rec_i[k]) before zlib.  Consecutive records
- * differ in few bytes (t0 grows slowly, most ev[] slots are zero, dev, op,
- * role ... repeat), so the shuffled chunk is made of long runs and slowly
- * varying columns that deflate squeezes far better than interleaved records.
- * The shuffle is done field by field from a table (rec_fields) so encode and
- * decode are also the little-endian conversion, in tight loops with no
- * per-record calls.
+ * Records travel in chunks of up to NT_CHUNK_RECS records.  Version 2 (what
+ * we write) stores a chunk as bit-packed columns, one per field and per ev[]
+ * slot, of values or differences (see "version 2 chunks" below): about the
+ * entropy of the records, decoded by one branch-free loop per column.
+ * Version 1 (still read, and written when asked for) stores the records
+ * "byte-shuffled": byte k of every record together (out[k * nrec + i] =
+ * rec_i[k]) before zlib, so that deflate finds long runs.  Its shuffle is
+ * done field by field from a table (rec_fields) so encode and decode are also
+ * the little-endian conversion, in tight loops with no per-record calls.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <endian.h>
 #include <zlib.h>
 
 #include "recfile.h"
@@ -53,6 +54,12 @@
  * zlib level: measured on realistic records (docs/record-format.md): level 1
  * gives ~27 B/record; 6 and 9 save only ~7 % for 2x and 8x the CPU time.
  * The recorder runs next to the workload, so speed wins.
+ */
+#define ZLEVEL_V1	1
+/*
+ * Version 2: the level of the column descriptors and exceptions (the packed
+ * bits are stored, level 0).  Level 6 gives the same size for more CPU;
+ * level 0 adds ~0.7 B/record (docs/record-format.md).
  */
 #define ZLEVEL		1
 
@@ -133,6 +140,21 @@ static inline uint32_t get32(const uint8_t *p)
 static inline uint64_t get64(const uint8_t *p)
 {
 	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/* Make room for need elements (no shrinking). */
+static int grow(void **p, size_t *cap, size_t need, size_t elsize)
+{
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	np = realloc(*p, need * elsize);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = need;
+	return 0;
 }
 
 /* ---- byte shuffle ------------------------------------------------------- */
@@ -569,7 +591,7 @@ static void enc_items(struct buf *b, const struct nt_header *h)
 }
 
 /* Whole header: fixed part, TLV payload, CRC32 of both. */
-static int enc_header(struct buf *b, const struct nt_header *h)
+static int enc_header(struct buf *b, const struct nt_header *h, uint16_t version)
 {
 	uint8_t *p;
 
@@ -581,11 +603,309 @@ static int enc_header(struct buf *b, const struct nt_header *h)
 		return -E2BIG;
 	p = b->p;
 	memcpy(p, FILE_MAGIC, 8);
-	put16(p + 8, NT_FILE_VERSION);
+	put16(p + 8, version);
 	put16(p + 10, 0);
 	put32(p + 12, b->len - HDR_FIXED);
 	buf_u32(b, crc32(0, b->p, b->len));
 	return b->oom ? -ENOMEM : 0;
+}
+
+/* ---- version 2 chunks: bit-packed columns ------------------------------- */
+
+/*
+ * A version-2 chunk stores its records column by column (docs/record-format.md,
+ * "Version 2 chunk").  Each column holds one value per record (per stored
+ * event for the ev[] columns): a field as it is (dev, bytes, qid, cid, ...)
+ * or a difference -- t0 from the previous record's t0, sector from where the
+ * previous record's I/O ended, an event from the record's previous stored
+ * event.  A column is written as
+ *
+ *   base        a reference value, usually the smallest
+ *   b           bits per value: (value - base) mod 2^width in b bits, LSB first
+ *   exceptions  values whose offset does not fit (offset >= 2^b - 1, the
+ *               all-ones escape): offset - (2^b - 1) as a varint
+ *
+ * The writer picks base and b per column and chunk for the fewest bits.  A
+ * field that does not change takes no bits at all; latencies take about
+ * their entropy plus a bit or two.  Decoding is a branch-free loop per
+ * column (exceptions aside), with nothing per value to look up.
+ *
+ * The descriptors and exceptions are deflated at level ZLEVEL; the packed bits
+ * are near-random and go into stored deflate blocks (level 0): Huffman
+ * coding would gain a few per cent on them and costs ~8 ns per byte to
+ * decode on the development VM, where stored blocks cost ~0.6.
+ */
+enum v2_col {
+	C_T0, C_DEV, C_BYTES, C_SECTOR, C_MASK, C_CTRL, C_QID, C_CID, C_OP,
+	C_OPCODE, C_FLAGS, C_ROLE, C_STATUS, C_XMASK,
+	C_EV0,			/* then one column per event slot */
+};
+
+#define V2_NCOLS	(C_EV0 + NTBPF_MAX_EV)	/* what we write */
+#define V2_MAX_B	56u	/* bits per value; + 7 bits of shift fits a u64 read */
+#define V2_MAX_EXTRA	16u	/* columns after the ev[] ones a later writer may add */
+/* zeroed bytes after the raw chunk: an unpack reads 8 bytes at its last value */
+#define V2_SLACK	16
+/* stored blocks and a level switch: compressed may exceed compressBound a bit */
+#define V2_CLEN_SLACK	64
+/* reader limits on the raw size, before allocating: far above what we write */
+#define V2_LIMIT_DIR	4096u
+#define V2_LIMIT_REC	1024u
+
+/* Value width in bits (values are taken mod 2^width); later columns: 64. */
+static unsigned int v2_width(unsigned int col)
+{
+	static const uint8_t w[C_EV0] = {
+		[C_T0] = 64, [C_DEV] = 32, [C_BYTES] = 32, [C_SECTOR] = 64,
+		[C_MASK] = 32, [C_CTRL] = 16, [C_QID] = 16, [C_CID] = 16,
+		[C_OP] = 8, [C_OPCODE] = 8, [C_FLAGS] = 8, [C_ROLE] = 8,
+		[C_STATUS] = 16, [C_XMASK] = 32,
+	};
+
+	return col < C_EV0 ? w[col] : 32;
+}
+
+static inline uint64_t width_mask(unsigned int w)
+{
+	return w >= 64 ? ~0ull : (1ull << w) - 1;
+}
+
+/* LEB128: 7 bits per byte, low first, high bit set on all but the last. */
+static void buf_uv(struct buf *b, uint64_t v)
+{
+	uint8_t *p = buf_room(b, 10), *q = p;
+
+	if (!p)
+		return;
+	while (v >= 0x80) {
+		*q++ = v | 0x80;
+		v >>= 7;
+	}
+	*q++ = v;
+	b->len -= 10 - (q - p);
+}
+
+static inline unsigned int uv_len(unsigned int bits)
+{
+	return bits ? (bits + 6) / 7 : 1;
+}
+
+static inline unsigned int bitlen(uint64_t v)
+{
+	return v ? 64 - __builtin_clzll(v) : 0;
+}
+
+/* Slots with a value in the chunk: ev_mask, and any other slot not zero. */
+static inline uint32_t stored_slots(const struct ntbpf_rec *r, uint32_t *xmask)
+{
+	uint32_t all = (uint32_t)((1ull << NTBPF_MAX_EV) - 1), m = ~r->ev_mask & all, xm = 0;
+
+	while (m) {		/* only the slots outside ev_mask */
+		unsigned int k = __builtin_ctz(m);
+
+		m &= m - 1;
+		if (r->ev[k])
+			xm |= 1u << k;
+	}
+	if (xmask)
+		*xmask = xm;
+	return (r->ev_mask | xm) & all;
+}
+
+/*
+ * The values of column col for the n records into v[]; returns how many.
+ * slots[] and xmask[]: each record's stored slots and extra-slot mask.
+ */
+static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int col,
+			  const uint32_t *slots, const uint32_t *xmask, uint64_t *v)
+{
+	uint32_t i, cnt = 0;
+
+#define EACH(expr)	do {			\
+		for (i = 0; i < n; i++)		\
+			v[i] = (expr);		\
+		return n;			\
+	} while (0)
+
+	switch (col) {
+	case C_T0:
+		EACH(r[i].t0 - (i ? r[i - 1].t0 : 0));
+	case C_DEV:
+		EACH(r[i].dev);
+	case C_BYTES:
+		EACH(r[i].bytes);
+	case C_SECTOR:
+		EACH(r[i].sector - (i ? r[i - 1].sector + (r[i - 1].bytes >> 9) : 0));
+	case C_MASK:
+		EACH(r[i].ev_mask);
+	case C_CTRL:
+		EACH(r[i].ctrl);
+	case C_QID:
+		EACH(r[i].qid);
+	case C_CID:
+		EACH(r[i].cid);
+	case C_OP:
+		EACH(r[i].op);
+	case C_OPCODE:
+		EACH(r[i].opcode);
+	case C_FLAGS:
+		EACH(r[i].flags);
+	case C_ROLE:
+		EACH(r[i].role);
+	case C_STATUS:
+		EACH(r[i].status);
+	case C_XMASK:
+		EACH(xmask[i]);
+	}
+#undef EACH
+	col -= C_EV0;
+	for (i = 0; i < n; i++) {
+		uint32_t below = slots[i] & ((1u << col) - 1);
+
+		if (slots[i] >> col & 1)	/* from the previous stored slot, or 0 */
+			v[cnt++] = (uint32_t)(r[i].ev[col] -
+				   (below ? r[i].ev[31 - __builtin_clz(below)] : 0));
+	}
+	return cnt;
+}
+
+/* Base: the smallest value, unsigned or signed, whichever spans less. */
+static uint64_t v2_base(const uint64_t *v, uint32_t n, unsigned int w)
+{
+	uint64_t mw = width_mask(w), umin = ~0ull, umax = 0;
+	int64_t smin = INT64_MAX, smax = INT64_MIN;
+	unsigned int sh = 64 - w;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		int64_t s = (int64_t)(v[i] << sh) >> sh;	/* sign-extended */
+
+		umin = v[i] < umin ? v[i] : umin;
+		umax = v[i] > umax ? v[i] : umax;
+		smin = s < smin ? s : smin;
+		smax = s > smax ? s : smax;
+	}
+	if (!n)
+		return 0;
+	return ((uint64_t)smax - (uint64_t)smin) < umax - umin ? (uint64_t)smin & mw : umin;
+}
+
+/*
+ * Bits per value for the fewest bits in all, exceptions counted with their
+ * varint and V2_EXC_COST more: an exception is a mispredicted branch and a
+ * varint to decode, worth a byte of file to avoid.  hist[l]: offsets of
+ * bit length l; ones[l]: offsets equal to 2^l - 1 (escapes at b = l).
+ */
+#define V2_EXC_COST	8	/* bits */
+
+static unsigned int v2_pick_b(const uint32_t *hist, const uint32_t *ones, uint32_t n,
+			      unsigned int w)
+{
+	unsigned int b, l, best = 0, maxl = 0;
+	uint64_t cost, best_cost = ~0ull;
+
+	for (l = 0; l <= 64; l++)
+		if (hist[l])
+			maxl = l;
+	if (!maxl)
+		return 0;	/* all equal to base: no bits, no escape */
+	for (b = 1; b <= V2_MAX_B && b <= w; b++) {
+		cost = (uint64_t)n * b + (uint64_t)ones[b] * (8 + V2_EXC_COST);
+		for (l = b + 1; l <= maxl; l++)
+			cost += (uint64_t)hist[l] * (8 * uv_len(l) + V2_EXC_COST);
+		if (cost < best_cost) {
+			best_cost = cost;
+			best = b;
+		}
+		if (b > maxl)	/* maxl + 1: no escape among the values */
+			break;
+	}
+	return best;
+}
+
+/* Packed bits, LSB first, each column from a byte boundary. */
+struct bitw {
+	struct buf *b;
+	uint64_t acc;
+	unsigned int n;
+};
+
+static inline void bitw_put(struct bitw *bw, uint64_t v, unsigned int bits)
+{
+	bw->acc |= v << bw->n;
+	bw->n += bits;
+	while (bw->n >= 8) {
+		buf_u8(bw->b, bw->acc);
+		bw->acc >>= 8;
+		bw->n -= 8;
+	}
+}
+
+static void bitw_end(struct bitw *bw)
+{
+	if (bw->n)
+		buf_u8(bw->b, bw->acc);
+	bw->acc = 0;
+	bw->n = 0;
+}
+
+struct v2enc {
+	struct buf dir, exc, bits;	/* the three parts of the raw chunk */
+	uint64_t *v;			/* one column's values */
+	uint32_t *slots, *xmask;	/* per record: stored ev[] slots, extra ones */
+};
+
+/* Encode one column: descriptor into dir, exceptions, packed bits. */
+static void v2_column(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
+		      unsigned int col)
+{
+	unsigned int w = v2_width(col), b;
+	uint64_t mw = width_mask(w), base, esc;
+	uint32_t cnt = v2_values(recs, n, col, e->slots, e->xmask, e->v), i;
+	uint32_t hist[65] = { 0 }, ones[65] = { 0 };
+	size_t exc_at = e->exc.len;
+	struct bitw bw = { &e->bits, 0, 0 };
+
+	base = v2_base(e->v, cnt, w);
+	for (i = 0; i < cnt; i++) {
+		uint64_t off = (e->v[i] - base) & mw;
+		unsigned int l = bitlen(off);
+
+		e->v[i] = off;
+		hist[l]++;
+		ones[l] += l && !(off & (off + 1));
+	}
+	b = v2_pick_b(hist, ones, cnt, w);
+	esc = (1ull << b) - 1;
+	for (i = 0; b && i < cnt; i++) {
+		uint64_t off = e->v[i];
+
+		if (off >= esc) {
+			buf_uv(&e->exc, off - esc);
+			off = esc;
+		}
+		bitw_put(&bw, off, b);
+	}
+	bitw_end(&bw);
+	buf_u8(&e->dir, b);
+	buf_uv(&e->dir, base);
+	buf_uv(&e->dir, e->exc.len - exc_at);
+}
+
+/* The raw chunk in three parts: column directory, exceptions, packed bits. */
+static int v2_encode(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n)
+{
+	unsigned int col;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		e->slots[i] = stored_slots(&recs[i], &e->xmask[i]);
+	e->dir.len = e->exc.len = e->bits.len = 0;
+	buf_u32(&e->dir, n);	/* under the CRC: a column of b = 0 has no count */
+	buf_u32(&e->dir, V2_NCOLS);
+	for (col = 0; col < V2_NCOLS; col++)
+		v2_column(e, recs, n, col);
+	return e->dir.oom || e->exc.oom || e->bits.oom ? -ENOMEM : 0;
 }
 
 /* ---- writer ------------------------------------------------------------- */
@@ -593,15 +913,32 @@ static int enc_header(struct buf *b, const struct nt_header *h)
 struct nt_writer {
 	FILE *f;
 	int err;			/* sticky: first failure, -errno */
+	uint16_t version;		/* of the chunks written */
 	z_stream zs;
 	uint32_t n;			/* pending records */
 	uint64_t records;		/* records in written chunks */
 	uint64_t bytes;
 	uint8_t *out;			/* chunk header + compressed bytes */
 	size_t out_cap;
-	struct ntbpf_rec recs[NT_CHUNK_RECS];
-	uint8_t raw[NT_CHUNK_RECS * REC_SIZE];
+	struct ntbpf_rec *recs;		/* pending records */
+	uint8_t *raw;			/* version 1: shuffled */
+	struct v2enc enc;		/* version 2: the raw chunk in parts */
 };
+
+static void writer_free(struct nt_writer *w)
+{
+	deflateEnd(&w->zs);
+	free(w->out);
+	free(w->enc.dir.p);
+	free(w->enc.exc.p);
+	free(w->enc.bits.p);
+	free(w->enc.v);
+	free(w->enc.slots);
+	free(w->enc.xmask);
+	free(w->recs);
+	free(w->raw);
+	free(w);
+}
 
 static int w_write(struct nt_writer *w, const void *p, size_t n)
 {
@@ -625,48 +962,108 @@ struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h)
 	if (!w)
 		return NULL;
 	w->f = f;
-	if (deflateInit(&w->zs, ZLEVEL) != Z_OK) {
+	w->version = h->version == 1 ? 1 : NT_FILE_VERSION;
+	if (deflateInit(&w->zs, w->version == 1 ? ZLEVEL_V1 : ZLEVEL) != Z_OK) {
 		free(w);
 		errno = ENOMEM;
 		return NULL;
 	}
-	w->out_cap = CHUNK_HDR + deflateBound(&w->zs, sizeof(w->raw));
-	w->out = malloc(w->out_cap);
-	err = w->out ? enc_header(&b, h) : -ENOMEM;
+	w->recs = malloc(NT_CHUNK_RECS * REC_SIZE);
+	if (w->version == 1) {
+		w->raw = malloc(NT_CHUNK_RECS * REC_SIZE);
+		w->out_cap = CHUNK_HDR + deflateBound(&w->zs, NT_CHUNK_RECS * REC_SIZE);
+		w->out = malloc(w->out_cap);
+		err = w->recs && w->raw && w->out ? 0 : -ENOMEM;
+	} else {
+		w->enc.v = malloc(NT_CHUNK_RECS * sizeof(*w->enc.v));
+		w->enc.slots = malloc(NT_CHUNK_RECS * sizeof(*w->enc.slots));
+		w->enc.xmask = malloc(NT_CHUNK_RECS * sizeof(*w->enc.xmask));
+		err = w->recs && w->enc.v && w->enc.slots && w->enc.xmask ? 0 : -ENOMEM;
+		/* w->out: grown for each chunk */
+	}
+	if (!err)
+		err = enc_header(&b, h, w->version);
 	if (!err)
 		err = w_write(w, b.p, b.len);
 	free(b.p);
 	if (err) {
-		deflateEnd(&w->zs);
-		free(w->out);
-		free(w);
+		writer_free(w);
 		errno = -err;
 		return NULL;
 	}
 	return w;
 }
 
+/* Feed one piece of the chunk's raw bytes to deflate; last: finish. */
+static int w_deflate(struct nt_writer *w, const uint8_t *p, size_t n, bool last)
+{
+	if (!n && !last)
+		return 0;	/* deflate would say Z_BUF_ERROR: no progress */
+	w->zs.next_in = (uint8_t *)p;
+	w->zs.avail_in = n;
+	if (deflate(&w->zs, last ? Z_FINISH : Z_NO_FLUSH) != (last ? Z_STREAM_END : Z_OK) ||
+	    w->zs.avail_in) {
+		w->err = -EIO;
+		return w->err;
+	}
+	return 0;
+}
+
 /*
- * deflateReset on one long-lived stream instead of compress2(): same zlib
- * output (level ZLEVEL, default window and strategy) without allocating the
+ * The raw bytes of a chunk, deflated into w->out: version 1, the shuffled
+ * records; version 2, the column directory and the exceptions at level
+ * ZLEVEL, then the packed bits in stored blocks (level 0).
+ */
+static int deflate_chunk(struct nt_writer *w, uint32_t *raw_len)
+{
+	struct v2enc *e = &w->enc;
+	size_t len, need;
+
+	deflateReset(&w->zs);
+	if (w->version == 1) {
+		*raw_len = w->n * REC_SIZE;
+		shuffle(w->raw, w->recs, w->n);
+		w->zs.next_out = w->out + CHUNK_HDR;
+		w->zs.avail_out = w->out_cap - CHUNK_HDR;
+		return w_deflate(w, w->raw, *raw_len, true);
+	}
+	if (v2_encode(e, w->recs, w->n)) {
+		w->err = -ENOMEM;
+		return w->err;
+	}
+	len = e->dir.len + e->exc.len + e->bits.len;
+	need = CHUNK_HDR + compressBound(len) + V2_CLEN_SLACK;
+	if (grow((void **)&w->out, &w->out_cap, need, 1)) {
+		w->err = -ENOMEM;
+		return w->err;
+	}
+	*raw_len = len;
+	w->zs.next_out = w->out + CHUNK_HDR;
+	w->zs.avail_out = w->out_cap - CHUNK_HDR;
+	if (deflateParams(&w->zs, ZLEVEL, Z_DEFAULT_STRATEGY) != Z_OK ||
+	    w_deflate(w, e->dir.p, e->dir.len, false) ||
+	    w_deflate(w, e->exc.p, e->exc.len, false) ||
+	    deflateParams(&w->zs, 0, Z_DEFAULT_STRATEGY) != Z_OK ||
+	    w_deflate(w, e->bits.p, e->bits.len, true)) {
+		w->err = -EIO;
+		return w->err;
+	}
+	return 0;
+}
+
+/*
+ * deflateReset on one long-lived stream instead of compress2(): a zlib
+ * stream as compress2() makes (default window) without allocating the
  * ~270 KiB deflate state for every chunk.
  */
 static int write_chunk(struct nt_writer *w)
 {
-	size_t raw_len = (size_t)w->n * REC_SIZE;
-	uint8_t *o = w->out;
-	uint32_t clen;
+	uint8_t *o;
+	uint32_t clen, raw_len;
 
-	shuffle(w->raw, w->recs, w->n);
-	deflateReset(&w->zs);
-	w->zs.next_in = w->raw;
-	w->zs.avail_in = raw_len;
-	w->zs.next_out = o + CHUNK_HDR;
-	w->zs.avail_out = w->out_cap - CHUNK_HDR;
-	if (deflate(&w->zs, Z_FINISH) != Z_STREAM_END) {
-		w->err = -EIO;
+	if (deflate_chunk(w, &raw_len))
 		return w->err;
-	}
+	o = w->out;
 	clen = w->zs.total_out;
 	memcpy(o, CHUNK_MAGIC, 4);
 	put32(o + 4, w->n);
@@ -684,8 +1081,8 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
 {
 	if (w->err)
 		return w->err;
-	w->recs[w->n++] = *r;
-	if (w->n == NT_CHUNK_RECS)
+	w->recs[w->n] = *r;
+	if (++w->n == NT_CHUNK_RECS)
 		return write_chunk(w);
 	return 0;
 }
@@ -729,9 +1126,7 @@ int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t)
 	write_trailer(w, t);
 	nt_writer_flush(w);
 	err = w->err;
-	deflateEnd(&w->zs);
-	free(w->out);
-	free(w);
+	writer_free(w);
 	return err;
 }
 
@@ -947,11 +1342,336 @@ static int check_layout(const struct nt_header *h, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- version 2 decoding ------------------------------------------------- */
+
+static uint64_t cur_uv(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned int i;
+
+	for (i = 0; i < 10; i++) {
+		uint8_t b = cur_u8(c);
+
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			if (i == 9 && b > 1)	/* past 64 bits */
+				c->bad = true;
+			return v;
+		}
+	}
+	c->bad = true;		/* more than 10 bytes */
+	return 0;
+}
+
+struct v2col {
+	unsigned int b, w;
+	uint64_t base;
+	const uint8_t *p;	/* packed bits */
+	uint32_t n, next;	/* values in the column, values unpacked */
+	struct cur exc;		/* exceptions not used yet */
+};
+
+/* 8 bytes little endian, one load (the packed bits of the hot loops). */
+static inline __attribute__((always_inline)) uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+/* An escape: the offset is esc + the next exception; false if bad. */
+static bool v2_exception(struct v2col *c, uint64_t *off)
+{
+	uint64_t x, mw = width_mask(c->w);
+
+	uint64_t y = ld64(c->exc.p), stop = ~y & 0x8080808080808080ull;
+
+	/*
+	 * Up to 8 bytes at once (the exceptions are followed by the packed bits
+	 * and V2_SLACK bytes, so the load stays in the buffer); longer ones, and
+	 * any that runs past the column's exceptions, byte by byte.
+	 */
+	if (stop && (size_t)(__builtin_ctzll(stop) >> 3) < c->exc.len) {
+		unsigned int bits = __builtin_ctzll(stop), len = (bits >> 3) + 1;
+
+		y &= bits == 63 ? ~0ull : (2ull << bits) - 1;
+		y &= 0x7f7f7f7f7f7f7f7full;
+		y = (y & 0x007f007f007f007full) | (y & 0x7f007f007f007f00ull) >> 1;
+		y = (y & 0x00003fff00003fffull) | (y & 0x3fff00003fff0000ull) >> 2;
+		x = (y & 0x0fffffffull) | (y & 0x0fffffff00000000ull) >> 4;
+		c->exc.p += len;
+		c->exc.len -= len;
+	} else {
+		x = cur_uv(&c->exc);
+		if (c->exc.bad)
+			return false;
+	}
+	if (x > mw - *off)
+		return false;
+	*off += x;
+	return true;
+}
+
+/*
+ * Walk the next cnt values of column col (the caller's cols[]): val is each
+ * value in turn, base + offset, for body to store (mod 2^width: into a field
+ * of that width, or a u32 for ev[]).  A column with b = 0 has no escape (esc
+ * can never match) and reads no bits.  The raw buffer has
+ * V2_SLACK zero bytes after its end for the 8-byte reads of the last values.
+ * Needs bool bad and const char *err in scope; returns on a short column or
+ * a bad exception.
+ */
+#define V2_FOR(col, cnt, val, body)	do {					\
+		struct v2col *c_ = &cols[col];					\
+		const uint8_t *p_ = c_->p;					\
+		unsigned int b_ = c_->b;					\
+		uint64_t at_ = (uint64_t)c_->next * b_;				\
+		uint64_t emask_ = (1ull << b_) - 1, esc_ = b_ ? emask_ : ~0ull;	\
+		uint64_t base_ = c_->base, val;					\
+		uint32_t n_ = (cnt), i;						\
+										\
+		if (n_ > c_->n - c_->next)					\
+			return "bad record encoding: column too short";	\
+		c_->next += n_;							\
+		for (i = 0; i < n_; i++, at_ += b_) {				\
+			uint64_t off_ = ld64(p_ + (at_ >> 3)) >> (at_ & 7) & emask_;	\
+										\
+			if (__builtin_expect(off_ == esc_, 0) &&		\
+			    !v2_exception(c_, &off_))				\
+				return "bad record encoding: bad exception";	\
+			val = base_ + off_;					\
+			body;							\
+		}								\
+	} while (0)
+
+/* Give a column of n values its packed bits, the next ones of *bits. */
+static bool v2_place(struct v2col *c, uint32_t n, struct cur *bits)
+{
+	c->n = n;
+	c->next = 0;
+	c->p = cur_take(bits, ((uint64_t)n * c->b + 7) / 8);
+	return c->p != NULL;
+}
+
+/* Scratch space of the decoder, nrec entries each. */
+struct v2scratch {
+	uint32_t *last, *slots, *mask;
+	size_t cap;
+};
+
+static int v2_scratch(struct v2scratch *s, uint32_t nrec)
+{
+	size_t cap;
+
+	if (nrec <= s->cap)
+		return 0;
+	cap = s->cap;
+	if (grow((void **)&s->last, &cap, nrec, sizeof(*s->last)))
+		return -1;
+	cap = s->cap;
+	if (grow((void **)&s->slots, &cap, nrec, sizeof(*s->slots)))
+		return -1;
+	cap = s->cap;
+	if (grow((void **)&s->mask, &cap, nrec, sizeof(*s->mask)))
+		return -1;
+	s->cap = nrec;
+	return 0;
+}
+
+#define V2_BLOCK	128	/* records decoded together: 13 KiB, stays in L1 */
+
+/*
+ * Decode a version-2 chunk of nrec records from raw[0..len) into recs.  NULL
+ * when good, else what was wrong.  Every read is bounds-checked; every part
+ * of the chunk must be used up exactly.
+ *
+ * First the column directory, then ev_mask and the extra-slot mask of every
+ * record (they tell how many values each ev[] column has, hence where the
+ * packed bits of each column start), then the records in blocks of
+ * V2_BLOCK, column by column.
+ */
+static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t len,
+			     uint32_t nrec, uint32_t file_nev, struct v2scratch *s)
+{
+	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
+	uint32_t ours = (uint32_t)((1ull << nslots) - 1);
+	uint32_t fslots = (uint32_t)((1ull << file_nev) - 1);	/* the file's */
+	struct v2col cols[C_EV0 + MAX_NEV + V2_MAX_EXTRA];
+	struct cur c = { raw, len, false }, bits;
+	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any = 0, all = ~0u;
+	uint64_t exc_len = 0, t = 0, next = 0;
+	struct ntbpf_rec tmpl;
+	const uint8_t *exc;
+	bool const_mask;
+
+	if (cur_u32(&c) != nrec)
+		return "bad record encoding: record count";
+	ncols = cur_u32(&c);
+	if (c.bad || ncols < nk || ncols > nk + V2_MAX_EXTRA)
+		return "bad record encoding: column count";
+	for (k = 0; k < ncols; k++) {
+		struct v2col *d = &cols[k];
+		uint64_t el;
+
+		d->w = k < nk ? v2_width(k) : 64;
+		d->b = cur_u8(&c);
+		d->base = cur_uv(&c);
+		el = cur_uv(&c);
+		if (c.bad || d->b > V2_MAX_B || d->b > d->w || d->base > width_mask(d->w) ||
+		    el > len || (!d->b && el))
+			return "bad record encoding: column directory";
+		d->exc.len = el;
+		exc_len += el;
+	}
+	exc = cur_take(&c, exc_len);
+	if (!exc)
+		return "bad record encoding: column directory";
+	for (k = 0; k < ncols; k++) {
+		cols[k].exc = (struct cur){ exc, cols[k].exc.len, false };
+		exc += cols[k].exc.len;
+	}
+	bits = c;
+
+	for (k = 0; k < C_EV0; k++)
+		if (!v2_place(&cols[k], nrec, &bits))
+			return "bad record encoding: packed bits overrun";
+	V2_FOR(C_MASK, nrec, x, s->mask[i] = x);
+	V2_FOR(C_XMASK, nrec, x, s->slots[i] = x);
+	for (i = 0; i < nrec; i++) {
+		uint32_t xm = s->slots[i], m = s->mask[i];
+
+		/* extra slots: none in ev_mask, all the file's */
+		if ((xm & m) || (xm & ~fslots))
+			return "bad record encoding: extra event slots";
+		s->slots[i] = (m & fslots) | xm;
+		s->last[i] = 0;
+		any |= s->slots[i];
+		all &= s->slots[i];
+	}
+	for (k = 0; k < file_nev; k++) {
+		uint32_t n = 0;
+
+		if (all >> k & 1)
+			n = nrec;
+		else if (any >> k & 1)
+			for (i = 0; i < nrec; i++)
+				n += s->slots[i] >> k & 1;
+		if (!v2_place(&cols[C_EV0 + k], n, &bits))
+			return "bad record encoding: packed bits overrun";
+	}
+	for (k = nk; k < ncols; k++)	/* a later writer's fields: skipped */
+		if (!v2_place(&cols[k], nrec, &bits))
+			return "bad record encoding: packed bits overrun";
+	if (bits.len)
+		return "bad record encoding: packed bits not used up";
+
+	/*
+	 * A column with b = 0 holds one value: it goes into a template record
+	 * that starts every record, and the column is only counted.
+	 */
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.dev = cols[C_DEV].base;
+	tmpl.bytes = cols[C_BYTES].base;
+	tmpl.ev_mask = cols[C_MASK].base;
+	tmpl.ctrl = cols[C_CTRL].base;
+	tmpl.qid = cols[C_QID].base;
+	tmpl.cid = cols[C_CID].base;
+	tmpl.op = cols[C_OP].base;
+	tmpl.opcode = cols[C_OPCODE].base;
+	tmpl.flags = cols[C_FLAGS].base;
+	tmpl.role = cols[C_ROLE].base;
+	tmpl.status = cols[C_STATUS].base;
+	const_mask = !cols[C_MASK].b;
+
+#define V2_FIELD(col, field)	do {					\
+		if (!cols[col].b)					\
+			cols[col].next += m;	/* in the template */	\
+		else							\
+			V2_FOR(col, m, x, r[i].field = x);		\
+	} while (0)
+
+	for (i0 = 0; i0 < nrec; i0 += V2_BLOCK) {
+		uint32_t m = nrec - i0 < V2_BLOCK ? nrec - i0 : V2_BLOCK;
+		uint32_t *slots = s->slots + i0, *last = s->last + i0, *mask = s->mask + i0;
+		struct ntbpf_rec *r = recs + i0;
+
+		/* two fixed-size copies: gcc inlines them (not rep movs) */
+		if (const_mask) {
+			V2_FOR(C_T0, m, x, {
+				memcpy(&r[i], &tmpl, REC_PREFIX);
+				memset(r[i].ev, 0, sizeof(r[i].ev));
+				r[i].t0 = t += x;
+			});
+		} else {
+			V2_FOR(C_T0, m, x, {
+				memcpy(&r[i], &tmpl, REC_PREFIX);
+				memset(r[i].ev, 0, sizeof(r[i].ev));
+				r[i].t0 = t += x;
+				r[i].ev_mask = mask[i];
+			});
+		}
+		V2_FIELD(C_DEV, dev);
+		V2_FIELD(C_BYTES, bytes);
+		V2_FOR(C_SECTOR, m, x, {
+			r[i].sector = next + x;
+			next = r[i].sector + (r[i].bytes >> 9);
+		});
+		V2_FIELD(C_CTRL, ctrl);
+		V2_FIELD(C_QID, qid);
+		V2_FIELD(C_CID, cid);
+		V2_FIELD(C_OP, op);
+		V2_FIELD(C_OPCODE, opcode);
+		V2_FIELD(C_FLAGS, flags);
+		V2_FIELD(C_ROLE, role);
+		V2_FIELD(C_STATUS, status);
+		/* slot by slot: the previous stored slot's value plus this one */
+		for (k = 0; k < file_nev; k++) {
+			uint32_t n = 0, j = 0;
+
+			if (!(any >> k & 1))
+				continue;
+			if (all >> k & 1) {
+				if (k < NTBPF_MAX_EV)
+					V2_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] += x);
+				else
+					V2_FOR(C_EV0 + k, m, x, last[i] += x);
+				continue;
+			}
+			for (i = 0; i < m; i++)
+				n += slots[i] >> k & 1;
+			{
+				uint32_t idx[V2_BLOCK];
+
+				for (i = 0; i < m; i++) {
+					idx[j] = i;
+					j += slots[i] >> k & 1;
+				}
+				V2_FOR(C_EV0 + k, n, x, last[idx[i]] += x);
+				if (k < NTBPF_MAX_EV)
+					for (i = 0; i < n; i++)
+						r[idx[i]].ev[k] = last[idx[i]];
+			}
+		}
+		for (k = nk; k < ncols; k++)
+			V2_FOR(k, m, x, (void)x);
+	}
+#undef V2_FIELD
+	for (k = 0; k < ncols; k++)
+		if (cols[k].next != cols[k].n || cols[k].exc.len)
+			return "bad record encoding: column not used up";
+	if (file_nev != NTBPF_MAX_EV)	/* as in version 1: bits of slots we lack */
+		for (i = 0; i < nrec; i++)
+			recs[i].ev_mask &= ours;
+	return NULL;
+}
+
 /* ---- reader ------------------------------------------------------------- */
 
 struct nt_reader {
 	FILE *f;
 	z_stream zs;
+	uint16_t version;
 	uint32_t rec_size, nev;
 	uint64_t off;			/* file offset of the next byte */
 	uint64_t records;		/* records in the chunks decoded */
@@ -961,6 +1681,7 @@ struct nt_reader {
 	size_t recs_cap;		/* in records */
 	uint8_t *comp, *raw;
 	size_t comp_cap, raw_cap;
+	struct v2scratch v2;
 	bool done, have_trailer;
 	enum nt_read_status status;
 	struct nt_trailer trailer;
@@ -1054,6 +1775,7 @@ struct nt_reader *nt_reader_open(FILE *f, struct nt_header *h, char *err, size_t
 		return NULL;
 	}
 	rd->f = f;
+	rd->version = h->version;
 	rd->rec_size = h->rec_size;
 	rd->nev = h->nev;
 	return rd;
@@ -1091,20 +1813,6 @@ static int rd_read(struct nt_reader *rd, void *p, size_t n, const char *where)
 	else
 		stop_truncated(rd, where);
 	return -1;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elsize)
-{
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	np = realloc(*p, need * elsize);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = need;
-	return 0;
 }
 
 static void read_trailer(struct nt_reader *rd)
@@ -1161,9 +1869,13 @@ out:
 static bool chunk_sane(const struct nt_reader *rd, uint32_t nrec, uint32_t raw,
 		       uint32_t clen)
 {
+	if (rd->version == 1)
+		return nrec && nrec <= MAX_CHUNK_NREC && raw <= MAX_CHUNK_RAW &&
+		       (uint64_t)nrec * rd->rec_size == raw &&
+		       clen && clen <= compressBound(raw);
 	return nrec && nrec <= MAX_CHUNK_NREC && raw <= MAX_CHUNK_RAW &&
-	       (uint64_t)nrec * rd->rec_size == raw &&
-	       clen && clen <= compressBound(raw);
+	       raw <= V2_LIMIT_DIR + (uint64_t)nrec * V2_LIMIT_REC &&
+	       clen && clen <= compressBound(raw) + V2_CLEN_SLACK;
 }
 
 /*
@@ -1193,8 +1905,11 @@ static int inflate_chunk(struct nt_reader *rd, uint32_t clen, uint32_t raw)
 	return -1;
 }
 
-/* Read and decode the next chunk; false when the file ended (status set). */
-static bool load_chunk(struct nt_reader *rd)
+/*
+ * Read and decode the next chunk; false when the file ended (status set).
+ * Not inlined: nt_reader_next stays a short function for every record.
+ */
+static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 {
 	uint8_t hd[CHUNK_HDR];
 	uint64_t at = rd->off;
@@ -1225,7 +1940,8 @@ static bool load_chunk(struct nt_reader *rd)
 		return false;
 	}
 	if (grow((void **)&rd->comp, &rd->comp_cap, clen, 1) ||
-	    grow((void **)&rd->raw, &rd->raw_cap, raw, 1) ||
+	    grow((void **)&rd->raw, &rd->raw_cap, (size_t)raw + V2_SLACK, 1) ||
+	    (rd->version > 1 && v2_scratch(&rd->v2, nrec)) ||
 	    grow((void **)&rd->recs, &rd->recs_cap, nrec, REC_SIZE)) {
 		stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u records", nrec);
 		return false;
@@ -1236,12 +1952,17 @@ static bool load_chunk(struct nt_reader *rd)
 		bad = "CRC mismatch";
 	else if (inflate_chunk(rd, clen, raw))
 		bad = "decompression failed";
+	else if (rd->version == 1)
+		unshuffle(rd->recs, rd->raw, nrec, rd->nev);
+	else {
+		memset(rd->raw + raw, 0, V2_SLACK);
+		bad = v2_decode(rd->recs, rd->raw, raw, nrec, rd->nev, &rd->v2);
+	}
 	if (bad) {
 		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: chunk at offset %llu (%s)",
 		     (unsigned long long)rd->records, (unsigned long long)at, bad);
 		return false;
 	}
-	unshuffle(rd->recs, rd->raw, nrec, rd->nev);
 	rd->n = nrec;
 	rd->pos = 0;
 	rd->records += nrec;
@@ -1279,5 +2000,8 @@ void nt_reader_close(struct nt_reader *rd)
 	free(rd->comp);
 	free(rd->raw);
 	free(rd->recs);
+	free(rd->v2.last);
+	free(rd->v2.slots);
+	free(rd->v2.mask);
 	free(rd);
 }

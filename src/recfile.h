@@ -4,7 +4,9 @@
  *
  *   header   magic "NTBPFREC", version, then TLV items (host, kernel, clocks,
  *            hooks, controllers, queues, ...), CRC32
- *   chunks   "CHNK", record count, byte-shuffled fixed records, zlib, CRC32
+ *   chunks   "CHNK", record count, compact records, zlib, CRC32
+ *            (version 2: per-record varint deltas in separate streams;
+ *            version 1, still read: byte-shuffled fixed 104-byte records)
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *
  * Pure functions over stdio streams; no BPF, no root.
@@ -17,7 +19,7 @@
 #include <linux/types.h>
 #include "ntbpf.h"
 
-#define NT_FILE_VERSION 1
+#define NT_FILE_VERSION 2	/* written; 1 and 2 are read */
 #define NT_CHUNK_RECS 4096	/* records per chunk (a writer may flush earlier) */
 
 struct nt_hook_info {
@@ -48,7 +50,8 @@ struct nt_ctrl_info {
 };
 
 struct nt_header {
-	uint16_t version;		/* NT_FILE_VERSION when written */
+	uint16_t version;		/* NT_FILE_VERSION; the writer writes version 1
+					 * chunks when given 1 (tests, benchmarks) */
 	uint8_t role;			/* enum ntbpf_role */
 	uint32_t rec_size;		/* sizeof(struct ntbpf_rec) of the writer */
 	uint32_t nev;			/* NTBPF_MAX_EV of the writer */

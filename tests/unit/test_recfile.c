@@ -518,6 +518,123 @@ static uint32_t le32(const uint8_t *p)
 	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* ---- independent version-2 decoder (from the spec, slow and simple) ------- */
+
+static uint64_t spec_uv(const uint8_t **p)
+{
+	uint64_t v = 0;
+	int sh = 0;
+
+	for (;;) {
+		uint8_t b = *(*p)++;
+
+		v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			return v;
+		sh += 7;
+		assert_true(sh < 70);
+	}
+}
+
+/* bit i of a little-endian bit string */
+static unsigned int spec_bit(const uint8_t *p, uint64_t i)
+{
+	return p[i / 8] >> (i % 8) & 1;
+}
+
+struct spec_col {
+	unsigned int b;
+	uint64_t base;
+	const uint8_t *exc, *exc_end, *bits;
+	uint64_t n;
+};
+
+static uint64_t spec_val(struct spec_col *c, uint64_t i, unsigned int width)
+{
+	uint64_t off = 0, esc = (1ull << c->b) - 1, mw = width == 64 ? ~0ull : (1ull << width) - 1;
+	unsigned int k;
+
+	for (k = 0; k < c->b; k++)
+		off |= (uint64_t)spec_bit(c->bits, i * c->b + k) << k;
+	if (c->b && off == esc) {
+		assert_true(c->exc < c->exc_end);
+		off += spec_uv(&c->exc);
+	}
+	return (c->base + off) & mw;
+}
+
+/* Decode one version-2 raw chunk written with nev = 16, as the spec says. */
+static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct ntbpf_rec *out)
+{
+	struct spec_col col[30];
+	const uint8_t *p = raw, *bits;
+	uint64_t t = 0, next = 0, i, vi[16] = { 0 };
+	uint32_t k, slots[NT_CHUNK_RECS];
+
+	assert_true(nrec <= NT_CHUNK_RECS);
+	assert_int_equal(le32(p), nrec);
+	assert_int_equal(le32(p + 4), 14 + 16);
+	p += 8;
+	for (k = 0; k < 30; k++) {
+		col[k].b = *p++;
+		col[k].base = spec_uv(&p);
+		col[k].exc_end = (const uint8_t *)(uintptr_t)spec_uv(&p);	/* length, for now */
+	}
+	for (k = 0; k < 30; k++) {
+		size_t l = (uintptr_t)col[k].exc_end;
+
+		col[k].exc = p;
+		col[k].exc_end = p + l;
+		p += l;
+	}
+	bits = p;
+	for (k = 0; k < 14; k++) {
+		col[k].bits = bits;
+		col[k].n = nrec;
+		bits += (nrec * col[k].b + 7) / 8;
+	}
+	memset(out, 0, nrec * sizeof(*out));
+	for (i = 0; i < nrec; i++) {
+		struct ntbpf_rec *r = &out[i];
+
+		r->t0 = t += spec_val(&col[0], i, 64);
+		r->dev = spec_val(&col[1], i, 32);
+		r->bytes = spec_val(&col[2], i, 32);
+		r->sector = next + spec_val(&col[3], i, 64);
+		next = r->sector + r->bytes / 512;
+		r->ev_mask = spec_val(&col[4], i, 32);
+		r->ctrl = spec_val(&col[5], i, 16);
+		r->qid = spec_val(&col[6], i, 16);
+		r->cid = spec_val(&col[7], i, 16);
+		r->op = spec_val(&col[8], i, 8);
+		r->opcode = spec_val(&col[9], i, 8);
+		r->flags = spec_val(&col[10], i, 8);
+		r->role = spec_val(&col[11], i, 8);
+		r->status = spec_val(&col[12], i, 16);
+		slots[i] = (r->ev_mask | spec_val(&col[13], i, 32)) & 0xffff;
+	}
+	for (k = 0; k < 16; k++) {
+		col[14 + k].bits = bits;
+		col[14 + k].n = 0;
+		for (i = 0; i < nrec; i++)
+			col[14 + k].n += slots[i] >> k & 1;
+		bits += (col[14 + k].n * col[14 + k].b + 7) / 8;
+	}
+	assert_true(bits == raw + len);	/* every byte used */
+	for (i = 0; i < nrec; i++) {
+		uint32_t prev = 0;
+
+		for (k = 0; k < 16; k++) {
+			if (!(slots[i] >> k & 1))
+				continue;
+			prev += spec_val(&col[14 + k], vi[k]++, 32);
+			out[i].ev[k] = prev;
+		}
+	}
+	for (k = 0; k < 30; k++)
+		assert_true(col[k].exc == col[k].exc_end);
+}
+
 /* ---- tests -------------------------------------------------------------- */
 
 static void test_role(void **state)
@@ -592,7 +709,8 @@ static void test_header_roundtrip(void **state)
 }
 
 /* Byte-level check of what the writer produced, with the spec's decoder. */
-static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, size_t n)
+static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, size_t n,
+			int version)
 {
 	const uint8_t *p = (const uint8_t *)wr->m.buf;
 	uint32_t plen = le32(p + 12), nrec, raw, clen, i, k;
@@ -600,7 +718,7 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 	bool layout = false;
 
 	assert_memory_equal(p, "NTBPFREC", 8);
-	assert_int_equal(p[8] | p[9] << 8, NT_FILE_VERSION);
+	assert_int_equal(p[8] | p[9] << 8, version);
 	assert_int_equal(p[10] | p[11] << 8, 0);
 	assert_int_equal(16 + plen + 4, wr->hdr_len);
 	assert_int_equal(le32(p + 16 + plen), crc32(0, p, 16 + plen));
@@ -626,12 +744,25 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 		nrec = le32(p + off + 4);
 		raw = le32(p + off + 8);
 		clen = le32(p + off + 12);
-		assert_int_equal(raw, nrec * 104);
+		if (version == 1)
+			assert_int_equal(raw, nrec * 104);
 		assert_int_equal(le32(p + off + 16), crc32(0, p + off + 20, clen));
 		buf = malloc(raw);
 		got = raw;
+		/* zlib's own decoder, Adler-32 checked */
 		assert_int_equal(uncompress(buf, &got, p + off + 20, clen), Z_OK);
 		assert_int_equal(got, raw);
+		if (version == 2) {
+			struct ntbpf_rec *dec = malloc(nrec * sizeof(*dec));
+
+			spec_decode_v2(buf, raw, nrec, dec);
+			for (i = 0; i < nrec; i++)
+				assert_memory_equal(&dec[i], &recs[done + i], sizeof(*dec));
+			done += nrec;
+			free(dec);
+			free(buf);
+			continue;
+		}
 		for (i = 0; i < nrec; i++) {
 			uint8_t want[104];
 
@@ -681,7 +812,7 @@ static void test_records_roundtrip(void **state)
 	assert_int_equal(wr.chunk_recs[0], 1);
 	assert_int_equal(wr.chunk_recs[1], 4097);
 	assert_int_equal(wr.chunk_recs[6], n);
-	check_bytes(&wr, recs, n);
+	check_bytes(&wr, recs, n, NT_FILE_VERSION);
 
 	f = rd_stream(wr.m.buf, wr.m.len);
 	got = read_all(f, recs, n, &st, err, sizeof(err));
@@ -723,7 +854,7 @@ static void test_empty_recording(void **state)
 	write_file(&wr, &h, NULL, 0, NULL, NULL);
 	index_chunks(&wr);
 	assert_int_equal(wr.nchunks, 0);
-	check_bytes(&wr, NULL, 0);
+	check_bytes(&wr, NULL, 0, NT_FILE_VERSION);
 	f = rd_stream(wr.m.buf, wr.m.len);
 	assert_int_equal(read_all(f, NULL, 0, &st, err, sizeof(err)), 0);
 	assert_int_equal(st, NT_READ_OK);
@@ -921,12 +1052,12 @@ static void test_future_version(void **state)
 	bb_header(&b, 7, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-	assert_string_equal(err, "record file version 7 is newer than this ntbpf (1)");
+	assert_string_equal(err, "record file version 7 is newer than this ntbpf (2)");
 	fclose(f);
 	bb_header(&b, NT_FILE_VERSION + 1, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-	assert_string_equal(err, "record file version 2 is newer than this ntbpf (1)");
+	assert_string_equal(err, "record file version 3 is newer than this ntbpf (2)");
 	fclose(f);
 	bb_header(&b, 0, 104, 16, false);
 	f = rd_stream(b.b, b.len);
@@ -1131,6 +1262,243 @@ static void test_chunk_bounds(void **state)
 	fclose(f);
 }
 
+/* Records at the edges of every field, in runs that make every column kind. */
+static size_t recs_extreme(struct ntbpf_rec *recs, size_t max)
+{
+	size_t n = 0, i;
+	unsigned int k;
+
+	memset(recs, 0, max * sizeof(*recs));
+	n++;					/* all zero */
+	memset(&recs[n++], 0xff, sizeof(*recs));	/* all ones: every value at its maximum */
+	for (i = 0; i < 40 && n < max; i++, n++) {	/* alternating extremes */
+		struct ntbpf_rec *r = &recs[n];
+
+		memset(r, i & 1 ? 0xff : 0, sizeof(*r));
+		r->t0 = i & 2 ? UINT64_MAX - i : i;	/* t0 backwards and forwards */
+		r->sector = i & 4 ? UINT64_MAX : 0;
+		r->bytes = i & 8 ? 0xfffffe00u : 512;	/* sector prediction wraps */
+		r->ev_mask = i % 3 ? 0xffff0000u : 0xffffffffu;	/* bits without slots */
+		for (k = 0; k < NTBPF_MAX_EV; k++)	/* all slots, up and down */
+			r->ev[k] = k & 1 ? 0xffffffffu - k : k;
+	}
+	for (i = 0; i < 5000 && n < max; i++, n++) {	/* a long run, a full chunk */
+		struct ntbpf_rec *r = &recs[n];
+
+		r->t0 = 1000000000ull + 3000 * i;
+		r->sector = 8 * i;
+		r->bytes = 4096;
+		r->dev = 259u << 20;
+		r->qid = 1 + i % 4;
+		r->cid = (uint16_t)(i * 0x1001);
+		r->op = NTBPF_OP_READ;
+		r->opcode = i % 100 ? 2 : 0xff;
+		r->flags = NTBPF_F_NVME | (i % 1000 ? 0 : NTBPF_F_SATURATED);
+		r->role = NTBPF_ROLE_INITIATOR;
+		r->status = i % 777 ? 0 : 0x4004;
+		r->ev_mask = i % 5 ? 0x3cf : 0x3ff;	/* slots 4, 5 in some records */
+		for (k = 0; k < 10; k++)
+			if (r->ev_mask >> k & 1)
+				r->ev[k] = i % 999 ? 1000 * k + i % 7 : 0xffffffffu;	/* saturated */
+		if (i % 301 == 0)
+			r->ev[12] = 77;		/* a value outside ev_mask */
+	}
+	return n;
+}
+
+static void test_roundtrip_extremes(void **state)
+{
+	static const size_t splits[] = { 1, 1, 40, 0 };
+	size_t max = 6000, n;
+	struct ntbpf_rec *recs = malloc(max * sizeof(*recs));
+	enum nt_read_status st;
+	struct nt_header h;
+	struct written wr;
+	char err[256];
+	FILE *f;
+
+	n = recs_extreme(recs, max);
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	write_file(&wr, &h, recs, n, splits, NULL);
+	index_chunks(&wr);
+	check_bytes(&wr, recs, n, NT_FILE_VERSION);
+	f = rd_stream(wr.m.buf, wr.m.len);
+	assert_int_equal(read_all(f, recs, n, &st, err, sizeof(err)), n);
+	assert_int_equal(st, NT_READ_OK);
+	fclose(f);
+	nt_header_free(&h);
+	free(wr.m.buf);
+	free(recs);
+}
+
+/* Given version 1, the writer writes a version-1 file; it reads back. */
+static void test_v1_writer(void **state)
+{
+	static const size_t splits[] = { 1, 4096, 0 };
+	size_t n = 5000, i;
+	struct ntbpf_rec *recs = malloc(n * sizeof(*recs));
+	enum nt_read_status st;
+	struct nt_header h;
+	struct written wr;
+	char err[256];
+	FILE *f;
+
+	rng_state = 4242;
+	for (i = 0; i < n; i++)
+		rec_random(&recs[i], i);
+	nt_header_init(&h, NTBPF_ROLE_TARGET);
+	h.version = 1;
+	write_file(&wr, &h, recs, n, splits, NULL);
+	index_chunks(&wr);
+	check_bytes(&wr, recs, n, 1);
+	f = rd_stream(wr.m.buf, wr.m.len);
+	assert_int_equal(read_all(f, recs, n, &st, err, sizeof(err)), n);
+	assert_int_equal(st, NT_READ_OK);
+	fclose(f);
+	nt_header_free(&h);
+	free(wr.m.buf);
+	free(recs);
+}
+
+/*
+ * A file of header + one chunk made of the given raw bytes (deflated, with
+ * right lengths and CRC) + trailer: what the decoder sees behind a good CRC.
+ */
+static void bb_raw_file(struct bb *b, const uint8_t *hdr, size_t hdr_len,
+			const uint8_t *raw, size_t raw_len, uint32_t nrec)
+{
+	uLongf clen = compressBound(raw_len);
+
+	memcpy(b->b, hdr, hdr_len);
+	b->len = hdr_len;
+	memcpy(b->b + b->len, "CHNK", 4);
+	b->len += 4;
+	bb_le(b, nrec, 4);
+	bb_le(b, raw_len, 4);
+	assert_int_equal(compress2(b->b + b->len + 8, &clen, raw, raw_len, 1), Z_OK);
+	bb_le(b, clen, 4);
+	bb_le(b, crc32(0, b->b + b->len + 4, clen), 4);
+	b->len += clen;
+	bb_trailer(b, nrec, ST_NR);
+}
+
+/* Read a hand-made file: never a crash; an error is one line. */
+static enum nt_read_status read_any(const struct bb *b, size_t *got, char *err, size_t errlen)
+{
+	struct nt_reader *rd;
+	struct nt_header h;
+	struct ntbpf_rec r;
+	enum nt_read_status st;
+	FILE *f = rd_stream(b->b, b->len);
+
+	rd = nt_reader_open(f, &h, err, errlen);
+	assert_non_null(rd);
+	*got = 0;
+	while (nt_reader_next(rd, &r))
+		(*got)++;
+	st = nt_reader_status(rd, err, errlen);
+	if (st != NT_READ_OK) {
+		assert_true(strlen(err) > 0);
+		assert_null(strchr(err, '\n'));
+	}
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	fclose(f);
+	return st;
+}
+
+/* The raw bytes of the first chunk of a file we wrote. */
+static uint8_t *first_raw(const struct written *wr, uint32_t *nrec, size_t *raw_len)
+{
+	const uint8_t *p = (const uint8_t *)wr->m.buf + wr->hdr_len;
+	uLongf got = le32(p + 8);
+	uint8_t *raw = malloc(got);
+
+	*nrec = le32(p + 4);
+	assert_int_equal(uncompress(raw, &got, p + 20, le32(p + 12)), Z_OK);
+	*raw_len = got;
+	return raw;
+}
+
+/*
+ * The version-2 decoder behind a valid CRC: every byte of a chunk's raw
+ * bytes changed (three ways), and the raw bytes cut at every length.  Never a
+ * crash (run it under valgrind or ASan); a cut is always corrupt; a changed
+ * byte either still decodes to nrec records or is corrupt, with one line.
+ */
+static void test_v2_decoder_fuzz(void **state)
+{
+	static const uint8_t flips[] = { 0x01, 0x80, 0xff };
+	static struct bb b;
+	size_t n = 0, raw_len, i, got, max = 6000;
+	struct ntbpf_rec *recs = malloc(max * sizeof(*recs));
+	enum nt_read_status st;
+	struct nt_header h;
+	struct written wr;
+	uint8_t *raw;
+	uint32_t nrec;
+	char err[256];
+	unsigned int j, bad = 0;
+
+	/* 60 records: extremes, random, realistic (exceptions, mixed masks) */
+	n = recs_extreme(recs, 20);
+	rng_state = 777;
+	for (i = 0; i < 20; i++)
+		rec_random(&recs[n++], i);
+	{
+		uint64_t t = 5000000000ull;
+
+		for (i = 0; i < 20; i++)
+			rec_realistic(&recs[n++], &t, 100, 100000);
+	}
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	write_file(&wr, &h, recs, n, NULL, NULL);
+	nt_header_free(&h);
+	raw = first_raw(&wr, &nrec, &raw_len);
+	assert_int_equal(nrec, n);
+
+	bb_raw_file(&b, (const uint8_t *)wr.m.buf, wr.hdr_len, raw, raw_len, nrec);
+	assert_int_equal(read_any(&b, &got, err, sizeof(err)), NT_READ_OK);
+	assert_int_equal(got, n);
+	for (i = 0; i < raw_len; i++) {
+		for (j = 0; j < sizeof(flips); j++) {
+			raw[i] ^= flips[j];
+			bb_raw_file(&b, (const uint8_t *)wr.m.buf, wr.hdr_len, raw, raw_len, nrec);
+			st = read_any(&b, &got, err, sizeof(err));
+			raw[i] ^= flips[j];
+			if (st == NT_READ_OK) {
+				assert_int_equal(got, n);
+				continue;
+			}
+			bad++;
+			assert_int_equal(st, NT_READ_CORRUPT);
+			assert_int_equal(got, 0);
+			assert_non_null(strstr(err, "(bad record encoding: "));
+		}
+	}
+	assert_true(bad > 0);	/* packed bits have no redundancy: only structure is caught */
+	for (i = 0; i < raw_len; i++) {
+		bb_raw_file(&b, (const uint8_t *)wr.m.buf, wr.hdr_len, raw, i, nrec);
+		assert_int_equal(read_any(&b, &got, err, sizeof(err)), NT_READ_CORRUPT);
+		assert_int_equal(got, 0);
+		assert_non_null(strstr(err, "(bad record encoding: "));
+	}
+	/* the record count in the chunk header must match the one inside */
+	bb_raw_file(&b, (const uint8_t *)wr.m.buf, wr.hdr_len, raw, raw_len, nrec + 1);
+	assert_int_equal(read_any(&b, &got, err, sizeof(err)), NT_READ_CORRUPT);
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want),
+			 "corrupt after 0 records: chunk at offset %zu (bad record encoding: record count)",
+			 wr.hdr_len);
+		assert_string_equal(err, want);
+	}
+	free(raw);
+	free(wr.m.buf);
+	free(recs);
+}
+
 /* ---- measurement (NTBPF_RECFILE_BENCH=1) -------------------------------- */
 
 static double now(void)
@@ -1190,7 +1558,7 @@ static void bench_levels(const struct ntbpf_rec *recs, size_t n, const char *wha
 
 static void bench_one(uint64_t lo, uint64_t hi, const char *what)
 {
-	size_t n = 1 << 18, i, got = 0;
+	size_t n = 1 << 18, i, got;
 	struct ntbpf_rec *recs = malloc(n * sizeof(*recs)), r;
 	struct nt_writer *w;
 	struct nt_reader *rd;
@@ -1198,38 +1566,43 @@ static void bench_one(uint64_t lo, uint64_t hi, const char *what)
 	struct memfile m;
 	uint64_t t0 = 5000000000000ull, sum = 0;
 	double t;
+	int v;
 	FILE *f;
 
 	rng_state = 42;
 	for (i = 0; i < n; i++)
 		rec_realistic(&recs[i], &t0, lo, hi);
-	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
-	mf_open(&m);
-	w = nt_writer_open(m.f, &h);
-	t = now();
-	for (i = 0; i < n; i++)
-		nt_writer_add(w, &recs[i]);
-	nt_writer_close(w, NULL);
-	t = now() - t;
-	mf_close(&m);
-	printf("%s: file %zu bytes, %.2f B/record; write %.0f ns/record (%.1f M/s)\n",
-	       what, m.len, (double)m.len / n, t * 1e9 / n, n / t / 1e6);
-	f = rd_stream(m.buf, m.len);
-	rd = nt_reader_open(f, &h, NULL, 0);
-	t = now();
-	while (nt_reader_next(rd, &r)) {
-		sum += r.t0;
-		got++;
+	for (v = 1; v <= NT_FILE_VERSION; v++) {
+		nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+		h.version = v;
+		mf_open(&m);
+		w = nt_writer_open(m.f, &h);
+		t = now();
+		for (i = 0; i < n; i++)
+			nt_writer_add(w, &recs[i]);
+		nt_writer_close(w, NULL);
+		t = now() - t;
+		mf_close(&m);
+		printf("%s, version %d: file %zu bytes, %.2f B/record; write %.0f ns/record (%.1f M/s)\n",
+		       what, v, m.len, (double)m.len / n, t * 1e9 / n, n / t / 1e6);
+		f = rd_stream(m.buf, m.len);
+		rd = nt_reader_open(f, &h, NULL, 0);
+		got = 0;
+		t = now();
+		while (nt_reader_next(rd, &r)) {
+			sum += r.t0;
+			got++;
+		}
+		t = now() - t;
+		assert_int_equal(got, n);
+		printf("%s, version %d: read %.0f ns/record (%.1f M/s) [%llu]\n", what, v,
+		       t * 1e9 / n, n / t / 1e6, (unsigned long long)sum & 1);
+		nt_reader_close(rd);
+		nt_header_free(&h);
+		fclose(f);
+		free(m.buf);
 	}
-	t = now() - t;
-	assert_int_equal(got, n);
-	printf("%s: read %.0f ns/record (%.1f M/s) [%llu]\n", what, t * 1e9 / n,
-	       n / t / 1e6, (unsigned long long)sum & 1);
-	nt_reader_close(rd);
-	nt_header_free(&h);
-	fclose(f);
 	bench_levels(recs, n, what);
-	free(m.buf);
 	free(recs);
 }
 
@@ -1260,6 +1633,9 @@ int main(void)
 		cmocka_unit_test(test_bad_layouts),
 		cmocka_unit_test(test_chunk_bounds),
 		cmocka_unit_test(test_chunk_stream_ends),
+		cmocka_unit_test(test_roundtrip_extremes),
+		cmocka_unit_test(test_v1_writer),
+		cmocka_unit_test(test_v2_decoder_fuzz),
 		cmocka_unit_test(test_bench),
 	};
 
