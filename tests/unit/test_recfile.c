@@ -496,6 +496,124 @@ static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
 	free(raw);
 }
 
+/* ---- independent version-2 encoder (from the spec, for other layouts) ----- */
+
+static void bb_uv(struct bb *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		b->b[b->len++] = v | 0x80;
+		v >>= 7;
+	}
+	b->b[b->len++] = v;
+}
+
+/* Slot k of a record in a file of nev slots (slots we lack: made up). */
+static uint32_t file_ev(const struct ntbpf_rec *r, uint32_t k)
+{
+	return k < NTBPF_MAX_EV ? r->ev[k] : 0x5a5a0000u + k;
+}
+
+/*
+ * A version-2 chunk of n records for a file of nev slots and extra columns,
+ * the simplest way the spec allows: base = smallest value, b = bit length of
+ * the largest offset (so the largest may be an escape), at most 56.
+ */
+static void bb_chunk_v2(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
+			uint32_t nev, uint32_t extra)
+{
+	static uint64_t v[30 + 32 + 16][256];
+	static struct bb exc, bits;
+	uint32_t cnt[30 + 32 + 16], ncols = 14 + nev + extra, k, i;
+	uint64_t fslots = (1ull << nev) - 1;
+	struct bb raw;
+	uLongf clen;
+
+	assert_true(n <= 256);
+	for (k = 0; k < ncols; k++)
+		cnt[k] = 0;
+	for (i = 0; i < n; i++) {
+		const struct ntbpf_rec *r = &recs[i], *q = i ? r - 1 : NULL;
+		uint32_t xm = 0, prev = 0;
+
+		for (k = 0; k < nev; k++)
+			if (file_ev(r, k) && !(r->ev_mask >> k & 1))
+				xm |= 1u << k;
+		v[0][cnt[0]++] = r->t0 - (q ? q->t0 : 0);
+		v[1][cnt[1]++] = r->dev;
+		v[2][cnt[2]++] = r->bytes;
+		v[3][cnt[3]++] = r->sector - (q ? q->sector + q->bytes / 512 : 0);
+		v[4][cnt[4]++] = r->ev_mask;
+		v[5][cnt[5]++] = r->ctrl;
+		v[6][cnt[6]++] = r->qid;
+		v[7][cnt[7]++] = r->cid;
+		v[8][cnt[8]++] = r->op;
+		v[9][cnt[9]++] = r->opcode;
+		v[10][cnt[10]++] = r->flags;
+		v[11][cnt[11]++] = r->role;
+		v[12][cnt[12]++] = r->status;
+		v[13][cnt[13]++] = xm;
+		for (k = 0; k < nev; k++) {
+			if (!((((r->ev_mask & fslots) | xm) >> k) & 1))
+				continue;
+			v[14 + k][cnt[14 + k]++] = (uint32_t)(file_ev(r, k) - prev);
+			prev = file_ev(r, k);
+		}
+		for (k = 0; k < extra; k++)
+			v[14 + nev + k][cnt[14 + nev + k]++] = rnd();
+	}
+	raw.len = exc.len = bits.len = 0;
+	bb_le(&raw, n, 4);
+	bb_le(&raw, ncols, 4);
+	for (k = 0; k < ncols; k++) {
+		uint64_t base = ~0ull, maxoff = 0, esc, acc = 0;
+		unsigned int bw = 0, nb = 0;
+		size_t at = exc.len;
+
+		for (i = 0; i < cnt[k]; i++)
+			base = v[k][i] < base ? v[k][i] : base;
+		if (!cnt[k])
+			base = 0;
+		for (i = 0; i < cnt[k]; i++)
+			maxoff = v[k][i] - base > maxoff ? v[k][i] - base : maxoff;
+		while (bw < 56 && maxoff >> bw)
+			bw++;
+		esc = (1ull << bw) - 1;
+		for (i = 0; bw && i < cnt[k]; i++) {
+			uint64_t off = v[k][i] - base;
+
+			if (off >= esc) {
+				bb_uv(&exc, off - esc);
+				off = esc;
+			}
+			acc |= off << nb;	/* nb < 8, bw <= 56 */
+			nb += bw;
+			while (nb >= 8) {
+				bits.b[bits.len++] = acc;
+				acc >>= 8;
+				nb -= 8;
+			}
+		}
+		if (nb)
+			bits.b[bits.len++] = acc;
+		raw.b[raw.len++] = bw;
+		bb_uv(&raw, base);
+		bb_uv(&raw, exc.len - at);
+	}
+	memcpy(raw.b + raw.len, exc.b, exc.len);
+	raw.len += exc.len;
+	memcpy(raw.b + raw.len, bits.b, bits.len);
+	raw.len += bits.len;
+	memcpy(b->b + b->len, "CHNK", 4);
+	b->len += 4;
+	bb_le(b, n, 4);
+	bb_le(b, raw.len, 4);
+	clen = compressBound(raw.len);
+	assert_int_equal(compress2(b->b + b->len + 8, &clen, raw.b, raw.len, 9), Z_OK);
+	bb_le(b, clen, 4);
+	bb_le(b, crc32(0, b->b + b->len + 4, clen), 4);
+	b->len += clen;
+}
+
 static void bb_trailer(struct bb *b, uint64_t records, uint32_t nstats)
 {
 	size_t start = b->len;
@@ -1147,7 +1265,7 @@ static void test_unknown_tags_skipped(void **state)
 }
 
 /* Records of another layout: common prefix, our slots, rest zero. */
-static void check_layout(uint32_t rec_size, uint32_t nev)
+static void check_layout_v(uint16_t version, uint32_t rec_size, uint32_t nev)
 {
 	static struct bb b;
 	struct ntbpf_rec recs[50], want, r;
@@ -1162,8 +1280,13 @@ static void check_layout(uint32_t rec_size, uint32_t nev)
 	rng_state = rec_size * 1000 + nev;
 	for (i = 0; i < 50; i++)
 		rec_random(&recs[i], i);
-	bb_header(&b, 1, rec_size, nev, false);
-	bb_chunk(&b, recs, 50, rec_size, nev);
+	bb_header(&b, version, rec_size, nev, false);
+	if (version == 1) {
+		bb_chunk(&b, recs, 50, rec_size, nev);
+	} else {	/* fields after ev[]: one extra column per 8 bytes */
+		bb_chunk_v2(&b, recs, 20, nev, (rec_size - 40 - 4 * nev) / 8);
+		bb_chunk_v2(&b, recs + 20, 30, nev, (rec_size - 40 - 4 * nev) / 8);
+	}
 	bb_trailer(&b, 50, ST_NR);
 	f = rd_stream(b.b, b.len);
 	rd = nt_reader_open(f, &h, err, sizeof(err));
@@ -1186,6 +1309,12 @@ static void check_layout(uint32_t rec_size, uint32_t nev)
 	fclose(f);
 }
 
+static void check_layout(uint32_t rec_size, uint32_t nev)
+{
+	check_layout_v(1, rec_size, nev);
+	check_layout_v(2, rec_size, nev);
+}
+
 static void test_other_layouts(void **state)
 {
 	check_layout(40, 0);		/* no event slots at all */
@@ -1193,6 +1322,13 @@ static void test_other_layouts(void **state)
 	check_layout(104 + 24, 16);	/* newer: fields appended after ev[] */
 	check_layout(40 + 4 * 20 + 8, 20);	/* newer: more event slots */
 	check_layout(104, 8);		/* 8 slots, 32 bytes of other fields */
+	check_layout(40 + 4 * 32, 32);	/* every ev_mask bit a slot */
+}
+
+/* Our own layout through the spec's simple encoder: another writer's choices. */
+static void test_v2_other_writer(void **state)
+{
+	check_layout_v(2, 104, 16);
 }
 
 static void test_bad_layouts(void **state)
@@ -1636,6 +1772,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_extremes),
 		cmocka_unit_test(test_v1_writer),
 		cmocka_unit_test(test_v2_decoder_fuzz),
+		cmocka_unit_test(test_v2_other_writer),
 		cmocka_unit_test(test_bench),
 	};
 
