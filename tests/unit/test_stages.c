@@ -205,6 +205,44 @@ static void test_out_of_order_is_not_a_value(void **state)
 }
 
 /* the in-kernel histogram buckets: exact below 32 ns, midpoints within 1/64, monotonic */
+/*
+ * nt_host_stages (the report's per-record path, each span read once) gives
+ * exactly what nt_stage_of (the BPF side's per-stage path) gives, stage by
+ * stage, on random records: random events present, random and out-of-order
+ * times, R2T writes with waits longer and shorter than the spans they leave.
+ */
+static void test_host_stages_equal_stage_of(void **state)
+{
+	uint64_t x = 88172645463325252ull;
+
+	for (int n = 0; n < 200000; n++) {
+		struct ntbpf_rec r = { 0 };
+		__u64 vals[NT_ST_NR], v;
+		__u32 mask, stand_in, rnd;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		r.role = (x & 3) == 3 ? 0 : (x & 1) + 1;
+		r.ev_mask = (__u32)(x >> 8) & 0x3ff;
+		if (n & 1)	/* half the records: the usual full set */
+			r.ev_mask |= r.role == NTBPF_ROLE_TARGET ? 0x1f7 : 0x3cf;
+		for (int e = 0; e < NTBPF_MAX_EV; e++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			rnd = (__u32)x;
+			/* mostly increasing, sometimes not */
+			r.ev[e] = (n & 2) ? e * 1000 + (rnd % 3000) : rnd % 100000;
+		}
+		mask = nt_host_stages(&r, vals, &stand_in);
+		for (int s = 0; s < NT_ST_NR; s++) {
+			int rc = nt_stage_of(&r, s, &v);
+
+			assert_int_equal(!!(mask & (1u << s)), rc > 0);
+			assert_int_equal(!!(stand_in & (1u << s)), rc == 2);
+			if (rc > 0)
+				assert_int_equal(vals[s], v);
+		}
+	}
+}
+
 static void test_kernel_buckets(void **state)
 {
 	uint32_t prev = 0;
@@ -308,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_block_only),
 		cmocka_unit_test(test_no_start_stamp),
 		cmocka_unit_test(test_out_of_order_is_not_a_value),
+		cmocka_unit_test(test_host_stages_equal_stage_of),
 		cmocka_unit_test(test_kernel_buckets),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_doc_agrees),
