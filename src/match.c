@@ -59,11 +59,12 @@ void nt_rec_window(const struct ntbpf_rec *r, uint64_t *lo, uint64_t *hi)
 struct item {
 	uint64_t lo, hi;
 	const struct ntbpf_rec *r;
-	uint32_t idx;		/* into m->init or m->tgt */
+	uint32_t idx;		/* into m->init or m->tgt; bit 31 on a target item: paired */
 	uint32_t kid;		/* dense key id, or NO_KEY: no target record has this key */
 };
 
 #define NO_KEY UINT32_MAX
+#define PAIRED 0x80000000u
 
 static uint64_t mkkey(uint16_t cntlid, uint16_t qid, uint16_t cid)
 {
@@ -228,6 +229,62 @@ static int edge_cmp(const void *a, const void *b)
 }
 
 /*
+ * Sort edges as edge_cmp orders them: by x, opens before closes at the same
+ * x.  Up to millions of edges in the coarse pass: an LSD radix sort on
+ * (x - min) << 1 | close, 11 bits a pass, as many passes as the span needs.
+ */
+static int sort_edges(struct edge *e, size_t n)
+{
+	uint64_t *k = malloc(2 * (n ? n : 1) * sizeof(*k)), *t, span;
+	uint32_t cnt[2048];
+	int64_t lo = n ? e[0].x : 0, hi = lo;
+	int bits = 0;
+
+	if (!k)
+		return -1;
+	t = k + n;
+	for (size_t i = 1; i < n; i++) {
+		lo = e[i].x < lo ? e[i].x : lo;
+		hi = e[i].x > hi ? e[i].x : hi;
+	}
+	span = (uint64_t)hi - (uint64_t)lo;
+	if (span >> 62) {	/* cannot happen with ns offsets; keep it exact anyway */
+		free(k);
+		qsort(e, n, sizeof(*e), edge_cmp);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		k[i] = ((uint64_t)e[i].x - (uint64_t)lo) << 1 | (e[i].d < 0);
+	while (bits < 64 && (span << 1 | 1) >> bits)
+		bits += 11;
+	for (int sh = 0; sh < bits; sh += 11) {
+		size_t sum = 0;
+		uint64_t *x;
+
+		memset(cnt, 0, sizeof(cnt));
+		for (size_t i = 0; i < n; i++)
+			cnt[(k[i] >> sh) & 2047]++;
+		for (int d = 0; d < 2048; d++) {
+			size_t c = cnt[d];
+
+			cnt[d] = (uint32_t)sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			t[cnt[(k[i] >> sh) & 2047]++] = k[i];
+		x = k;
+		k = t;
+		t = x;
+	}
+	for (size_t i = 0; i < n; i++) {
+		e[i].x = (int64_t)((k[i] >> 1) + (uint64_t)lo);
+		e[i].d = k[i] & 1 ? -1 : +1;
+	}
+	free(k < t ? k : t);
+	return 0;
+}
+
+/*
  * Each (sampled initiator I/O, candidate target record) pair allows the
  * offsets in [t.hi - i.hi, t.lo - i.lo]; true pairs all contain the true
  * offset, wrong ones scatter.  Take the point most intervals cover.
@@ -275,7 +332,10 @@ static bool estimate_offset(const struct item *iv, size_t ni, const struct item 
 		free(e);
 		return false;
 	}
-	qsort(e, ne, sizeof(*e), edge_cmp);
+	if (sort_edges(e, ne)) {
+		free(e);
+		return false;
+	}
 	for (size_t k = 0; k < ne; k++) {
 		cur += e[k].d;
 		if (e[k].d > 0 && cur > best) {
@@ -397,7 +457,7 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 
 		cursor[iv[i].kid] = (uint32_t)j;
 
-		while (j < end && m->tgt_matched[tv[j].idx])
+		while (j < end && (tv[j].idx & PAIRED))
 			j++;
 		if (j >= end)
 			continue;
@@ -406,6 +466,7 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 			continue;
 		m->partner[iv[i].idx] = tv[j].r;
 		m->tgt_matched[tv[j].idx] = true;
+		tv[j].idx |= PAIRED;	/* checked here, where the item is already in cache */
 		m->matched++;
 	}
 	rc = 0;
@@ -430,6 +491,8 @@ int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins)
 			any_shared |= cntlid_shared(&ins[f].hdr, (uint16_t)ins[f].hdr.ctrls[k].instance,
 						    ins[f].hdr.ctrls[k].cntlid);
 	}
+	if (n >= PAIRED)
+		return -1;	/* item indexes are 31 bits (2 G records: 200 GiB in memory) */
 	/* sized for every record: the pages never written are never touched */
 	m->init = malloc((n ? n : 1) * sizeof(*m->init));
 	m->partner = calloc(n ? n : 1, sizeof(*m->partner));
