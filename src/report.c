@@ -195,9 +195,9 @@ int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const str
 		rep->neg_network++;
 	g->count++;
 	rep->stages_seen |= mask;
-	for (int s = 0; s < NT_ST_NR; s++) {
-		if (!(mask & (1u << s)))
-			continue;
+	for (uint32_t left = mask; left; left &= left - 1) {
+		int s = __builtin_ctz(left);
+
 		if (nt_hist_add(&g->h[s], vals[s]))
 			return -1;
 		if (stand_in & (1u << s))

@@ -100,12 +100,10 @@ uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec 
 		mi = nt_host_stages(init, vi, &si);
 	if (tgt && tgt->role == NTBPF_ROLE_TARGET)
 		mt = nt_host_stages(tgt, vt, &st);
-	for (int s = 0; s < NT_ST_NR; s++) {
-		if (mi & (1u << s))
-			vals[s] = vi[s];
-		else if (mt & (1u << s))
-			vals[s] = vt[s];
-	}
+	for (uint32_t left = mt & ~mi; left; left &= left - 1)
+		vals[__builtin_ctz(left)] = vt[__builtin_ctz(left)];
+	for (uint32_t left = mi; left; left &= left - 1)
+		vals[__builtin_ctz(left)] = vi[__builtin_ctz(left)];
 	mask = mi | mt;
 	*stand_in = si | st;
 	if ((mask & (1u << NT_ST_REMOTE)) && (mask & (1u << NT_ST_TARGET_RES))) {
