@@ -97,6 +97,9 @@ struct ntbpf_rec {
 	__u8 role;		/* enum ntbpf_role */
 	__u16 status;		/* NVMe status or blk_status_t, 0 = success */
 	__u32 ev[NTBPF_MAX_EV];	/* ns after t0 */
+	__u16 port;		/* the queue's TCP connection: the initiator's port, as both hosts
+				 * see it (initiator: local, target: remote); 0 unknown */
+	__u16 reserved[3];	/* 0 */
 };
 
 /* Counters kept by the BPF side (per-CPU array, index = enum). */
