@@ -2,7 +2,8 @@
 /*
  * bench/synth.h - the synthetic I/O of the benchmarks: N matched 4k reads on
  * 4 queues at QD32, about 330k IOPS, with lognormal-ish stage times.  Pair k
- * is one I/O as the initiator and the target record it.  Deterministic: the
+ * is one I/O as the initiator and the target record it; queue q's TCP
+ * connection has the initiator port 40000 + q.  Deterministic: the
  * same sequence in bench-gen and bench-recfile.
  */
 #ifndef NTBPF_BENCH_SYNTH_H
@@ -60,6 +61,7 @@ static inline void synth_pair(struct synth *s, uint64_t k, struct ntbpf_rec *i,
 	i->bytes = 4096;
 	i->dev = 259u << 20;
 	i->qid = q + 1;
+	i->port = g->port = 40000 + q;	/* the queue's connection, as both hosts see it */
 	i->cid = cid;
 	i->sector = k * 8;
 	i->t0 = t;

@@ -80,8 +80,10 @@ enum nt_tag {
 	TAG_CTRL = 12,
 };
 
-_Static_assert(sizeof(struct ntbpf_rec) == 104, "record layout changed");
+_Static_assert(sizeof(struct ntbpf_rec) == 112, "record layout changed");
 _Static_assert(offsetof(struct ntbpf_rec, ev) == 40, "record prefix changed");
+_Static_assert(offsetof(struct ntbpf_rec, port) == 104 &&
+	       offsetof(struct ntbpf_rec, reserved) == 106, "fields after ev[] moved");
 
 /* The record layout, written into the header and driving (un)shuffling. */
 struct rec_field {
@@ -96,13 +98,22 @@ struct rec_field {
 #define ARR(m, n) { #m, offsetof(struct ntbpf_rec, m), \
 		    sizeof(((struct ntbpf_rec *)0)->m[0]), n }
 
+/*
+ * Every byte of the record, so a version-1 chunk (byte-shuffled whole
+ * records) has no uninitialised bytes.  The fields after ev[] are not taken
+ * from a file by offset (its layout may differ, unshuffle): port by the
+ * file's RECORD_LAYOUT, reserved always 0 (the writer zeroes it too).
+ */
 static const struct rec_field rec_fields[] = {
 	FLD(t0), FLD(sector), FLD(dev), FLD(bytes), FLD(ev_mask),
 	FLD(ctrl), FLD(qid), FLD(cid), FLD(op), FLD(opcode), FLD(flags),
 	FLD(role), FLD(status), ARR(ev, NTBPF_MAX_EV),
+	FLD(port), ARR(reserved, 3),
 };
 
 #define NFIELDS (sizeof(rec_fields) / sizeof(rec_fields[0]))
+#define NFIXED	14	/* rec_fields up to ev[]: the fixed prefix and the slots */
+#define TAIL_SIZE	(REC_SIZE - offsetof(struct ntbpf_rec, port))	/* port, reserved */
 
 /* ---- little-endian helpers ---------------------------------------------- */
 
@@ -260,17 +271,18 @@ static void shuffle(uint8_t *out, const struct ntbpf_rec *recs, size_t n)
 /*
  * Decode n records from a chunk written with the file's layout.  The first
  * REC_PREFIX bytes never change; after them come nev 32-bit ev[] slots.  We
- * take the slots we have room for (nslots) and zero the others, and ignore
- * whatever a newer writer appended after its ev[].  Column k of the file
- * starts at raw + k * n whatever the file's record size.
+ * take the slots we have room for (nslots) and zero the others.  After the
+ * file's ev[], only port is taken, from where the file's RECORD_LAYOUT puts
+ * it (port_off, 0 = the file has none); the rest is zero.  Column k of the
+ * file starts at raw + k * n whatever the file's record size.
  */
 static void unshuffle_block(struct ntbpf_rec *recs, const uint8_t *raw, size_t n,
-			    size_t m, uint32_t nslots)
+			    size_t m, uint32_t nslots, uint32_t port_off)
 {
 	uint8_t *base = (uint8_t *)recs;
-	size_t f, e;
+	size_t f, e, i;
 
-	for (f = 0; f < NFIELDS; f++) {
+	for (f = 0; f < NFIXED; f++) {
 		const struct rec_field *fd = &rec_fields[f];
 		size_t count = fd->off == REC_PREFIX ? nslots : fd->count;
 
@@ -280,10 +292,15 @@ static void unshuffle_block(struct ntbpf_rec *recs, const uint8_t *raw, size_t n
 			col_get(base + at, raw + at * n, n, m, fd->size);
 		}
 	}
+	for (i = 0; i < m; i++)
+		memset(&recs[i].port, 0, TAIL_SIZE);
+	if (port_off)
+		col_get(base + offsetof(struct ntbpf_rec, port), raw + (size_t)port_off * n,
+			n, m, sizeof(recs->port));
 }
 
 static void unshuffle(struct ntbpf_rec *recs, const uint8_t *raw, size_t n,
-		      uint32_t file_nev)
+		      uint32_t file_nev, uint32_t port_off)
 {
 	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
 	size_t b, i;
@@ -292,7 +309,7 @@ static void unshuffle(struct ntbpf_rec *recs, const uint8_t *raw, size_t n,
 	for (b = 0; b < n; b += UNSHUFFLE_BLOCK)
 		unshuffle_block(recs + b, raw + b, n,
 				n - b < UNSHUFFLE_BLOCK ? n - b : UNSHUFFLE_BLOCK,
-				nslots);
+				nslots, port_off);
 	if (file_nev == NTBPF_MAX_EV)
 		return;
 	/* Another layout: slots we lack are zero and marked invalid. */
@@ -638,10 +655,21 @@ static int enc_header(struct buf *b, const struct nt_header *h, uint16_t version
 enum v2_col {
 	C_T0, C_DEV, C_BYTES, C_SECTOR, C_MASK, C_CTRL, C_QID, C_CID, C_OP,
 	C_OPCODE, C_FLAGS, C_ROLE, C_STATUS, C_XMASK,
-	C_EV0,			/* then one column per event slot */
+	C_EV0,			/* then one column per event slot, then port */
 };
 
-#define V2_NCOLS	(C_EV0 + NTBPF_MAX_EV)	/* what we write */
+/*
+ * port, the first column after the ev[] ones (C_EV0 + the file's nev; files
+ * written before it have none, and read port 0).  A per-queue value: a
+ * chunk has a few distinct ports, anywhere in 1..65535, so the column is a
+ * dictionary, not the ports themselves (2 ports 20000 apart would cost 15
+ * bits each): value x < d, the number of distinct ports so far in the
+ * chunk, is the port first seen as the x-th; x >= d is a new port, x - d.
+ * So a record costs about log2(distinct ports + 1) bits, all ports 0 (no
+ * port known) nothing, and each distinct port once a varint.
+ */
+#define C_PORT		(C_EV0 + NTBPF_MAX_EV)	/* what we write */
+#define V2_NCOLS	(C_PORT + 1)
 #define V2_MAX_B	56u	/* bits per value; + 7 bits of shift fits a u64 read */
 #define V2_MAX_EXTRA	16u	/* columns after the ev[] ones a later writer may add */
 /* zeroed bytes after the raw chunk: an unpack reads 8 bytes at its last value */
@@ -662,7 +690,7 @@ static unsigned int v2_width(unsigned int col)
 		[C_STATUS] = 16, [C_XMASK] = 32,
 	};
 
-	return col < C_EV0 ? w[col] : 32;
+	return col < C_EV0 ? w[col] : 32;	/* ev[] slots and port */
 }
 
 static inline uint64_t width_mask(unsigned int w)
@@ -853,7 +881,32 @@ struct v2enc {
 	struct buf dir, exc, bits;	/* the three parts of the raw chunk */
 	uint64_t *v;			/* one column's values */
 	uint32_t *slots, *xmask;	/* per record: stored ev[] slots, extra ones */
+	uint16_t *port_idx;		/* port -> 1 + its dictionary index, 0: not seen */
+	uint16_t *ports;		/* the chunk's distinct ports, in order */
 };
+
+_Static_assert(NT_CHUNK_RECS < 65535, "port dictionary index in a u16");
+
+/* The port column's values (see C_PORT): dictionary indexes or new ports. */
+static uint32_t v2_port_values(struct v2enc *e, const struct ntbpf_rec *r, uint32_t n)
+{
+	uint32_t i, d = 0;
+
+	for (i = 0; i < n; i++) {
+		uint16_t p = r[i].port, x = e->port_idx[p];
+
+		if (x) {
+			e->v[i] = x - 1;
+		} else {
+			e->v[i] = (uint64_t)d + p;
+			e->ports[d++] = p;
+			e->port_idx[p] = d;	/* n <= NT_CHUNK_RECS: fits */
+		}
+	}
+	for (i = 0; i < d; i++)
+		e->port_idx[e->ports[i]] = 0;
+	return n;
+}
 
 /* Encode one column: descriptor into dir, exceptions, packed bits. */
 static void v2_column(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
@@ -861,7 +914,8 @@ static void v2_column(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
 {
 	unsigned int w = v2_width(col), b;
 	uint64_t mw = width_mask(w), base, esc;
-	uint32_t cnt = v2_values(recs, n, col, e->slots, e->xmask, e->v), i;
+	uint32_t cnt = col == C_PORT ? v2_port_values(e, recs, n) :
+		       v2_values(recs, n, col, e->slots, e->xmask, e->v), i;
 	uint32_t hist[65] = { 0 }, ones[65] = { 0 };
 	size_t exc_at = e->exc.len;
 	struct bitw bw = { &e->bits, 0, 0 };
@@ -935,6 +989,8 @@ static void writer_free(struct nt_writer *w)
 	free(w->enc.v);
 	free(w->enc.slots);
 	free(w->enc.xmask);
+	free(w->enc.port_idx);
+	free(w->enc.ports);
 	free(w->recs);
 	free(w->raw);
 	free(w);
@@ -978,7 +1034,10 @@ struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h)
 		w->enc.v = malloc(NT_CHUNK_RECS * sizeof(*w->enc.v));
 		w->enc.slots = malloc(NT_CHUNK_RECS * sizeof(*w->enc.slots));
 		w->enc.xmask = malloc(NT_CHUNK_RECS * sizeof(*w->enc.xmask));
-		err = w->recs && w->enc.v && w->enc.slots && w->enc.xmask ? 0 : -ENOMEM;
+		w->enc.port_idx = calloc(65536, sizeof(*w->enc.port_idx));
+		w->enc.ports = malloc(NT_CHUNK_RECS * sizeof(*w->enc.ports));
+		err = w->recs && w->enc.v && w->enc.slots && w->enc.xmask &&
+		      w->enc.port_idx && w->enc.ports ? 0 : -ENOMEM;
 		/* w->out: grown for each chunk */
 	}
 	if (!err)
@@ -1082,6 +1141,8 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
 	if (w->err)
 		return w->err;
 	w->recs[w->n] = *r;
+	/* written as 0 (version 1), or not at all (version 2) */
+	memset(w->recs[w->n].reserved, 0, sizeof(r->reserved));
 	if (++w->n == NT_CHUNK_RECS)
 		return write_chunk(w);
 	return 0;
@@ -1245,12 +1306,37 @@ static int dec_hook(struct nt_header *h, struct cur *v)
 }
 
 /*
- * One item.  Unknown tags are skipped, and bytes after the fields we know are
- * ignored, so later versions may add items or append to existing ones.  The
- * RECORD_LAYOUT field list is for other readers: ours relies on the fixed
- * prefix rule (unshuffle) and only needs rec_size and nev.
+ * Where a version-1 record of the file holds port: the RECORD_LAYOUT field
+ * "port", one u16 after the file's ev[] and inside its record; 0 when the
+ * file has none (written before it; port reads 0).  A field list that does
+ * not parse is not an error: readers never needed it (docs/record-format.md).
  */
-static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v)
+static uint32_t layout_port_off(struct cur v, uint32_t rec_size, uint32_t nev)
+{
+	uint32_t nf = cur_u32(&v), i;
+
+	for (i = 0; i < nf && !v.bad; i++) {
+		uint16_t len = cur_u16(&v);
+		const uint8_t *name = cur_take(&v, len);
+		uint32_t off = cur_u32(&v), size = cur_u32(&v), count = cur_u32(&v);
+
+		if (v.bad || len != 4 || memcmp(name, "port", 4))
+			continue;
+		if (size == 2 && count == 1 && off >= REC_PREFIX + (uint64_t)nev * EV_SIZE &&
+		    (uint64_t)off + 2 <= rec_size)
+			return off;
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * One item.  Unknown tags are skipped, and bytes after the fields we know are
+ * ignored, so later versions may add items or append to existing ones.  Of
+ * the RECORD_LAYOUT field list our reader only uses port's offset (version
+ * 1); the rest follows the fixed prefix rule (unshuffle).
+ */
+static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *port_off)
 {
 	switch (tag) {
 	case TAG_NTBPF_VERSION:
@@ -1262,6 +1348,7 @@ static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v)
 	case TAG_RECORD_LAYOUT:
 		h->rec_size = cur_u32(v);
 		h->nev = cur_u32(v);
+		*port_off = v->bad ? 0 : layout_port_off(*v, h->rec_size, h->nev);
 		break;
 	case TAG_HOSTNAME:
 		CUR_STR(v, h->hostname);
@@ -1296,7 +1383,7 @@ static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v)
 }
 
 static int dec_items(struct nt_header *h, const uint8_t *p, size_t len,
-		     char *err, size_t errlen)
+		     uint32_t *port_off, char *err, size_t errlen)
 {
 	struct cur c = { p, len, false };
 
@@ -1314,7 +1401,7 @@ static int dec_items(struct nt_header *h, const uint8_t *p, size_t len,
 			return -1;
 		}
 		v = (struct cur){ val, ilen, false };
-		if (dec_item(h, tag, &v)) {
+		if (dec_item(h, tag, &v, port_off)) {
 			snprintf(err, errlen, "out of memory reading the header");
 			return -1;
 		}
@@ -1457,6 +1544,7 @@ static bool v2_place(struct v2col *c, uint32_t n, struct cur *bits)
 /* Scratch space of the decoder, nrec entries each. */
 struct v2scratch {
 	uint32_t *last, *slots, *mask;
+	uint16_t *ports;	/* the port dictionary */
 	size_t cap;
 };
 
@@ -1474,6 +1562,9 @@ static int v2_scratch(struct v2scratch *s, uint32_t nrec)
 		return -1;
 	cap = s->cap;
 	if (grow((void **)&s->mask, &cap, nrec, sizeof(*s->mask)))
+		return -1;
+	cap = s->cap;
+	if (grow((void **)&s->ports, &cap, nrec, sizeof(*s->ports)))
 		return -1;
 	s->cap = nrec;
 	return 0;
@@ -1499,11 +1590,11 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 	uint32_t fslots = (uint32_t)((1ull << file_nev) - 1);	/* the file's */
 	struct v2col cols[C_EV0 + MAX_NEV + V2_MAX_EXTRA];
 	struct cur c = { raw, len, false }, bits;
-	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any = 0, all = ~0u;
+	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any = 0, all = ~0u, nports = 0;
 	uint64_t exc_len = 0, t = 0, next = 0;
 	struct ntbpf_rec tmpl;
 	const uint8_t *exc;
-	bool const_mask;
+	bool const_mask, port;
 
 	if (cur_u32(&c) != nrec)
 		return "bad record encoding: record count";
@@ -1514,7 +1605,7 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		struct v2col *d = &cols[k];
 		uint64_t el;
 
-		d->w = k < nk ? v2_width(k) : 64;
+		d->w = k <= nk ? v2_width(k) : 64;	/* nk: port */
 		d->b = cur_u8(&c);
 		d->base = cur_uv(&c);
 		el = cur_uv(&c);
@@ -1560,7 +1651,7 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		if (!v2_place(&cols[C_EV0 + k], n, &bits))
 			return "bad record encoding: packed bits overrun";
 	}
-	for (k = nk; k < ncols; k++)	/* a later writer's fields: skipped */
+	for (k = nk; k < ncols; k++)	/* port, then a later writer's fields */
 		if (!v2_place(&cols[k], nrec, &bits))
 			return "bad record encoding: packed bits overrun";
 	if (bits.len)
@@ -1583,6 +1674,10 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 	tmpl.role = cols[C_ROLE].base;
 	tmpl.status = cols[C_STATUS].base;
 	const_mask = !cols[C_MASK].b;
+	/* the port column, unless every port is 0 (then in the template) */
+	port = ncols > nk && (cols[nk].b || cols[nk].base);
+	if (ncols > nk && !port)
+		cols[nk].next = cols[nk].n;
 
 #define V2_FIELD(col, field)	do {					\
 		if (!cols[col].b)					\
@@ -1600,13 +1695,13 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		if (const_mask) {
 			V2_FOR(C_T0, m, x, {
 				memcpy(&r[i], &tmpl, REC_PREFIX);
-				memset(r[i].ev, 0, sizeof(r[i].ev));
+				memset((uint8_t *)&r[i] + REC_PREFIX, 0, REC_SIZE - REC_PREFIX);
 				r[i].t0 = t += x;
 			});
 		} else {
 			V2_FOR(C_T0, m, x, {
 				memcpy(&r[i], &tmpl, REC_PREFIX);
-				memset(r[i].ev, 0, sizeof(r[i].ev));
+				memset((uint8_t *)&r[i] + REC_PREFIX, 0, REC_SIZE - REC_PREFIX);
 				r[i].t0 = t += x;
 				r[i].ev_mask = mask[i];
 			});
@@ -1625,6 +1720,17 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		V2_FIELD(C_FLAGS, flags);
 		V2_FIELD(C_ROLE, role);
 		V2_FIELD(C_STATUS, status);
+		if (port)	/* the dictionary (C_PORT) */
+			V2_FOR(nk, m, x, {
+				if (x < nports) {
+					r[i].port = s->ports[x];
+				} else {
+					if (x - nports > UINT16_MAX)
+						return "bad record encoding: port";
+					r[i].port = s->ports[nports] = x - nports;
+					nports++;
+				}
+			});
 		/* slot by slot: the previous stored slot's value plus this one */
 		for (k = 0; k < file_nev; k++) {
 			uint32_t n = 0, j = 0;
@@ -1653,7 +1759,7 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 						r[idx[i]].ev[k] = last[idx[i]];
 			}
 		}
-		for (k = nk; k < ncols; k++)
+		for (k = nk + 1; k < ncols; k++)
 			V2_FOR(k, m, x, (void)x);
 	}
 #undef V2_FIELD
@@ -1673,6 +1779,7 @@ struct nt_reader {
 	z_stream zs;
 	uint16_t version;
 	uint32_t rec_size, nev;
+	uint32_t port_off;		/* version 1: port's offset in a record, 0 none */
 	uint64_t off;			/* file offset of the next byte */
 	uint64_t records;		/* records in the chunks decoded */
 	uint64_t chunks;
@@ -1702,7 +1809,7 @@ static int hdr_fail(struct nt_header *h, uint8_t *buf, char *err, size_t errlen,
  * Fixed part, then payload and CRC.  The version is checked before anything
  * else: a newer major version may have changed everything after it.
  */
-static int read_header(FILE *f, struct nt_header *h, uint64_t *off,
+static int read_header(FILE *f, struct nt_header *h, uint64_t *off, uint32_t *port_off,
 		       char *err, size_t errlen)
 {
 	uint8_t fx[HDR_FIXED], *buf;
@@ -1736,7 +1843,7 @@ static int read_header(FILE *f, struct nt_header *h, uint64_t *off,
 		return hdr_fail(h, buf, err, errlen, "file ends inside the header");
 	if (crc32(0, buf, HDR_FIXED + plen) != get32(buf + HDR_FIXED + plen))
 		return hdr_fail(h, buf, err, errlen, "header corrupt (CRC mismatch)");
-	if (dec_items(h, buf + HDR_FIXED, plen, err, errlen) ||
+	if (dec_items(h, buf + HDR_FIXED, plen, port_off, err, errlen) ||
 	    check_layout(h, err, errlen))
 		return hdr_fail(h, buf, err, errlen, NULL);
 	free(buf);
@@ -1764,7 +1871,7 @@ struct nt_reader *nt_reader_open(FILE *f, struct nt_header *h, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (read_header(f, h, &rd->off, err, errlen)) {
+	if (read_header(f, h, &rd->off, &rd->port_off, err, errlen)) {
 		free(rd);
 		return NULL;
 	}
@@ -1953,7 +2060,7 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 	else if (inflate_chunk(rd, clen, raw))
 		bad = "decompression failed";
 	else if (rd->version == 1)
-		unshuffle(rd->recs, rd->raw, nrec, rd->nev);
+		unshuffle(rd->recs, rd->raw, nrec, rd->nev, rd->port_off);
 	else {
 		memset(rd->raw + raw, 0, V2_SLACK);
 		bad = v2_decode(rd->recs, rd->raw, raw, nrec, rd->nev, &rd->v2);
@@ -2003,5 +2110,6 @@ void nt_reader_close(struct nt_reader *rd)
 	free(rd->v2.last);
 	free(rd->v2.slots);
 	free(rd->v2.mask);
+	free(rd->v2.ports);
 	free(rd);
 }

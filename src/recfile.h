@@ -6,7 +6,7 @@
  *            hooks, controllers, queues, ...), CRC32
  *   chunks   "CHNK", record count, compact records, zlib, CRC32
  *            (version 2: per-record varint deltas in separate streams;
- *            version 1, still read: byte-shuffled fixed 104-byte records)
+ *            version 1, still read: byte-shuffled fixed-size records)
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *
  * Pure functions over stdio streams; no BPF, no root.

@@ -25,8 +25,10 @@
 #include <zlib.h>
 
 #include "recfile.h"
+#include "../../bench/synth.h"	/* the records of the old-file fixtures */
 
 #define REC_PREFIX offsetof(struct ntbpf_rec, ev)
+#define PORT_OFF offsetof(struct ntbpf_rec, port)	/* 104 */
 
 /* ---- deterministic data ------------------------------------------------- */
 
@@ -67,6 +69,8 @@ static void rec_random(struct ntbpf_rec *r, uint64_t i)
 	r->status = rnd();
 	for (k = 0; k < NTBPF_MAX_EV; k++)
 		r->ev[k] = rnd() >> (rnd() & 63);
+	r->port = rnd();
+	memset(r->reserved, 0, sizeof(r->reserved));	/* always written and read as 0 */
 }
 
 /*
@@ -93,6 +97,8 @@ static void rec_realistic(struct ntbpf_rec *r, uint64_t *t, uint64_t lo_ns, uint
 	r->bytes = big ? 131072 : 4096;
 	r->ctrl = 0;
 	r->qid = rnd_range(1, 8);
+	/* the queue's connection: ephemeral ports far apart (two targets) */
+	r->port = (r->qid & 1 ? 33001 : 58111) + 2 * r->qid;
 	r->cid = rnd_range(0, 127);
 	r->op = wr ? NTBPF_OP_WRITE : NTBPF_OP_READ;
 	r->opcode = wr ? 1 : 2;
@@ -241,6 +247,9 @@ static void assert_rec_equal(const struct ntbpf_rec *a, const struct ntbpf_rec *
 	assert_int_equal(a->status, b->status);
 	for (k = 0; k < NTBPF_MAX_EV; k++)
 		assert_int_equal(a->ev[k], b->ev[k]);
+	assert_int_equal(a->port, b->port);
+	for (k = 0; k < 3; k++)
+		assert_int_equal(a->reserved[k], b->reserved[k]);
 }
 
 /* ---- memory files ------------------------------------------------------- */
@@ -403,9 +412,12 @@ static void bb_end(struct bb *b, size_t start)
 	b->b[start - 1] = v >> 24;
 }
 
-/* Header with version, record layout (rec_size, nev, no field list) and extra. */
-static void bb_header(struct bb *b, uint16_t version, uint32_t rec_size, uint32_t nev,
-		      bool extras)
+/*
+ * Header with version, record layout (rec_size, nev, and no field list, or
+ * with port_off a list of the prefix fields and port there) and extra.
+ */
+static void bb_header_port(struct bb *b, uint16_t version, uint32_t rec_size, uint32_t nev,
+			   bool extras, uint32_t port_off)
 {
 	size_t at, plen_at;
 
@@ -424,7 +436,27 @@ static void bb_header(struct bb *b, uint16_t version, uint32_t rec_size, uint32_
 	at = bb_item(b, 3);		/* RECORD_LAYOUT */
 	bb_le(b, rec_size, 4);
 	bb_le(b, nev, 4);
-	bb_le(b, 0, 4);			/* no field list: allowed */
+	if (port_off) {
+		bb_le(b, 4, 4);
+		bb_str(b, "t0");
+		bb_le(b, 0, 4);
+		bb_le(b, 8, 4);
+		bb_le(b, 1, 4);
+		bb_str(b, "ev");
+		bb_le(b, 40, 4);
+		bb_le(b, 4, 4);
+		bb_le(b, nev, 4);
+		bb_str(b, "newer");	/* a field we do not know */
+		bb_le(b, port_off + 2, 4);
+		bb_le(b, 1, 4);
+		bb_le(b, 1, 4);
+		bb_str(b, "port");
+		bb_le(b, port_off, 4);
+		bb_le(b, 2, 4);
+		bb_le(b, 1, 4);
+	} else {
+		bb_le(b, 0, 4);		/* no field list: allowed */
+	}
 	bb_end(b, at);
 	at = bb_item(b, 2);		/* ROLE */
 	bb_le(b, NTBPF_ROLE_INITIATOR, 1);
@@ -442,8 +474,19 @@ static void bb_header(struct bb *b, uint16_t version, uint32_t rec_size, uint32_
 	bb_le(b, crc32(0, b->b, b->len), 4);
 }
 
-/* Record i as the bytes of a file record of another layout. */
-static void file_rec(uint8_t *out, const struct ntbpf_rec *r, uint32_t rec_size, uint32_t nev)
+static void bb_header(struct bb *b, uint16_t version, uint32_t rec_size, uint32_t nev,
+		      bool extras)
+{
+	bb_header_port(b, version, rec_size, nev, extras, 0);
+}
+
+/*
+ * Record i as the bytes of a file record of another layout: after ev[],
+ * 0xab, or port at port_off (if not 0) and zeroes up to 6 bytes after it
+ * (our reserved[]).
+ */
+static void file_rec_port(uint8_t *out, const struct ntbpf_rec *r, uint32_t rec_size,
+			  uint32_t nev, uint32_t port_off)
 {
 	struct bb t;
 	uint32_t k;
@@ -466,11 +509,22 @@ static void file_rec(uint8_t *out, const struct ntbpf_rec *r, uint32_t rec_size,
 		bb_le(&t, k < NTBPF_MAX_EV ? r->ev[k] : 0x5a5a0000u + k, 4);
 	while (t.len < rec_size)
 		t.b[t.len++] = 0xab;	/* fields after ev[] of a newer writer */
+	if (port_off) {
+		t.b[port_off] = r->port;
+		t.b[port_off + 1] = r->port >> 8;
+		for (k = port_off + 2; k < port_off + 8 && k < rec_size; k++)
+			t.b[k] = 0;
+	}
 	memcpy(out, t.b, rec_size);
 }
 
-static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
-		     uint32_t rec_size, uint32_t nev)
+static void file_rec(uint8_t *out, const struct ntbpf_rec *r, uint32_t rec_size, uint32_t nev)
+{
+	file_rec_port(out, r, rec_size, nev, 0);
+}
+
+static void bb_chunk_port(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
+			  uint32_t rec_size, uint32_t nev, uint32_t port_off)
 {
 	size_t raw_len = (size_t)n * rec_size, i, k;
 	uint8_t *rec = malloc(rec_size), *raw = malloc(raw_len);
@@ -479,7 +533,7 @@ static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
 	assert_non_null(rec);
 	assert_non_null(raw);
 	for (i = 0; i < n; i++) {
-		file_rec(rec, &recs[i], rec_size, nev);
+		file_rec_port(rec, &recs[i], rec_size, nev, port_off);
 		for (k = 0; k < rec_size; k++)
 			raw[k * n + i] = rec[k];
 	}
@@ -494,6 +548,12 @@ static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
 	b->len += clen;
 	free(rec);
 	free(raw);
+}
+
+static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
+		     uint32_t rec_size, uint32_t nev)
+{
+	bb_chunk_port(b, recs, n, rec_size, nev, 0);
 }
 
 /* ---- independent version-2 encoder (from the spec, for other layouts) ----- */
@@ -514,16 +574,18 @@ static uint32_t file_ev(const struct ntbpf_rec *r, uint32_t k)
 }
 
 /*
- * A version-2 chunk of n records for a file of nev slots and extra columns,
- * the simplest way the spec allows: base = smallest value, b = bit length of
- * the largest offset (so the largest may be an escape), at most 56.
+ * A version-2 chunk of n records for a file of nev slots and extra columns
+ * (the first: port, the others random), the simplest way the spec allows:
+ * base = smallest value, b = bit length of the largest offset (so the
+ * largest may be an escape), at most 56.
  */
 static void bb_chunk_v2(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
 			uint32_t nev, uint32_t extra)
 {
 	static uint64_t v[30 + 32 + 16][256];
 	static struct bb exc, bits;
-	uint32_t cnt[30 + 32 + 16], ncols = 14 + nev + extra, k, i;
+	uint32_t cnt[30 + 32 + 16], ncols = 14 + nev + extra, k, i, d = 0;
+	uint16_t dict[256];
 	uint64_t fslots = (1ull << nev) - 1;
 	struct bb raw;
 	uLongf clen;
@@ -558,7 +620,20 @@ static void bb_chunk_v2(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
 			v[14 + k][cnt[14 + k]++] = (uint32_t)(file_ev(r, k) - prev);
 			prev = file_ev(r, k);
 		}
-		for (k = 0; k < extra; k++)
+		if (extra) {	/* port: its index in the chunk's dictionary, or new */
+			uint32_t x;
+
+			for (k = 0; k < d && dict[k] != r->port; k++)
+				;
+			if (k < d) {
+				x = k;
+			} else {
+				x = d + r->port;
+				dict[d++] = r->port;
+			}
+			v[14 + nev][cnt[14 + nev]++] = x;
+		}
+		for (k = 1; k < extra; k++)
 			v[14 + nev + k][cnt[14 + nev + k]++] = rnd();
 	}
 	raw.len = exc.len = bits.len = 0;
@@ -684,21 +759,22 @@ static uint64_t spec_val(struct spec_col *c, uint64_t i, unsigned int width)
 /* Decode one version-2 raw chunk written with nev = 16, as the spec says. */
 static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct ntbpf_rec *out)
 {
-	struct spec_col col[30];
+	struct spec_col col[31];
 	const uint8_t *p = raw, *bits;
 	uint64_t t = 0, next = 0, i, vi[16] = { 0 };
-	uint32_t k, slots[NT_CHUNK_RECS];
+	uint32_t k, slots[NT_CHUNK_RECS], d = 0;
+	uint16_t dict[NT_CHUNK_RECS];
 
 	assert_true(nrec <= NT_CHUNK_RECS);
 	assert_int_equal(le32(p), nrec);
-	assert_int_equal(le32(p + 4), 14 + 16);
+	assert_int_equal(le32(p + 4), 14 + 16 + 1);	/* the ev[] slots, port */
 	p += 8;
-	for (k = 0; k < 30; k++) {
+	for (k = 0; k < 31; k++) {
 		col[k].b = *p++;
 		col[k].base = spec_uv(&p);
 		col[k].exc_end = (const uint8_t *)(uintptr_t)spec_uv(&p);	/* length, for now */
 	}
-	for (k = 0; k < 30; k++) {
+	for (k = 0; k < 31; k++) {
 		size_t l = (uintptr_t)col[k].exc_end;
 
 		col[k].exc = p;
@@ -738,7 +814,21 @@ static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct
 			col[14 + k].n += slots[i] >> k & 1;
 		bits += (col[14 + k].n * col[14 + k].b + 7) / 8;
 	}
+	col[30].bits = bits;
+	col[30].n = nrec;
+	bits += (nrec * col[30].b + 7) / 8;
 	assert_true(bits == raw + len);	/* every byte used */
+	for (i = 0; i < nrec; i++) {	/* port: a dictionary index, or a new port */
+		uint64_t x = spec_val(&col[30], i, 32);
+
+		if (x < d) {
+			out[i].port = dict[x];
+		} else {
+			assert_true(x - d <= 0xffff);
+			dict[d] = x - d;
+			out[i].port = dict[d++];
+		}
+	}
 	for (i = 0; i < nrec; i++) {
 		uint32_t prev = 0;
 
@@ -749,7 +839,7 @@ static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct
 			out[i].ev[k] = prev;
 		}
 	}
-	for (k = 0; k < 30; k++)
+	for (k = 0; k < 31; k++)
 		assert_true(col[k].exc == col[k].exc_end);
 }
 
@@ -844,15 +934,33 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 		if ((p[item] | p[item + 1] << 8) != 3)
 			continue;
 		layout = true;
-		assert_int_equal(le32(p + item + 8), 104);
+		assert_int_equal(le32(p + item + 8), 112);
 		assert_int_equal(le32(p + item + 12), 16);
-		assert_int_equal(le32(p + item + 16), 14);	/* fields */
+		assert_int_equal(le32(p + item + 16), 16);	/* fields */
 		/* first field: "t0", offset 0, size 8, count 1 */
 		assert_int_equal(p[item + 20], 2);
 		assert_memory_equal(p + item + 22, "t0", 2);
 		assert_int_equal(le32(p + item + 24), 0);
 		assert_int_equal(le32(p + item + 28), 8);
 		assert_int_equal(le32(p + item + 32), 1);
+		{	/* the last two: port and reserved[3] */
+			const uint8_t *q = p + item + 20;
+
+			for (k = 0; k < 14; k++)
+				q += 2 + (q[0] | q[1] << 8) + 12;
+			assert_int_equal(q[0], 4);
+			assert_memory_equal(q + 2, "port", 4);
+			assert_int_equal(le32(q + 6), 104);
+			assert_int_equal(le32(q + 10), 2);
+			assert_int_equal(le32(q + 14), 1);
+			q += 18;
+			assert_int_equal(q[0], 8);
+			assert_memory_equal(q + 2, "reserved", 8);
+			assert_int_equal(le32(q + 10), 106);
+			assert_int_equal(le32(q + 14), 2);
+			assert_int_equal(le32(q + 18), 3);
+			assert_true(q + 22 == p + item + 8 + le32(p + item + 4));
+		}
 	}
 	assert_true(layout);
 	for (off = wr->hdr_len; !memcmp(p + off, "CHNK", 4); off += 20 + clen) {
@@ -863,7 +971,7 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 		raw = le32(p + off + 8);
 		clen = le32(p + off + 12);
 		if (version == 1)
-			assert_int_equal(raw, nrec * 104);
+			assert_int_equal(raw, nrec * 112);
 		assert_int_equal(le32(p + off + 16), crc32(0, p + off + 20, clen));
 		buf = malloc(raw);
 		got = raw;
@@ -882,10 +990,10 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 			continue;
 		}
 		for (i = 0; i < nrec; i++) {
-			uint8_t want[104];
+			uint8_t want[112];
 
-			file_rec(want, &recs[done + i], 104, 16);
-			for (k = 0; k < 104; k++)
+			file_rec_port(want, &recs[done + i], 112, 16, PORT_OFF);
+			for (k = 0; k < 112; k++)
 				assert_int_equal(buf[k * nrec + i], want[k]);
 		}
 		done += nrec;
@@ -1237,8 +1345,10 @@ static void test_unknown_tags_skipped(void **state)
 	FILE *f;
 
 	rng_state = 99;
-	for (i = 0; i < 300; i++)
+	for (i = 0; i < 300; i++) {
 		rec_random(&recs[i], i);
+		recs[i].port = 0;	/* 104-byte records: none */
+	}
 	bb_header(&b, 1, 104, 16, true);
 	bb_chunk(&b, recs, 100, 104, 16);
 	bb_chunk(&b, recs + 100, 200, 104, 16);
@@ -1264,8 +1374,12 @@ static void test_unknown_tags_skipped(void **state)
 	fclose(f);
 }
 
-/* Records of another layout: common prefix, our slots, rest zero. */
-static void check_layout_v(uint16_t version, uint32_t rec_size, uint32_t nev)
+/*
+ * Records of another layout: common prefix, our slots, rest zero.  port:
+ * version 1, where the field list (list) puts it, if there is room after
+ * ev[]; version 2, the first column after the ev[] ones, if any.
+ */
+static void check_layout_vp(uint16_t version, uint32_t rec_size, uint32_t nev, bool list)
 {
 	static struct bb b;
 	struct ntbpf_rec recs[50], want, r;
@@ -1273,19 +1387,25 @@ static void check_layout_v(uint16_t version, uint32_t rec_size, uint32_t nev)
 	struct nt_reader *rd;
 	struct nt_header h;
 	uint32_t keep = nev < NTBPF_MAX_EV ? nev : NTBPF_MAX_EV, k;
+	uint32_t port_off = list && rec_size >= 40 + 4 * nev + 2 ? 40 + 4 * nev : 0;
+	uint32_t extra = (rec_size - 40 - 4 * nev) / 8;
+	bool has_port = version == 1 ? port_off != 0 : extra != 0;
 	char err[256];
 	size_t i, n = 0;
 	FILE *f;
 
 	rng_state = rec_size * 1000 + nev;
-	for (i = 0; i < 50; i++)
+	for (i = 0; i < 50; i++) {
 		rec_random(&recs[i], i);
-	bb_header(&b, version, rec_size, nev, false);
+		if (i % 3)	/* a few ports, and some new ones */
+			recs[i].port = 4420 + i % 4;
+	}
+	bb_header_port(&b, version, rec_size, nev, false, port_off);
 	if (version == 1) {
-		bb_chunk(&b, recs, 50, rec_size, nev);
+		bb_chunk_port(&b, recs, 50, rec_size, nev, port_off);
 	} else {	/* fields after ev[]: one extra column per 8 bytes */
-		bb_chunk_v2(&b, recs, 20, nev, (rec_size - 40 - 4 * nev) / 8);
-		bb_chunk_v2(&b, recs + 20, 30, nev, (rec_size - 40 - 4 * nev) / 8);
+		bb_chunk_v2(&b, recs, 20, nev, extra);
+		bb_chunk_v2(&b, recs + 20, 30, nev, extra);
 	}
 	bb_trailer(&b, 50, ST_NR);
 	f = rd_stream(b.b, b.len);
@@ -1299,6 +1419,8 @@ static void check_layout_v(uint16_t version, uint32_t rec_size, uint32_t nev)
 			want.ev[k] = 0;
 		if (nev != NTBPF_MAX_EV)	/* bits of slots we lack */
 			want.ev_mask &= (1u << keep) - 1;
+		if (!has_port)
+			want.port = 0;
 		assert_rec_equal(&r, &want);
 	}
 	st = nt_reader_status(rd, err, sizeof(err));
@@ -1307,6 +1429,12 @@ static void check_layout_v(uint16_t version, uint32_t rec_size, uint32_t nev)
 	nt_reader_close(rd);
 	nt_header_free(&h);
 	fclose(f);
+}
+
+static void check_layout_v(uint16_t version, uint32_t rec_size, uint32_t nev)
+{
+	check_layout_vp(version, rec_size, nev, false);
+	check_layout_vp(version, rec_size, nev, true);
 }
 
 static void check_layout(uint32_t rec_size, uint32_t nev)
@@ -1319,6 +1447,9 @@ static void test_other_layouts(void **state)
 {
 	check_layout(40, 0);		/* no event slots at all */
 	check_layout(80, 10);		/* older, smaller */
+	check_layout(104, 16);		/* before port */
+	check_layout(106, 16);		/* port, nothing else after ev[] */
+	check_layout(112, 16);		/* ours: port, reserved */
 	check_layout(104 + 24, 16);	/* newer: fields appended after ev[] */
 	check_layout(40 + 4 * 20 + 8, 20);	/* newer: more event slots */
 	check_layout(104, 8);		/* 8 slots, 32 bytes of other fields */
@@ -1328,7 +1459,7 @@ static void test_other_layouts(void **state)
 /* Our own layout through the spec's simple encoder: another writer's choices. */
 static void test_v2_other_writer(void **state)
 {
-	check_layout_v(2, 104, 16);
+	check_layout_v(2, 112, 16);
 }
 
 static void test_bad_layouts(void **state)
@@ -1426,6 +1557,8 @@ static size_t recs_extreme(struct ntbpf_rec *recs, size_t max)
 		r->bytes = 4096;
 		r->dev = 259u << 20;
 		r->qid = 1 + i % 4;
+		/* a port per queue; queue 1 reconnects (new port) half-way */
+		r->port = r->qid == 1 && i >= 2500 ? 61000 : 40000 + r->qid;
 		r->cid = (uint16_t)(i * 0x1001);
 		r->op = NTBPF_OP_READ;
 		r->opcode = i % 100 ? 2 : 0xff;
@@ -1439,6 +1572,8 @@ static size_t recs_extreme(struct ntbpf_rec *recs, size_t max)
 		if (i % 301 == 0)
 			r->ev[12] = 77;		/* a value outside ev_mask */
 	}
+	for (i = 0; i < n; i++)		/* always written and read as 0 */
+		memset(recs[i].reserved, 0, sizeof(recs[i].reserved));
 	return n;
 }
 
@@ -1494,6 +1629,176 @@ static void test_v1_writer(void **state)
 	nt_header_free(&h);
 	free(wr.m.buf);
 	free(recs);
+}
+
+/* Write n records with version v, check the bytes and read back; file size. */
+static size_t port_file(const struct ntbpf_rec *recs, size_t n, uint16_t v)
+{
+	enum nt_read_status st;
+	struct nt_header h;
+	struct written wr;
+	char err[256];
+	size_t len;
+	FILE *f;
+
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	h.version = v;
+	write_file(&wr, &h, recs, n, NULL, NULL);
+	index_chunks(&wr);
+	check_bytes(&wr, recs, n, v);
+	f = rd_stream(wr.m.buf, wr.m.len);
+	assert_int_equal(read_all(f, recs, n, &st, err, sizeof(err)), n);
+	assert_int_equal(st, NT_READ_OK);
+	fclose(f);
+	nt_header_free(&h);
+	len = wr.m.len;
+	free(wr.m.buf);
+	return len;
+}
+
+/*
+ * port round-trips in both versions, whatever the ports; in version 2 a
+ * port per queue costs about log2(queues + 1) bits per record, however far
+ * apart the ports are, and no port (0) nothing.
+ */
+static void test_port(void **state)
+{
+	static const uint16_t spread[8] = { 1, 65535, 33001, 58113, 4420, 40000, 40002, 12345 };
+	size_t n = 3 * NT_CHUNK_RECS, i, none, with;
+	struct ntbpf_rec *recs = malloc(n * sizeof(*recs));
+	uint64_t t = 1000000000ull;
+	unsigned int c;
+	uint16_t v;
+
+	for (v = 1; v <= NT_FILE_VERSION; v++) {
+		for (c = 0; c < 6; c++) {
+			rng_state = 31 + c;
+			for (i = 0; i < n; i++) {
+				rec_realistic(&recs[i], &t, 100, 100000);
+				switch (c) {
+				case 0:
+					recs[i].port = 0;	/* not known */
+					break;
+				case 1:
+					recs[i].port = 40000 + recs[i].qid % 4;
+					break;
+				case 2:
+					recs[i].port = spread[recs[i].qid % 8];
+					break;
+				case 3:
+					recs[i].port = rnd();	/* many new ports */
+					break;
+				case 4:
+					recs[i].port = i;	/* every port new: x up to 4095 + 65535 */
+					break;
+				case 5:
+					recs[i].port = 65535;	/* one port */
+					break;
+				}
+			}
+			port_file(recs, n, v);
+		}
+	}
+	/* the cost in version 2, against the same records without ports */
+	for (c = 0; c < 2; c++) {
+		rng_state = 5;
+		for (i = 0; i < n; i++) {
+			rec_realistic(&recs[i], &t, 100, 100000);
+			recs[i].port = 0;
+		}
+		none = port_file(recs, n, 2);
+		for (i = 0; i < n; i++)
+			recs[i].port = c ? spread[recs[i].qid - 1] : 40000 + recs[i].qid;
+		with = port_file(recs, n, 2);
+		/* 8 queues: 4 bits, and 8 new ports (a varint each) per chunk */
+		assert_true(with > none);
+		assert_true(with - none <= n * 4 / 8 + 3 * 8 * 4 + 3 * 16);
+		printf("  8 ports per chunk (%s): %.3f bytes per record\n",
+		       c ? "spread over 1..65535" : "40001..40008", (double)(with - none) / n);
+	}
+	free(recs);
+}
+
+/* reserved is written as 0 and reads as 0, whatever the caller left in it. */
+static void test_reserved_zero(void **state)
+{
+	struct ntbpf_rec recs[100], want[100], r;
+	struct nt_header h;
+	struct written wr;
+	struct nt_reader *rd;
+	char err[256];
+	uint16_t v;
+	size_t i, n;
+	FILE *f;
+
+	rng_state = 3;
+	for (i = 0; i < 100; i++) {
+		rec_random(&recs[i], i);
+		want[i] = recs[i];
+		recs[i].reserved[0] = rnd();
+		recs[i].reserved[1] = 0xffff;
+		recs[i].reserved[2] = i;
+	}
+	for (v = 1; v <= NT_FILE_VERSION; v++) {
+		nt_header_init(&h, NTBPF_ROLE_TARGET);
+		h.version = v;
+		write_file(&wr, &h, recs, 100, NULL, NULL);
+		nt_header_free(&h);
+		f = rd_stream(wr.m.buf, wr.m.len);
+		rd = nt_reader_open(f, &h, err, sizeof(err));
+		assert_non_null(rd);
+		for (n = 0; nt_reader_next(rd, &r); n++)
+			assert_memory_equal(&r, &want[n], sizeof(r));
+		assert_int_equal(n, 100);
+		assert_int_equal(nt_reader_status(rd, err, sizeof(err)), NT_READ_OK);
+		nt_reader_close(rd);
+		nt_header_free(&h);
+		fclose(f);
+		free(wr.m.buf);
+	}
+}
+
+/*
+ * Files written by ntbpf before port (commit dfc308b, bench-gen 300: the
+ * synthetic I/O of bench/synth.h): a version-2 file without the port column
+ * and a version-1 file of 104-byte records.  They read as written, port 0.
+ */
+static void check_old_file(const char *name, uint16_t version, int role)
+{
+	struct ntbpf_rec r, want[2];
+	struct nt_reader *rd;
+	struct nt_header h;
+	struct synth sy;
+	char path[512], err[256];
+	uint64_t k;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/golden/%s",
+		 getenv("NTBPF_TESTDATA") ? getenv("NTBPF_TESTDATA") : "tests/unit", name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	rd = nt_reader_open(f, &h, err, sizeof(err));
+	assert_non_null(rd);
+	assert_int_equal(h.version, version);
+	assert_int_equal(h.rec_size, 104);
+	assert_int_equal(h.role, role);
+	synth_init(&sy);
+	for (k = 0; nt_reader_next(rd, &r); k++) {
+		synth_pair(&sy, k, &want[0], &want[1]);
+		want[0].port = want[1].port = 0;
+		assert_memory_equal(&r, &want[role == NTBPF_ROLE_TARGET], sizeof(r));
+	}
+	assert_int_equal(k, 300);
+	assert_int_equal(nt_reader_status(rd, err, sizeof(err)), NT_READ_OK);
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	fclose(f);
+}
+
+static void test_old_files(void **state)
+{
+	check_old_file("recfile-v2-noport-initiator.ntbpf", 2, NTBPF_ROLE_INITIATOR);
+	check_old_file("recfile-v1-noport-target.ntbpf", 1, NTBPF_ROLE_TARGET);
 }
 
 /*
@@ -1771,6 +2076,9 @@ int main(void)
 		cmocka_unit_test(test_chunk_stream_ends),
 		cmocka_unit_test(test_roundtrip_extremes),
 		cmocka_unit_test(test_v1_writer),
+		cmocka_unit_test(test_port),
+		cmocka_unit_test(test_reserved_zero),
+		cmocka_unit_test(test_old_files),
 		cmocka_unit_test(test_v2_decoder_fuzz),
 		cmocka_unit_test(test_v2_other_writer),
 		cmocka_unit_test(test_bench),
