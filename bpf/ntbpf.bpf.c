@@ -20,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include "ntbpf.h"
 #define NT_SPAN_FN __noinline
 /* the compiler must not fold the bound away: hide the value, then bound it */
@@ -72,6 +73,8 @@ struct qstate {
 	__u32 head;	/* next slot to write */
 	__u32 chunk_end;	/* initiator: end (stream seq) of what nvme_tcp_recv_skb is handling */
 	__u64 pickup;	/* target: last nvmet_tcp_try_recv_pdu */
+	void *sock;	/* the queue's struct socket when port was read (a reconnect makes a new one) */
+	__u16 port;	/* the initiator's TCP port of the queue's connection */
 };
 
 struct {
@@ -581,12 +584,21 @@ static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command 
 			*skip = key;
 		return 0;
 	}
-	ev_set(&r, EV_I_QUEUE_RQ, now);
-	track(key, &r);
 	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
 	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
-	if (q && q == (__u64)BPF_CORE_READ(rq, mq_hctx, driver_data))
-		qstate_get(q);
+	if (q && q == (__u64)BPF_CORE_READ(rq, mq_hctx, driver_data)) {
+		struct qstate *s = qstate_get(q);
+		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
+
+		if (s && sock != s->sock) {
+			s->sock = sock;
+			s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
+		}
+		if (s)
+			r.port = s->port;
+	}
+	ev_set(&r, EV_I_QUEUE_RQ, now);
+	track(key, &r);
 	return 0;
 }
 
@@ -848,6 +860,7 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q = tgt_queue_of_req(req), arr;
 	struct nvmet_sq *sq = BPF_CORE_READ(req, sq);
 	struct ntbpf_rec r = {};
+	struct socket *sock;
 	struct qstate *s;
 	__u16 qid = BPF_CORE_READ(sq, qid);
 
@@ -871,9 +884,18 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 		return 0;
 	}
 	s = bpf_map_lookup_elem(&queues, &q);
+	sock = q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
+	if (s && sock != s->sock) {
+		s->sock = sock;
+		s->port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
+	}
+	if (s)
+		r.port = s->port;
+	else if (sock)
+		r.port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
 	r.t0 = now;
 	/* recvmsg has just read the command header: copied_seq is right behind it */
-	arr = q ? queue_arrival(q, BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0) : 0;
+	arr = q ? queue_arrival(q, sock, 0) : 0;
 	if (arr && arr <= now) {
 		r.t0 = arr;
 		ev_set(&r, EV_T_CMD_ARRIVE, arr);

@@ -61,7 +61,19 @@ struct item {
 	const struct ntbpf_rec *r;
 	uint32_t idx;		/* into m->init or m->tgt; bit 31 on a target item: paired */
 	uint32_t kid;		/* dense key id, or NO_KEY: no target record has this key */
+	uint16_t port;		/* the queue connection's initiator port, 0 unknown */
 };
+
+/*
+ * The same queue connection, as far as the records tell: the initiator's TCP
+ * port tells apart controllers that share a cntlid (two subsystems of one
+ * target); records without it (older files, hooks that could not read it)
+ * fall back to cntlid, qid, cid and timing.
+ */
+static inline bool same_conn(uint16_t a, uint16_t b)
+{
+	return !a || !b || a == b;
+}
 
 #define NO_KEY UINT32_MAX
 #define PAIRED 0x80000000u
@@ -174,6 +186,24 @@ static int group_targets(struct item *tv, size_t nt, size_t nkeys, uint32_t **st
 		tmp[start[tv[i].kid + 1]++] = tv[i];
 	memcpy(tv, tmp, nt * sizeof(*tv));
 	free(tmp);
+	/*
+	 * File order is completion order.  Within one key that is also the
+	 * order of lo, except where two controllers share a cntlid and their
+	 * commands overlap: put those few in lo order (insertion sort, linear
+	 * on data this nearly sorted) so that lower_bound holds.
+	 */
+	for (size_t i = 1; i < nt; i++) {
+		struct item x = tv[i];
+		size_t j = i;
+
+		if (tv[i - 1].kid != x.kid || tv[i - 1].lo <= x.lo)
+			continue;
+		while (j > 0 && tv[j - 1].kid == x.kid && tv[j - 1].lo > x.lo) {
+			tv[j] = tv[j - 1];
+			j--;
+		}
+		tv[j] = x;
+	}
 	*startp = start;	/* start[g] is now the first of group g, start[nkeys] == nt */
 	return 0;
 }
@@ -311,7 +341,7 @@ static bool estimate_offset(const struct item *iv, size_t ni, const struct item 
 
 			if ((int64_t)tv[j].lo > (int64_t)iv[i].hi + prior + window)
 				break;
-			if (a > b)
+			if (a > b || !same_conn(iv[i].port, tv[j].port))
 				continue;
 			if (ne + 2 > cap) {
 				size_t ncap = cap ? cap * 2 : 1024;
@@ -364,9 +394,10 @@ static bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cn
 /*
  * Another controller of the same initiator with the same cntlid: cntlids are
  * unique only within a subsystem (each subsystem of a target numbers its
- * controllers from 1), and the target's records carry the cntlid alone.
- * Such I/Os are paired on (cntlid, qid, cid) and timing, which can pick the
- * other controller's command when both are busy: the report says how many.
+ * controllers from 1).  The queue's TCP port tells them apart; where a
+ * record lacks it, such I/Os are paired on (cntlid, qid, cid) and timing,
+ * which can pick the other controller's command when both are busy: the
+ * report says how many.
  */
 static bool cntlid_shared(const struct nt_header *h, uint16_t instance, uint16_t cntlid)
 {
@@ -404,6 +435,7 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 		if (tv[nt].kid == NO_KEY)
 			goto out;
 		nt_rec_window(r, &tv[nt].lo, &tv[nt].hi);
+		tv[nt].port = r->port;
 		tv[nt].r = r;
 		tv[nt++].idx = (uint32_t)k;
 	}
@@ -420,6 +452,7 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 		if (iv[ni].kid == NO_KEY)
 			continue;	/* no target record to pair with */
 		nt_rec_window(r, &iv[ni].lo, &iv[ni].hi);
+		iv[ni].port = r->port;
 		iv[ni].r = r;
 		iv[ni++].idx = (uint32_t)k;
 	}
@@ -457,7 +490,7 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 
 		cursor[iv[i].kid] = (uint32_t)j;
 
-		while (j < end && (tv[j].idx & PAIRED))
+		while (j < end && ((tv[j].idx & PAIRED) || !same_conn(iv[i].port, tv[j].port)))
 			j++;
 		if (j >= end)
 			continue;
@@ -465,6 +498,7 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 		    (int64_t)tv[j].hi > (int64_t)iv[i].hi + off + TOLERANCE_NS)
 			continue;
 		m->partner[iv[i].idx] = tv[j].r;
+		m->by_port += iv[i].port && tv[j].port;
 		m->tgt_matched[tv[j].idx] = true;
 		tv[j].idx |= PAIRED;	/* checked here, where the item is already in cache */
 		m->matched++;
@@ -548,8 +582,9 @@ int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins)
 			continue;
 		if (!cntlid_of(&ins[f].hdr, m->init[k]->ctrl, &c))
 			m->no_cntlid++;
-		else if (any_shared && cntlid_shared(&ins[f].hdr, m->init[k]->ctrl, c))
-			m->shared_cntlid++;
+		else if (any_shared && cntlid_shared(&ins[f].hdr, m->init[k]->ctrl, c) &&
+			 (!m->init[k]->port || (m->partner[k] && !m->partner[k]->port)))
+			m->shared_cntlid++;	/* no port on one side: paired without it */
 	}
 	return 0;
 }

@@ -29,12 +29,14 @@ struct nt_matching {
 	const struct ntbpf_rec **tgt;
 	bool *tgt_matched;
 	size_t matched;
+	size_t by_port;				/* ... of which both records had the queue's TCP port */
 	size_t admin;				/* admin-queue records, left out */
 	int64_t offset_ns;			/* target clock - initiator clock (last file pair) */
 	size_t offset_votes;			/* sample pairs that agreed on it */
 	bool have_offset;
 	size_t no_cntlid;			/* initiator I/Os whose controller the header does not map */
-	size_t shared_cntlid;			/* ... whose cntlid another controller of the host shares */
+	size_t shared_cntlid;			/* ... whose cntlid another controller of the host shares,
+						 * paired without a queue port on one side */
 };
 
 /* 0, or -1 on allocation failure */

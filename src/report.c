@@ -372,9 +372,13 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 	if (rep->m.no_cntlid)
 		fprintf(out, "# initiator I/Os whose controller the header does not name (cannot match): %zu\n",
 			rep->m.no_cntlid);
+	if (rep->matched > rep->m.by_port)
+		fprintf(out, "# paired without the queue's TCP port (a file from an older ntbpf): %" PRIu64 "\n",
+			rep->matched - (uint64_t)rep->m.by_port);
 	if (rep->m.shared_cntlid && rep->n_tgt)
-		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems): %zu;"
-			" paired by queue, command id and timing only\n", rep->m.shared_cntlid);
+		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems) and lack"
+			" the queue's TCP port: %zu; paired by queue, command id and timing only\n",
+			rep->m.shared_cntlid);
 	if (rep->neg_network)
 		fprintf(out, "# network_transmission left out where negative: %" PRIu64 " I/Os\n", rep->neg_network);
 	for (int i = 0; i < rep->nins; i++) {
@@ -575,8 +579,8 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	fprintf(out, " \"not_recorded\": {\"in_flight_at_start\": %" PRIu64 ", \"in_flight_at_stop\": %" PRIu64
 		", \"admin\": %" PRIu64 ", \"negative_network\": %" PRIu64 "},\n",
 		rep->no_start, rep->inflight_end, rep->admin, rep->neg_network);
-	fprintf(out, " \"pairing\": {\"no_cntlid\": %zu, \"shared_cntlid\": %zu},\n", rep->m.no_cntlid,
-		rep->m.shared_cntlid);
+	fprintf(out, " \"pairing\": {\"by_port\": %zu, \"no_cntlid\": %zu, \"shared_cntlid\": %zu},\n",
+		rep->m.by_port, rep->m.no_cntlid, rep->m.shared_cntlid);
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0);
 	fprintf(out, "]}\n");

@@ -8,7 +8,7 @@ Each check returns (ok, message); a check whose params carry "pending" is report
 """
 import json, os, sys
 
-DEV_PREFIX = "nvme0"   # nvme0n1, and the multipath path device nvme0c0n1
+DEV_PREFIX = "nvme"   # nvme0n1 (nvme1n1 with a second subsystem), and path devices nvme0c0n1
 
 
 def load(d, name):
@@ -333,7 +333,29 @@ def ping_ms_file(p):
     return rtts[len(rtts) // 2]
 
 
-CHECKS = {f.__name__: f for f in (fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
+def device_stage(d, device, stage, pct=50, low_us=None, high_us=None):
+    """one device's stage percentile (its groups, count-weighted) lies in [low_us, high_us]"""
+    gs = [g for g in load(d, "report.json").get("groups", [])
+          if g.get("device") == device and stage in g.get("stages", {})]
+    assert gs, f"no '{stage}' for device {device} in the report"
+    n = sum(g["count"] for g in gs)
+    v = sum(g["stages"][stage][f"p{pct}_us"] * g["count"] for g in gs) / max(n, 1)
+    assert (low_us is None or v >= low_us) and (high_us is None or v <= high_us), \
+        f"{device} {stage} p{pct} {v:.0f}us outside [{low_us}, {high_us}]"
+    return f"{device} {stage} p{pct} {v:.0f}us in [{low_us}, {high_us}] ({n} I/Os)"
+
+
+def paired_by_port(d):
+    """every matched I/O was paired with both records carrying its queue's TCP port (the BPF
+    programs read it on both hosts, and the two agree: pairing requires it)"""
+    rep = load(d, "report.json")
+    m, n = rep.get("matched", 0), rep.get("pairing", {}).get("by_port")
+    assert m > 0 and n == m, f"{n} of {m} matched I/Os paired by queue port"
+    ctrls = [l.split()[:2] for l in open(os.path.join(d, "cntlids.txt")) if l.strip()]
+    return f"{n}/{m} paired by queue port; controllers (name, cntlid): {ctrls}"
+
+
+CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,

@@ -18,6 +18,7 @@ BASIC = [
     ("target_records", {}),
     ("matched_fraction", {"min": 0.99}),
     ("stages_sum_to_end_to_end", {}),
+    ("paired_by_port", {}),
 ]
 
 # At QD1 the block-layer end_to_end of each I/O lies inside fio's lat of the same I/O
@@ -80,6 +81,17 @@ SCENARIOS = [
      "checks": BASIC + netem("two-6.12-write128k", 2, 50000)},
     {"name": "two-6.1-write128k",
      "args": ["--topology", "two", "--kernel", "6.1", "--fio", W128], "checks": BASIC},
+    # two subsystems of one target, the second one's namespace 5 ms slow, fio alternating
+    # between the two disks: each disk's I/Os get their own subsystem's time, and every pair is
+    # made on the queue's TCP port, read on both hosts.  (A Linux target numbers controllers
+    # across all its subsystems, so cntlids do not collide here; they do across two target
+    # hosts, or on targets that number per subsystem: tests/unit/test_match.c.)
+    {"name": "two-6.12-two-subsystems",
+     "args": ["--topology", "two", "--kernel", "6.12", "--subsys2-delay", "5ms", "--fio", QD1],
+     "checks": BASIC + [("device_stage", {"device": "nvme1n1", "stage": "target_subsystem", "pct": 50,
+                                          "low_us": 4500, "high_us": 6500}),
+                        ("device_stage", {"device": "nvme0n1", "stage": "target_subsystem", "pct": 90,
+                                          "high_us": 2500})]},
     # sampling: both hosts keep the same ~1/10 of the I/Os without talking
     {"name": "one-6.12-randread-sample10",
      "args": ["--topology", "one", "--kernel", "6.12", "--sample", "10", "--fio", QD1],

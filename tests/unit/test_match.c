@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "match.h"
@@ -223,6 +224,85 @@ static void test_shared_cntlid_is_counted(void **state)
 	drop(&p);
 }
 
+/*
+ * Two controllers with the same cntlid, busy at the same moments with the
+ * same cids; the target sees the second one's commands first.  Timing alone
+ * pairs them crosswise; the queue's TCP port pairs them right.
+ */
+static void build_twins(struct pair *p, bool ports)
+{
+	struct nt_ctrl_info *c;
+	const int n = 1000;
+	size_t ni = 0, nt = 0;
+
+	memset(p, 0, sizeof(*p));
+	nt_header_init(&p->in[0].hdr, NTBPF_ROLE_INITIATOR);
+	nt_header_init(&p->in[1].hdr, NTBPF_ROLE_TARGET);
+	snprintf(p->in[0].hdr.boot_id, sizeof(p->in[0].hdr.boot_id), "a");
+	snprintf(p->in[1].hdr.boot_id, sizeof(p->in[1].hdr.boot_id), "b");
+	p->in[0].hdr.mono_ns = p->in[1].hdr.mono_ns = 1000000000ull;
+	p->in[0].hdr.real_ns = p->in[1].hdr.real_ns = 5000000000000ull;
+	for (int k = 0; k < 2; k++) {
+		c = nt_header_add_ctrl(&p->in[0].hdr);
+		c->instance = k;
+		c->cntlid = 1;		/* two subsystems, each numbering from 1 */
+	}
+	p->in[0].recs = calloc(2 * n, sizeof(struct ntbpf_rec));
+	p->in[1].recs = calloc(2 * n, sizeof(struct ntbpf_rec));
+	for (int k = 0; k < n; k++)
+		for (int ctl = 0; ctl < 2; ctl++) {
+			uint64_t send = 1000000000ull + (uint64_t)k * 100000 + ctl * 5000;
+			/* records are written at completion: the target finishes the second one first */
+			struct ntbpf_rec *i = &p->in[0].recs[ni++], *t = &p->in[1].recs[2 * k + !ctl];
+
+			i->role = NTBPF_ROLE_INITIATOR;
+			i->flags = NTBPF_F_NVME;
+			i->ctrl = (uint16_t)ctl;
+			i->qid = 1;
+			i->cid = (uint16_t)(k % 4);
+			i->sector = 2 * k + ctl;
+			i->port = ports ? 40000 + ctl : 0;
+			i->t0 = send - 10000;
+			set_ev(i, EV_I_CMD_SENT, send);
+			set_ev(i, EV_I_RESP_ARRIVE, send + 80000);
+			*t = (struct ntbpf_rec){ .role = NTBPF_ROLE_TARGET, .flags = NTBPF_F_NVME, .ctrl = 1,
+						 .qid = 1, .cid = i->cid, .sector = i->sector, .port = i->port };
+			/* the second controller's command reaches the target 30 us before the first's */
+			t->t0 = send + (ctl ? 10000 : 40000 + 5000);
+			set_ev(t, EV_T_CMD_ARRIVE, t->t0);
+			set_ev(t, EV_T_RESP_SENT, t->t0 + 20000);
+			nt++;
+		}
+	p->in[0].n = ni;
+	p->in[1].n = nt;
+}
+
+static void test_port_tells_shared_cntlids_apart(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+	size_t wrong = 0;
+
+	build_twins(&p, true);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	assert_int_equal(check_pairs(&m), 2000);
+	assert_int_equal(m.by_port, 2000);
+	assert_int_equal(m.shared_cntlid, 0);
+	nt_match_free(&m);
+	drop(&p);
+
+	/* without ports: counted as ambiguous, and timing does get some wrong */
+	build_twins(&p, false);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	assert_int_equal(m.shared_cntlid, 2000);
+	assert_int_equal(m.by_port, 0);
+	for (size_t k = 0; k < m.n_init; k++)
+		wrong += m.partner[k] && m.partner[k]->sector != m.init[k]->sector;
+	assert_true(wrong > 0);
+	nt_match_free(&m);
+	drop(&p);
+}
+
 static void test_one_side_only(void **state)
 {
 	struct pair p;
@@ -250,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_same_host),
 		cmocka_unit_test(test_unknown_controller_never_matches),
 		cmocka_unit_test(test_shared_cntlid_is_counted),
+		cmocka_unit_test(test_port_tells_shared_cntlids_apart),
 		cmocka_unit_test(test_one_side_only),
 	};
 
