@@ -2,7 +2,10 @@
 /*
  * match - pair each initiator I/O with its target record.
  *
- * Identity: (cntlid, qid, cid).  The initiator's records carry the nvme
+ * Identity: (cntlid, qid, cid), and the queue's TCP connection: both hosts'
+ * records carry the initiator's port of it, which must agree where both have
+ * it (cntlids collide across target hosts, and on targets that number them
+ * per subsystem).  The initiator's records carry the nvme
  * controller instance; its file header maps instance -> cntlid (sysfs).  A
  * cid (generation bits + tag) comes back often, so order and timing decide:
  * the two hosts' clocks are related by an unknown offset, which is
