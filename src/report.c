@@ -233,6 +233,11 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 		const struct nt_input *in = &ins[i];
 
 		if (in->has_trailer) {
+			rep->lost_why[0] += in->trailer.stats[ST_LOST_RINGBUF];
+			rep->lost_why[1] += in->trailer.stats[ST_LOST_MAP_FULL];
+			rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
+			rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
+			rep->lost_why[4] += in->trailer.lost_user;
 			rep->lost += in->trailer.stats[ST_LOST_RINGBUF] + in->trailer.stats[ST_LOST_MAP_FULL] +
 				     in->trailer.stats[ST_PROG_MISSES] + in->trailer.stats[ST_NO_COMPLETE] +
 				     in->trailer.lost_user;
@@ -358,7 +363,25 @@ static int hooks_missing(const struct nt_report *rep)
 
 static void print_notes_text(FILE *out, const struct nt_report *rep)
 {
-	fprintf(out, "# lost records: %" PRIu64 "\n", rep->lost);
+	fprintf(out, "# lost records: %" PRIu64, rep->lost);
+	if (rep->lost) {
+		/* what each count means for the report: a skipped run loses events, not the record */
+		static const char *const why[5] = {
+			"ring buffer full", "in-flight map full",
+			"program runs the kernel skipped (their I/Os miss the events those runs would have taken)",
+			"completions never seen", "not written by user space",
+		};
+		const char *sep = " (";
+
+		for (int k = 0; k < 5; k++)
+			if (rep->lost_why[k]) {
+				fprintf(out, "%s%s: %" PRIu64, sep, why[k], rep->lost_why[k]);
+				sep = "; ";
+			}
+		if (strcmp(sep, " ("))
+			fputc(')', out);
+	}
+	fputc('\n', out);
 	fprintf(out, "# matched: %" PRIu64 "; unmatched: initiator %" PRIu64 ", target %" PRIu64 "\n",
 		rep->matched, rep->unmatched_init, rep->unmatched_tgt);
 	if (rep->no_start || rep->inflight_end)
@@ -576,6 +599,9 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	fprintf(out, "],\n \"lost_records\": %" PRIu64 ", \"matched\": %" PRIu64
 		", \"unmatched\": {\"initiator\": %" PRIu64 ", \"target\": %" PRIu64 "},\n",
 		rep->lost, rep->matched, rep->unmatched_init, rep->unmatched_tgt);
+	fprintf(out, " \"lost_detail\": {\"ring_buffer_full\": %" PRIu64 ", \"map_full\": %" PRIu64
+		", \"skipped_runs\": %" PRIu64 ", \"no_completion\": %" PRIu64 ", \"user_space\": %" PRIu64 "},\n",
+		rep->lost_why[0], rep->lost_why[1], rep->lost_why[2], rep->lost_why[3], rep->lost_why[4]);
 	fprintf(out, " \"not_recorded\": {\"in_flight_at_start\": %" PRIu64 ", \"in_flight_at_stop\": %" PRIu64
 		", \"admin\": %" PRIu64 ", \"negative_network\": %" PRIu64 "},\n",
 		rep->no_start, rep->inflight_end, rep->admin, rep->neg_network);

@@ -65,7 +65,8 @@ struct nt_report {
 	uint64_t unmatched_init, unmatched_tgt;
 	uint64_t admin;			/* admin-queue records left out */
 	uint64_t neg_network;		/* matched I/Os whose network term came out negative */
-	uint64_t lost;			/* ring buffer + map full + user space */
+	uint64_t lost;			/* ring buffer + map full + user space + skipped runs + no completion */
+	uint64_t lost_why[5];		/* ring buffer, map full, program runs skipped, no completion, user space */
 	uint64_t no_start, inflight_end;
 	uint32_t stages_seen;		/* mask of stages with any value */
 	int ngroups;
