@@ -90,6 +90,9 @@ void nt_input_free(struct nt_input *in)
 
 /* ---- grouping ---- */
 
+/* the ten stages of the breakdown, blk_submission .. blk_completion */
+#define NT_TEN_MASK ((1u << (NT_ST_BLK_COMP + 1)) - 1)
+
 /* what a group is keyed on (struct nt_group is large: never build one per record) */
 struct gkey {
 	uint32_t size, dev;
@@ -194,6 +197,17 @@ int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const str
 	if (neg)
 		rep->neg_network++;
 	g->count++;
+	if ((mask & NT_TEN_MASK) == NT_TEN_MASK && (mask & (1u << NT_ST_E2E))) {
+		/* the ten tile end_to_end: a self-check the report carries (lab-tested to be 0) */
+		uint64_t sum = 0, d;
+
+		for (int s = 0; s <= NT_ST_BLK_COMP; s++)
+			sum += vals[s];
+		d = sum > vals[NT_ST_E2E] ? sum - vals[NT_ST_E2E] : vals[NT_ST_E2E] - sum;
+		g->full++;
+		if (d > g->full_resid)
+			g->full_resid = d;
+	}
 	rep->stages_seen |= mask;
 	for (uint32_t left = mask; left; left &= left - 1) {
 		int s = __builtin_ctz(left);
@@ -533,6 +547,8 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 			json_str(out, q);
 		}
 		fprintf(out, ", \"count\": %" PRIu64, g->count);
+		fprintf(out, ", \"full_breakdown\": {\"ios\": %" PRIu64 ", \"max_residual_ns\": %" PRIu64 "}",
+			g->full, g->full_resid);
 		if (secs > 0)
 			fprintf(out, ", \"iops\": %.1f", g->count / secs);
 		fprintf(out, ",\n   \"stages\": {");

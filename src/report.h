@@ -43,6 +43,8 @@ struct nt_group {
 	uint16_t ctrl, qid;
 	bool has_queue;
 	uint64_t count;
+	uint64_t full;			/* matched I/Os with all ten stages of the breakdown */
+	uint64_t full_resid;		/* ... the largest |sum of the ten - end_to_end| among them, ns */
 	uint64_t stand_in[NT_ST_NR];	/* I/Os whose stage used a stand-in boundary */
 	struct nt_hist h[NT_ST_NR];
 };

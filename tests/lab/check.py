@@ -102,11 +102,24 @@ def end_to_end_within_fio_lat(d, stat="avg", low=0.3, high=1.0, slack_us=0):
     return f"{stat} {e2e:.0f}us vs fio lat {ref:.0f}us (ratio {r:.2f})"
 
 
-def no_lost_records(d):
+def _skipped(rep):
+    """records the kernel kept ntbpf from completing: program runs it skipped (a program
+    re-entered on one CPU, e.g. from an interrupt) and completions it never delivered"""
+    ld = rep.get("lost_detail", {})
+    return ld.get("skipped_runs", 0) + ld.get("no_completion", 0)
+
+
+def no_lost_records(d, max_frac=0.005):
+    """nothing lost to ntbpf's own limits (ring buffer, maps, writing); what the kernel skipped
+    is counted, and rare (under TCG, with I/Os in flight on several CPUs, a run in a thousand)"""
     rep = load(d, "report.json")
-    lost = rep.get("lost_records", 0)
-    assert lost == 0, f"lost_records {lost}"
-    return "0 lost"
+    lost, ld = rep.get("lost_records", 0), rep.get("lost_detail", {})
+    own = {k: ld.get(k, 0) for k in ("ring_buffer_full", "map_full", "user_space")}
+    assert not any(own.values()), f"lost_records {lost}: {own}"
+    n = fio_total_ios(load(d, "fio.json"))
+    assert lost == _skipped(rep) and lost <= max(1, max_frac * n), \
+        f"lost_records {lost} ({ld}) for {n} I/Os"
+    return f"{lost} lost" + (f" (skipped by the kernel: {ld})" if lost else "")
 
 
 def nothing_in_flight_at_start(d, max=2):
@@ -152,19 +165,29 @@ TEN = ["blk_submission", "nvme_tcp_submission", "nstack_submission", "nvmet_tcp_
 
 
 def stages_sum_to_end_to_end(d, stages=None):
-    """Every matched I/O's ten stages sum to its end_to_end to the ns.  The report's averages
-    are over the same I/Os when every stage counts every I/O, so the sum of the averages must
-    equal end_to_end's average (to the JSON's 0.001 us rounding per term)."""
+    """Every matched I/O's ten stages sum to its end_to_end to the ns: the report's own per-I/O
+    check (full_breakdown.max_residual_ns) is 0, and every I/O has all ten but those the report
+    counts as unmatched or hit by a program run the kernel skipped.  Where every stage counts
+    every I/O, also the other way: the averages are over the same I/Os, so the sum of the
+    averages equals end_to_end's average (to the JSON's 0.001 us rounding per term)."""
     stages = stages or TEN
-    for g in dev_groups(load(d, "report.json")):
-        st = g["stages"]
+    rep = load(d, "report.json")
+    excused = _skipped(rep) + rep.get("unmatched", {}).get("initiator", 0)
+    short = 0
+    for g in dev_groups(rep):
+        st, fb = g["stages"], g["full_breakdown"]
         e2e = st["end_to_end"]
+        assert fb["max_residual_ns"] == 0, \
+            f"group {g['op']}/{g['size']}: an I/O's ten stages miss end_to_end by {fb['max_residual_ns']} ns"
+        short += e2e["count"] - fb["ios"]
         missing = [x for x in stages if x not in st or st[x]["count"] != e2e["count"]]
-        assert not missing, f"group {g['op']}/{g['size']}: stages not on every I/O: {missing}"
+        if missing:
+            continue
         total = sum(st[x]["avg_us"] for x in stages)
         assert abs(total - e2e["avg_us"]) <= 0.001 * (len(stages) + 1), \
             f"group {g['op']}/{g['size']}: stages sum to {total:.3f}us, end_to_end {e2e['avg_us']:.3f}us"
-    return f"{len(stages)} stages sum to end_to_end"
+    assert short <= excused, f"{short} I/Os without all ten stages; unmatched + skipped by the kernel: {excused}"
+    return f"{len(stages)} stages sum to end_to_end" + (f" ({short} I/Os short: skipped by the kernel)" if short else "")
 
 
 def _baseline(d, baseline):

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "report.h"
 #include "stages.h"
 
 static struct ntbpf_rec init_rec(const uint32_t *ev, int n)
@@ -91,6 +92,24 @@ static void test_matched_ten_stages_sum(void **state)
 	assert_int_equal(v[NT_ST_NETWORK], 100000 - 60000);
 	assert_int_equal(v[NT_ST_TARGET_SUBSYS], 50000);
 	assert_int_equal(sum, v[NT_ST_E2E]);
+}
+
+/* the report's per-group self-check: matched I/Os with all ten stages, and how far their sum is off */
+static void test_report_full_breakdown(void **state)
+{
+	struct ntbpf_rec i = init_rec(full_init, EV_I_NR), t = tgt_rec(), half = init_rec(full_init, EV_I_NR);
+	struct nt_report_opts o = { .group_by = NT_GB_OP };
+	struct nt_report rep;
+
+	nt_report_begin(&rep, NULL, 0, &o);
+	assert_int_equal(nt_report_add(&rep, &i, &t), 0);
+	assert_int_equal(nt_report_add(&rep, &i, &t), 0);
+	assert_int_equal(nt_report_add(&rep, &half, NULL), 0);	/* unmatched: no network, not full */
+	assert_int_equal(rep.ngroups, 1);
+	assert_int_equal(rep.groups[0].count, 3);
+	assert_int_equal(rep.groups[0].full, 2);
+	assert_int_equal(rep.groups[0].full_resid, 0);
+	nt_report_free(&rep);
 }
 
 /* a 128k write through R2T: host R2T handling is nvme_tcp work, the target's wait is network */
@@ -341,6 +360,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_init_only_stages),
 		cmocka_unit_test(test_matched_ten_stages_sum),
+		cmocka_unit_test(test_report_full_breakdown),
 		cmocka_unit_test(test_r2t_write_sums),
 		cmocka_unit_test(test_negative_network_left_out),
 		cmocka_unit_test(test_block_only),
