@@ -64,14 +64,17 @@ SCENARIOS = [
      "args": ["--topology", "two", "--kernel", "6.1", "--netem-delay", "50ms", "--fio", QD1],
      "checks": BASIC + netem("two-6.1-randread-qd1", 1, 50000)},
     # injected ground truth, a slow namespace (null_blk completion_nsec, irqmode=2): only
-    # target_subsystem moves
-    {"name": "one-6.12-randread-device-5ms",
-     "args": ["--topology", "one", "--kernel", "6.12", "--device-delay", "5ms", "--fio", QD1],
+    # target_subsystem moves.  As with netem, D is large for the band (10 % of D) to test ntbpf
+    # rather than the emulator: a TCG guest that sat idle for the delay takes ~0.5 ms longer to
+    # wake and send (measured at 5 ms: network_transmission +450..600 us and
+    # nvmet_tcp_completion +380..500 us over four CI runs)
+    {"name": "one-6.12-randread-device-20ms",
+     "args": ["--topology", "one", "--kernel", "6.12", "--device-delay", "20ms", "--fio", QD1],
      "checks": BASIC + [
          ("stage_delta", {"baseline": "one-6.12-randread-qd1", "stage": "target_subsystem",
-                          "expect_us": 5000, "tol": 0.10}),
+                          "expect_us": 20000, "tol": 0.10}),
          ("others_still", {"baseline": "one-6.12-randread-qd1", "moved": ["target_subsystem"],
-                           "max_us": 500})]},
+                           "max_us": 2000})]},
     # large writes go through R2T: the network term counts the R2T and the data crossings
     # (two from the initiator's side: the command and the data)
     {"name": "two-6.12-write128k",
