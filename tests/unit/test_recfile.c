@@ -1577,62 +1577,13 @@ static size_t recs_extreme(struct ntbpf_rec *recs, size_t max)
 	return n;
 }
 
-static void test_roundtrip_extremes(void **state)
-{
-	static const size_t splits[] = { 1, 1, 40, 0 };
-	size_t max = 6000, n;
-	struct ntbpf_rec *recs = malloc(max * sizeof(*recs));
-	enum nt_read_status st;
-	struct nt_header h;
-	struct written wr;
-	char err[256];
-	FILE *f;
-
-	n = recs_extreme(recs, max);
-	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
-	write_file(&wr, &h, recs, n, splits, NULL);
-	index_chunks(&wr);
-	check_bytes(&wr, recs, n, NT_FILE_VERSION);
-	f = rd_stream(wr.m.buf, wr.m.len);
-	assert_int_equal(read_all(f, recs, n, &st, err, sizeof(err)), n);
-	assert_int_equal(st, NT_READ_OK);
-	fclose(f);
-	nt_header_free(&h);
-	free(wr.m.buf);
-	free(recs);
-}
-
-/* Given version 1, the writer writes a version-1 file; it reads back. */
-static void test_v1_writer(void **state)
-{
-	static const size_t splits[] = { 1, 4096, 0 };
-	size_t n = 5000, i;
-	struct ntbpf_rec *recs = malloc(n * sizeof(*recs));
-	enum nt_read_status st;
-	struct nt_header h;
-	struct written wr;
-	char err[256];
-	FILE *f;
-
-	rng_state = 4242;
-	for (i = 0; i < n; i++)
-		rec_random(&recs[i], i);
-	nt_header_init(&h, NTBPF_ROLE_TARGET);
-	h.version = 1;
-	write_file(&wr, &h, recs, n, splits, NULL);
-	index_chunks(&wr);
-	check_bytes(&wr, recs, n, 1);
-	f = rd_stream(wr.m.buf, wr.m.len);
-	assert_int_equal(read_all(f, recs, n, &st, err, sizeof(err)), n);
-	assert_int_equal(st, NT_READ_OK);
-	fclose(f);
-	nt_header_free(&h);
-	free(wr.m.buf);
-	free(recs);
-}
-
-/* Write n records with version v, check the bytes and read back; file size. */
-static size_t port_file(const struct ntbpf_rec *recs, size_t n, uint16_t v)
+/*
+ * Write n records (header of role, file version v, chunks cut at splits),
+ * check the bytes against the spec decoder and read them back exactly;
+ * returns the file's size.
+ */
+static size_t roundtrip(const struct ntbpf_rec *recs, size_t n, uint8_t role, uint16_t v,
+			const size_t *splits)
 {
 	enum nt_read_status st;
 	struct nt_header h;
@@ -1641,9 +1592,9 @@ static size_t port_file(const struct ntbpf_rec *recs, size_t n, uint16_t v)
 	size_t len;
 	FILE *f;
 
-	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	nt_header_init(&h, role);
 	h.version = v;
-	write_file(&wr, &h, recs, n, NULL, NULL);
+	write_file(&wr, &h, recs, n, splits, NULL);
 	index_chunks(&wr);
 	check_bytes(&wr, recs, n, v);
 	f = rd_stream(wr.m.buf, wr.m.len);
@@ -1654,6 +1605,37 @@ static size_t port_file(const struct ntbpf_rec *recs, size_t n, uint16_t v)
 	len = wr.m.len;
 	free(wr.m.buf);
 	return len;
+}
+
+static void test_roundtrip_extremes(void **state)
+{
+	static const size_t splits[] = { 1, 1, 40, 0 };
+	size_t max = 6000, n;
+	struct ntbpf_rec *recs = malloc(max * sizeof(*recs));
+
+	n = recs_extreme(recs, max);
+	roundtrip(recs, n, NTBPF_ROLE_INITIATOR, NT_FILE_VERSION, splits);
+	free(recs);
+}
+
+/* Given version 1, the writer writes a version-1 file; it reads back. */
+static void test_v1_writer(void **state)
+{
+	static const size_t splits[] = { 1, 4096, 0 };
+	size_t n = 5000, i;
+	struct ntbpf_rec *recs = malloc(n * sizeof(*recs));
+
+	rng_state = 4242;
+	for (i = 0; i < n; i++)
+		rec_random(&recs[i], i);
+	roundtrip(recs, n, NTBPF_ROLE_TARGET, 1, splits);
+	free(recs);
+}
+
+/* Write n records with version v, check the bytes and read back; file size. */
+static size_t port_file(const struct ntbpf_rec *recs, size_t n, uint16_t v)
+{
+	return roundtrip(recs, n, NTBPF_ROLE_INITIATOR, v, NULL);
 }
 
 /*
