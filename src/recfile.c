@@ -680,8 +680,48 @@ enum v2_col {
 #define V2_LIMIT_DIR	4096u
 #define V2_LIMIT_REC	1024u
 
-/* Value width in bits (values are taken mod 2^width); later columns: 64. */
-static unsigned int v2_width(unsigned int col)
+/*
+ * Version 3 (what we write) is version 2 with three changes: the column
+ * descriptor's first byte also holds a mode, which chooses another
+ * prediction for some columns (M_ALT below); cid is split into its low 12
+ * bits (column C_CID, the blk-mq tag) and its high 4 bits (a column after
+ * port, the generation counter Linux's nvme driver puts there), which can be
+ * predicted from the previous command of the same queue and tag.
+ *
+ *   C_SECTOR, M_ALT   the sector itself (random I/O: no better than the
+ *                     previous I/O's end, and that difference spans twice
+ *                     as much)
+ *   ev[k], M_ALT      (t0 + ev[k]) - (t0 + ev[k] of the previous record with
+ *                     slot k), mod 2^32: events that happen together for
+ *                     several I/Os (responses arriving in one skb) are
+ *                     close in absolute time, not to their own record's
+ *                     previous event
+ *   ev[k], M_T0       ev[k] itself (from t0): for an event that comes before
+ *                     the one in the slot below (the initiator's queue_rq
+ *                     and blk_issue), which gives a negative, wide delta
+ *   C_GEN, M_ALT      cid >> 12 minus the gen predicted for the record's
+ *                     (qid, tag): 1 + the previous one, mod 16
+ *
+ * The writer computes each column every way and keeps the fewest bits.
+ */
+#define C_GEN		(C_PORT + 1)	/* version 3: cid >> 12 */
+#define V3_NCOLS	(C_GEN + 1)
+#define M_ALT		1u		/* the column's other prediction */
+#define M_T0		2u		/* ev[] columns: the value itself */
+#define V3_MODE_SHIFT	6		/* descriptor byte: mode << 6 | b */
+#define V3_TAG_BITS	12
+#define V3_GEN_TBL	4096		/* (qid, tag) -> predicted gen */
+
+static inline unsigned int gen_slot(uint16_t qid, uint16_t tag)
+{
+	return (tag + ((unsigned int)qid << 7)) & (V3_GEN_TBL - 1);
+}
+
+/*
+ * Value width in bits (values are taken mod 2^width); later columns: 64.
+ * nk: the port column (C_EV0 + the file's nev); v3: a version-3 chunk.
+ */
+static unsigned int col_width(unsigned int col, unsigned int nk, bool v3)
 {
 	static const uint8_t w[C_EV0] = {
 		[C_T0] = 64, [C_DEV] = 32, [C_BYTES] = 32, [C_SECTOR] = 64,
@@ -690,7 +730,21 @@ static unsigned int v2_width(unsigned int col)
 		[C_STATUS] = 16, [C_XMASK] = 32,
 	};
 
-	return col < C_EV0 ? w[col] : 32;	/* ev[] slots and port */
+	if (col < C_EV0)
+		return v3 && col == C_CID ? V3_TAG_BITS : w[col];
+	if (col <= nk)
+		return 32;	/* ev[] slots and port */
+	return v3 && col == nk + 1 ? 16 - V3_TAG_BITS : 64;
+}
+
+/* Modes a column may have: version 3's M_ALT columns have two. */
+static unsigned int col_modes(unsigned int col, unsigned int nk, bool v3)
+{
+	if (!v3)
+		return 1;
+	if (col >= C_EV0 && col < nk)
+		return 3;
+	return col == C_SECTOR || col == nk + 1 ? 2 : 1;
 }
 
 static inline uint64_t width_mask(unsigned int w)
@@ -741,13 +795,15 @@ static inline uint32_t stored_slots(const struct ntbpf_rec *r, uint32_t *xmask)
 }
 
 /*
- * The values of column col for the n records into v[]; returns how many.
+ * The values of column col (of C_EV0 + nev ev[] columns, for the ev[] and
+ * fixed columns) in mode for the n records into v[]; returns how many.
  * slots[] and xmask[]: each record's stored slots and extra-slot mask.
  */
 static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int col,
-			  const uint32_t *slots, const uint32_t *xmask, uint64_t *v)
+			  unsigned int mode, bool v3, const uint32_t *slots,
+			  const uint32_t *xmask, uint64_t *v)
 {
-	uint32_t i, cnt = 0;
+	uint32_t i, cnt = 0, prev = 0;
 
 #define EACH(expr)	do {			\
 		for (i = 0; i < n; i++)		\
@@ -763,6 +819,8 @@ static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int co
 	case C_BYTES:
 		EACH(r[i].bytes);
 	case C_SECTOR:
+		if (mode == M_ALT)
+			EACH(r[i].sector);
 		EACH(r[i].sector - (i ? r[i - 1].sector + (r[i - 1].bytes >> 9) : 0));
 	case C_MASK:
 		EACH(r[i].ev_mask);
@@ -771,6 +829,8 @@ static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int co
 	case C_QID:
 		EACH(r[i].qid);
 	case C_CID:
+		if (v3)
+			EACH(r[i].cid & ((1u << V3_TAG_BITS) - 1));
 		EACH(r[i].cid);
 	case C_OP:
 		EACH(r[i].op);
@@ -787,6 +847,23 @@ static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int co
 	}
 #undef EACH
 	col -= C_EV0;
+	if (mode == M_T0) {
+		for (i = 0; i < n; i++)
+			if (slots[i] >> col & 1)
+				v[cnt++] = r[i].ev[col];
+		return cnt;
+	}
+	if (mode == M_ALT) {	/* from the previous record's, in absolute time */
+		for (i = 0; i < n; i++) {
+			uint32_t at = (uint32_t)r[i].t0 + r[i].ev[col];
+
+			if (slots[i] >> col & 1) {
+				v[cnt++] = (uint32_t)(at - prev);
+				prev = at;
+			}
+		}
+		return cnt;
+	}
 	for (i = 0; i < n; i++) {
 		uint32_t below = slots[i] & ((1u << col) - 1);
 
@@ -795,6 +872,28 @@ static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int co
 				   (below ? r[i].ev[31 - __builtin_clz(below)] : 0));
 	}
 	return cnt;
+}
+
+/* Version 3, the gen column (cid >> 12), as is or from its prediction. */
+static uint32_t v3_gen_values(const struct ntbpf_rec *r, uint32_t n, unsigned int mode,
+			      uint8_t *tbl, uint64_t *v)
+{
+	uint32_t i;
+
+	if (mode != M_ALT) {
+		for (i = 0; i < n; i++)
+			v[i] = r[i].cid >> V3_TAG_BITS;
+		return n;
+	}
+	memset(tbl, 0, V3_GEN_TBL);
+	for (i = 0; i < n; i++) {
+		unsigned int g = r[i].cid >> V3_TAG_BITS;
+		uint8_t *p = &tbl[gen_slot(r[i].qid, r[i].cid & ((1u << V3_TAG_BITS) - 1))];
+
+		v[i] = (g - *p) & 15;
+		*p = (g + 1) & 15;
+	}
+	return n;
 }
 
 /* Base: the smallest value, unsigned or signed, whichever spans less. */
@@ -827,7 +926,7 @@ static uint64_t v2_base(const uint64_t *v, uint32_t n, unsigned int w)
 #define V2_EXC_COST	8	/* bits */
 
 static unsigned int v2_pick_b(const uint32_t *hist, const uint32_t *ones, uint32_t n,
-			      unsigned int w)
+			      unsigned int w, uint64_t *costp)
 {
 	unsigned int b, l, best = 0, maxl = 0;
 	uint64_t cost, best_cost = ~0ull;
@@ -835,6 +934,7 @@ static unsigned int v2_pick_b(const uint32_t *hist, const uint32_t *ones, uint32
 	for (l = 0; l <= 64; l++)
 		if (hist[l])
 			maxl = l;
+	*costp = 0;
 	if (!maxl)
 		return 0;	/* all equal to base: no bits, no escape */
 	for (b = 1; b <= V2_MAX_B && b <= w; b++) {
@@ -848,6 +948,7 @@ static unsigned int v2_pick_b(const uint32_t *hist, const uint32_t *ones, uint32
 		if (b > maxl)	/* maxl + 1: no escape among the values */
 			break;
 	}
+	*costp = best_cost;
 	return best;
 }
 
@@ -879,7 +980,9 @@ static void bitw_end(struct bitw *bw)
 
 struct v2enc {
 	struct buf dir, exc, bits;	/* the three parts of the raw chunk */
-	uint64_t *v;			/* one column's values */
+	bool v3;			/* version 3 (else 2) */
+	uint64_t *v, *v2;		/* one column's values, in two modes */
+	uint8_t *gen_tbl;		/* version 3: V3_GEN_TBL predicted gens */
 	uint32_t *slots, *xmask;	/* per record: stored ev[] slots, extra ones */
 	uint16_t *port_idx;		/* port -> 1 + its dictionary index, 0: not seen */
 	uint16_t *ports;		/* the chunk's distinct ports, in order */
@@ -908,31 +1011,76 @@ static uint32_t v2_port_values(struct v2enc *e, const struct ntbpf_rec *r, uint3
 	return n;
 }
 
-/* Encode one column: descriptor into dir, exceptions, packed bits. */
-static void v2_column(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
-		      unsigned int col)
-{
-	unsigned int w = v2_width(col), b;
-	uint64_t mw = width_mask(w), base, esc;
-	uint32_t cnt = col == C_PORT ? v2_port_values(e, recs, n) :
-		       v2_values(recs, n, col, e->slots, e->xmask, e->v), i;
-	uint32_t hist[65] = { 0 }, ones[65] = { 0 };
-	size_t exc_at = e->exc.len;
-	struct bitw bw = { &e->bits, 0, 0 };
+/* A column's values in one mode: base, offsets, b and the cost in bits. */
+struct v2plan {
+	uint64_t *v;		/* values, then offsets from base */
+	uint32_t cnt;
+	uint64_t base, cost;
+	unsigned int b;
+};
 
-	base = v2_base(e->v, cnt, w);
-	for (i = 0; i < cnt; i++) {
-		uint64_t off = (e->v[i] - base) & mw;
+static void v2_plan(struct v2plan *p, unsigned int w)
+{
+	uint64_t mw = width_mask(w);
+	uint32_t hist[65] = { 0 }, ones[65] = { 0 }, i;
+
+	for (i = 0; i < p->cnt; i++)
+		p->v[i] &= mw;
+	p->base = v2_base(p->v, p->cnt, w);
+	for (i = 0; i < p->cnt; i++) {
+		uint64_t off = (p->v[i] - p->base) & mw;
 		unsigned int l = bitlen(off);
 
-		e->v[i] = off;
+		p->v[i] = off;
 		hist[l]++;
 		ones[l] += l && !(off & (off + 1));
 	}
-	b = v2_pick_b(hist, ones, cnt, w);
+	p->b = v2_pick_b(hist, ones, p->cnt, w, &p->cost);
+	p->cost += 8 * uv_len(bitlen(p->base));
+}
+
+static uint32_t v2_col_values(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
+			      unsigned int col, unsigned int mode, uint64_t *v)
+{
+	if (col == C_PORT)
+		return v2_port_values(e, recs, n);	/* into e->v */
+	if (col == C_GEN)
+		return v3_gen_values(recs, n, mode, e->gen_tbl, v);
+	return v2_values(recs, n, col, mode, e->v3, e->slots, e->xmask, v);
+}
+
+/*
+ * Encode one column: descriptor into dir, exceptions, packed bits.  In
+ * version 3, a column with two modes is computed both ways, and the mode
+ * with fewer bits is written (the first on a tie: it decodes faster).
+ */
+static void v2_column(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
+		      unsigned int col)
+{
+	unsigned int w = col_width(col, C_PORT, e->v3), mode = 0, m, b;
+	struct v2plan p = { e->v, 0, 0, 0, 0 }, q = { e->v2, 0, 0, 0, 0 };
+	size_t exc_at = e->exc.len;
+	struct bitw bw = { &e->bits, 0, 0 };
+	uint64_t esc;
+	uint32_t i;
+
+	p.cnt = v2_col_values(e, recs, n, col, 0, p.v);
+	v2_plan(&p, w);
+	for (m = 1; m < col_modes(col, C_PORT, e->v3); m++) {
+		q.cnt = v2_col_values(e, recs, n, col, m, q.v);
+		v2_plan(&q, w);
+		if (q.cost < p.cost) {	/* swap: the other buffer for the next mode */
+			uint64_t *v = p.v;
+
+			p = q;
+			q.v = v;
+			mode = m;
+		}
+	}
+	b = p.b;
 	esc = (1ull << b) - 1;
-	for (i = 0; b && i < cnt; i++) {
-		uint64_t off = e->v[i];
+	for (i = 0; b && i < p.cnt; i++) {
+		uint64_t off = p.v[i];
 
 		if (off >= esc) {
 			buf_uv(&e->exc, off - esc);
@@ -941,8 +1089,8 @@ static void v2_column(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
 		bitw_put(&bw, off, b);
 	}
 	bitw_end(&bw);
-	buf_u8(&e->dir, b);
-	buf_uv(&e->dir, base);
+	buf_u8(&e->dir, b | mode << V3_MODE_SHIFT);
+	buf_uv(&e->dir, p.base);
 	buf_uv(&e->dir, e->exc.len - exc_at);
 }
 
@@ -956,8 +1104,8 @@ static int v2_encode(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n)
 		e->slots[i] = stored_slots(&recs[i], &e->xmask[i]);
 	e->dir.len = e->exc.len = e->bits.len = 0;
 	buf_u32(&e->dir, n);	/* under the CRC: a column of b = 0 has no count */
-	buf_u32(&e->dir, V2_NCOLS);
-	for (col = 0; col < V2_NCOLS; col++)
+	buf_u32(&e->dir, e->v3 ? V3_NCOLS : V2_NCOLS);
+	for (col = 0; col < (e->v3 ? V3_NCOLS : V2_NCOLS); col++)
 		v2_column(e, recs, n, col);
 	return e->dir.oom || e->exc.oom || e->bits.oom ? -ENOMEM : 0;
 }
@@ -987,6 +1135,8 @@ static void writer_free(struct nt_writer *w)
 	free(w->enc.exc.p);
 	free(w->enc.bits.p);
 	free(w->enc.v);
+	free(w->enc.v2);
+	free(w->enc.gen_tbl);
 	free(w->enc.slots);
 	free(w->enc.xmask);
 	free(w->enc.port_idx);
@@ -1018,7 +1168,7 @@ struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h)
 	if (!w)
 		return NULL;
 	w->f = f;
-	w->version = h->version == 1 ? 1 : NT_FILE_VERSION;
+	w->version = h->version == 1 || h->version == 2 ? h->version : NT_FILE_VERSION;
 	if (deflateInit(&w->zs, w->version == 1 ? ZLEVEL_V1 : ZLEVEL) != Z_OK) {
 		free(w);
 		errno = ENOMEM;
@@ -1031,12 +1181,16 @@ struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h)
 		w->out = malloc(w->out_cap);
 		err = w->recs && w->raw && w->out ? 0 : -ENOMEM;
 	} else {
+		w->enc.v3 = w->version >= 3;
 		w->enc.v = malloc(NT_CHUNK_RECS * sizeof(*w->enc.v));
+		w->enc.v2 = malloc(NT_CHUNK_RECS * sizeof(*w->enc.v2));
+		w->enc.gen_tbl = malloc(V3_GEN_TBL);
 		w->enc.slots = malloc(NT_CHUNK_RECS * sizeof(*w->enc.slots));
 		w->enc.xmask = malloc(NT_CHUNK_RECS * sizeof(*w->enc.xmask));
 		w->enc.port_idx = calloc(65536, sizeof(*w->enc.port_idx));
 		w->enc.ports = malloc(NT_CHUNK_RECS * sizeof(*w->enc.ports));
-		err = w->recs && w->enc.v && w->enc.slots && w->enc.xmask &&
+		err = w->recs && w->enc.v && w->enc.v2 && w->enc.gen_tbl &&
+		      w->enc.slots && w->enc.xmask &&
 		      w->enc.port_idx && w->enc.ports ? 0 : -ENOMEM;
 		/* w->out: grown for each chunk */
 	}
@@ -1451,7 +1605,7 @@ static uint64_t cur_uv(struct cur *c)
 }
 
 struct v2col {
-	unsigned int b, w;
+	unsigned int b, w, mode;
 	uint64_t base;
 	const uint8_t *p;	/* packed bits */
 	uint32_t n, next;	/* values in the column, values unpacked */
@@ -1521,6 +1675,13 @@ static bool v2_exception(struct v2col *c, uint64_t *off)
 		if (n_ > c_->n - c_->next)					\
 			return "bad record encoding: column too short";	\
 		c_->next += n_;							\
+		if (!b_) {	/* every value is base: no bits to read */	\
+			for (i = 0; i < n_; i++) {				\
+				val = base_;					\
+				body;						\
+			}							\
+			break;							\
+		}								\
 		for (i = 0; i < n_; i++, at_ += b_) {				\
 			uint64_t off_ = ld64(p_ + (at_ >> 3)) >> (at_ & 7) & emask_;	\
 										\
@@ -1546,6 +1707,7 @@ struct v2scratch {
 	uint32_t *last, *slots, *mask;
 	uint16_t *ports;	/* the port dictionary */
 	size_t cap;
+	uint8_t gen[V3_GEN_TBL];	/* version 3: (qid, tag) -> predicted gen */
 };
 
 static int v2_scratch(struct v2scratch *s, uint32_t nrec)
@@ -1583,7 +1745,7 @@ static int v2_scratch(struct v2scratch *s, uint32_t nrec)
  * V2_BLOCK, column by column.
  */
 static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t len,
-			     uint32_t nrec, uint32_t file_nev, struct v2scratch *s)
+			     uint32_t nrec, uint32_t file_nev, bool v3, struct v2scratch *s)
 {
 	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
 	uint32_t ours = (uint32_t)((1ull << nslots) - 1);
@@ -1591,26 +1753,31 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 	struct v2col cols[C_EV0 + MAX_NEV + V2_MAX_EXTRA];
 	struct cur c = { raw, len, false }, bits;
 	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any = 0, all = ~0u, nports = 0;
+	uint32_t at[MAX_NEV];	/* version 3, M_ALT ev[]: t0 + ev[k] of the last */
 	uint64_t exc_len = 0, t = 0, next = 0;
 	struct ntbpf_rec tmpl;
 	const uint8_t *exc;
-	bool const_mask, port;
+	bool const_mask, port, gen;
 
 	if (cur_u32(&c) != nrec)
 		return "bad record encoding: record count";
 	ncols = cur_u32(&c);
-	if (c.bad || ncols < nk || ncols > nk + V2_MAX_EXTRA)
+	/* version 3: port and gen are required */
+	if (c.bad || ncols < nk + (v3 ? 2 : 0) || ncols > nk + V2_MAX_EXTRA + (v3 ? 2 : 0))
 		return "bad record encoding: column count";
 	for (k = 0; k < ncols; k++) {
 		struct v2col *d = &cols[k];
 		uint64_t el;
+		uint8_t bm;
 
-		d->w = k <= nk ? v2_width(k) : 64;	/* nk: port */
-		d->b = cur_u8(&c);
+		d->w = col_width(k, nk, v3);
+		bm = cur_u8(&c);
+		d->b = v3 ? bm & ((1u << V3_MODE_SHIFT) - 1) : bm;
+		d->mode = v3 ? bm >> V3_MODE_SHIFT : 0;
 		d->base = cur_uv(&c);
 		el = cur_uv(&c);
 		if (c.bad || d->b > V2_MAX_B || d->b > d->w || d->base > width_mask(d->w) ||
-		    el > len || (!d->b && el))
+		    el > len || (!d->b && el) || d->mode >= col_modes(k, nk, v3))
 			return "bad record encoding: column directory";
 		d->exc.len = el;
 		exc_len += el;
@@ -1636,10 +1803,10 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		if ((xm & m) || (xm & ~fslots))
 			return "bad record encoding: extra event slots";
 		s->slots[i] = (m & fslots) | xm;
-		s->last[i] = 0;
 		any |= s->slots[i];
 		all &= s->slots[i];
 	}
+	memset(s->last, 0, (size_t)nrec * sizeof(*s->last));	/* each record's previous event */
 	for (k = 0; k < file_nev; k++) {
 		uint32_t n = 0;
 
@@ -1651,7 +1818,7 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		if (!v2_place(&cols[C_EV0 + k], n, &bits))
 			return "bad record encoding: packed bits overrun";
 	}
-	for (k = nk; k < ncols; k++)	/* port, then a later writer's fields */
+	for (k = nk; k < ncols; k++)	/* port, (3:) gen, then a later writer's fields */
 		if (!v2_place(&cols[k], nrec, &bits))
 			return "bad record encoding: packed bits overrun";
 	if (bits.len)
@@ -1678,6 +1845,13 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 	port = ncols > nk && (cols[nk].b || cols[nk].base);
 	if (ncols > nk && !port)
 		cols[nk].next = cols[nk].n;
+	/* version 3: cid's high bits, unless all 0 */
+	gen = v3 && (cols[nk + 1].b || cols[nk + 1].base || cols[nk + 1].mode);
+	if (v3 && !gen)
+		cols[nk + 1].next = cols[nk + 1].n;
+	if (gen && cols[nk + 1].mode)
+		memset(s->gen, 0, sizeof(s->gen));
+	memset(at, 0, sizeof(at));
 
 #define V2_FIELD(col, field)	do {					\
 		if (!cols[col].b)					\
@@ -1708,13 +1882,46 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		}
 		V2_FIELD(C_DEV, dev);
 		V2_FIELD(C_BYTES, bytes);
-		V2_FOR(C_SECTOR, m, x, {
-			r[i].sector = next + x;
-			next = r[i].sector + (r[i].bytes >> 9);
-		});
+		if (cols[C_SECTOR].mode)	/* version 3, M_ALT: the sector itself */
+			V2_FOR(C_SECTOR, m, x, r[i].sector = x);
+		else
+			V2_FOR(C_SECTOR, m, x, {
+				r[i].sector = next + x;
+				next = r[i].sector + (r[i].bytes >> 9);
+			});
 		V2_FIELD(C_CTRL, ctrl);
 		V2_FIELD(C_QID, qid);
-		V2_FIELD(C_CID, cid);
+		if (!v3)
+			V2_FIELD(C_CID, cid);
+		else if (!cols[C_CID].b)
+			cols[C_CID].next += m;	/* in the template (below 2^12) */
+		else
+			V2_FOR(C_CID, m, x, r[i].cid = x & ((1u << V3_TAG_BITS) - 1));
+		if (gen && cols[nk + 1].mode && !cols[nk + 1].b) {	/* all as predicted */
+			uint8_t *g = s->gen;
+			unsigned int base = cols[nk + 1].base;
+
+			cols[nk + 1].next += m;
+			for (i = 0; i < m; i++) {
+				uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
+				unsigned int v = (base + *p) & 15;
+
+				*p = (v + 1) & 15;
+				r[i].cid |= v << V3_TAG_BITS;
+			}
+		} else if (gen && cols[nk + 1].mode) {	/* predicted per (qid, tag) */
+			uint8_t *g = s->gen;
+
+			V2_FOR(nk + 1, m, x, {
+				uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
+				unsigned int v = (x + *p) & 15;
+
+				*p = (v + 1) & 15;
+				r[i].cid |= v << V3_TAG_BITS;
+			});
+		} else if (gen) {
+			V2_FOR(nk + 1, m, x, r[i].cid |= (x & 15) << V3_TAG_BITS);
+		}
 		V2_FIELD(C_OP, op);
 		V2_FIELD(C_OPCODE, opcode);
 		V2_FIELD(C_FLAGS, flags);
@@ -1737,8 +1944,61 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 
 			if (!(any >> k & 1))
 				continue;
-			if (all >> k & 1) {
+			if (cols[C_EV0 + k].mode == M_T0) {	/* version 3: the values */
+				if (all >> k & 1) {
+					V2_FOR(C_EV0 + k, m, x, last[i] = x);
+				} else {
+					uint32_t idx[V2_BLOCK];
+
+					for (i = 0; i < m; i++) {
+						idx[j] = i;
+						j += slots[i] >> k & 1;
+					}
+					V2_FOR(C_EV0 + k, j, x, last[idx[i]] = x);
+				}
 				if (k < NTBPF_MAX_EV)
+					for (i = 0; i < m; i++)
+						if (slots[i] >> k & 1)
+							r[i].ev[k] = last[i];
+				continue;
+			}
+			if (cols[C_EV0 + k].mode) {	/* version 3, M_ALT: from t0 + ev[k] */
+				uint32_t a = at[k];
+
+				if (all >> k & 1) {
+					V2_FOR(C_EV0 + k, m, x, {
+						a += x;
+						last[i] = a - (uint32_t)r[i].t0;
+					});
+				} else {
+					uint32_t idx[V2_BLOCK];
+
+					for (i = 0; i < m; i++) {
+						idx[j] = i;
+						j += slots[i] >> k & 1;
+					}
+					V2_FOR(C_EV0 + k, j, x, {
+						a += x;
+						last[idx[i]] = a - (uint32_t)r[idx[i]].t0;
+					});
+					n = j;
+				}
+				at[k] = a;
+				if (k < NTBPF_MAX_EV) {
+					if (all >> k & 1)
+						for (i = 0; i < m; i++)
+							r[i].ev[k] = last[i];
+					else
+						for (i = 0; i < m; i++)
+							if (slots[i] >> k & 1)
+								r[i].ev[k] = last[i];
+				}
+				continue;
+			}
+			if (all >> k & 1) {
+				if (k < NTBPF_MAX_EV && !(any >> k >> 1))	/* the last slot */
+					V2_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] + x);
+				else if (k < NTBPF_MAX_EV)
 					V2_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] += x);
 				else
 					V2_FOR(C_EV0 + k, m, x, last[i] += x);
@@ -1759,7 +2019,7 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 						r[idx[i]].ev[k] = last[idx[i]];
 			}
 		}
-		for (k = nk + 1; k < ncols; k++)
+		for (k = nk + 1 + v3; k < ncols; k++)
 			V2_FOR(k, m, x, (void)x);
 	}
 #undef V2_FIELD
@@ -2063,7 +2323,7 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 		unshuffle(rd->recs, rd->raw, nrec, rd->nev, rd->port_off);
 	else {
 		memset(rd->raw + raw, 0, V2_SLACK);
-		bad = v2_decode(rd->recs, rd->raw, raw, nrec, rd->nev, &rd->v2);
+		bad = v2_decode(rd->recs, rd->raw, raw, nrec, rd->nev, rd->version >= 3, &rd->v2);
 	}
 	if (bad) {
 		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: chunk at offset %llu (%s)",

@@ -19,7 +19,7 @@
 #include <linux/types.h>
 #include "ntbpf.h"
 
-#define NT_FILE_VERSION 2	/* written; 1 and 2 are read */
+#define NT_FILE_VERSION 3	/* written; 1, 2 and 3 are read */
 #define NT_CHUNK_RECS 4096	/* records per chunk (a writer may flush earlier) */
 
 struct nt_hook_info {

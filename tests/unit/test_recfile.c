@@ -736,7 +736,7 @@ static unsigned int spec_bit(const uint8_t *p, uint64_t i)
 }
 
 struct spec_col {
-	unsigned int b;
+	unsigned int b, mode;
 	uint64_t base;
 	const uint8_t *exc, *exc_end, *bits;
 	uint64_t n;
@@ -756,25 +756,39 @@ static uint64_t spec_val(struct spec_col *c, uint64_t i, unsigned int width)
 	return (c->base + off) & mw;
 }
 
-/* Decode one version-2 raw chunk written with nev = 16, as the spec says. */
-static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct ntbpf_rec *out)
+/*
+ * Decode one version-2 or version-3 raw chunk written with nev = 16, as the
+ * spec says.  Version 3: the descriptor byte is mode << 6 | b; cid's low 12
+ * bits in column 7, its high 4 in column 31; sector, ev[] and the high cid
+ * bits have other predictions by mode.
+ */
+static void spec_decode(const uint8_t *raw, size_t len, uint32_t nrec, struct ntbpf_rec *out,
+			int version)
 {
-	struct spec_col col[31];
+	struct spec_col col[32];
 	const uint8_t *p = raw, *bits;
 	uint64_t t = 0, next = 0, i, vi[16] = { 0 };
-	uint32_t k, slots[NT_CHUNK_RECS], d = 0;
+	uint32_t k, slots[NT_CHUNK_RECS], d = 0, ncols = version >= 3 ? 32 : 31, at[16] = { 0 };
 	uint16_t dict[NT_CHUNK_RECS];
+	uint8_t gen[4096] = { 0 };
 
 	assert_true(nrec <= NT_CHUNK_RECS);
 	assert_int_equal(le32(p), nrec);
-	assert_int_equal(le32(p + 4), 14 + 16 + 1);	/* the ev[] slots, port */
+	assert_int_equal(le32(p + 4), ncols);	/* the ev[] slots, port (, gen) */
 	p += 8;
-	for (k = 0; k < 31; k++) {
+	for (k = 0; k < ncols; k++) {
 		col[k].b = *p++;
+		col[k].mode = 0;
+		if (version >= 3) {
+			col[k].mode = col[k].b >> 6;
+			col[k].b &= 63;
+		}
 		col[k].base = spec_uv(&p);
 		col[k].exc_end = (const uint8_t *)(uintptr_t)spec_uv(&p);	/* length, for now */
+		/* modes: sector 0-1, ev[] 0-2, gen 0-1, the others 0 */
+		assert_true(col[k].mode <= (k == 3 || k == 31 ? 1 : k >= 14 && k < 30 ? 2 : 0));
 	}
-	for (k = 0; k < 31; k++) {
+	for (k = 0; k < ncols; k++) {
 		size_t l = (uintptr_t)col[k].exc_end;
 
 		col[k].exc = p;
@@ -794,12 +808,12 @@ static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct
 		r->t0 = t += spec_val(&col[0], i, 64);
 		r->dev = spec_val(&col[1], i, 32);
 		r->bytes = spec_val(&col[2], i, 32);
-		r->sector = next + spec_val(&col[3], i, 64);
+		r->sector = spec_val(&col[3], i, 64) + (col[3].mode ? 0 : next);
 		next = r->sector + r->bytes / 512;
 		r->ev_mask = spec_val(&col[4], i, 32);
 		r->ctrl = spec_val(&col[5], i, 16);
 		r->qid = spec_val(&col[6], i, 16);
-		r->cid = spec_val(&col[7], i, 16);
+		r->cid = spec_val(&col[7], i, version >= 3 ? 12 : 16);
 		r->op = spec_val(&col[8], i, 8);
 		r->opcode = spec_val(&col[9], i, 8);
 		r->flags = spec_val(&col[10], i, 8);
@@ -814,10 +828,21 @@ static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct
 			col[14 + k].n += slots[i] >> k & 1;
 		bits += (col[14 + k].n * col[14 + k].b + 7) / 8;
 	}
-	col[30].bits = bits;
-	col[30].n = nrec;
-	bits += (nrec * col[30].b + 7) / 8;
+	for (k = 30; k < ncols; k++) {
+		col[k].bits = bits;
+		col[k].n = nrec;
+		bits += (nrec * col[k].b + 7) / 8;
+	}
 	assert_true(bits == raw + len);	/* every byte used */
+	for (i = 0; version >= 3 && i < nrec; i++) {	/* cid's high bits */
+		uint32_t g = spec_val(&col[31], i, 4), slot = (out[i].cid + out[i].qid * 128) % 4096;
+
+		if (col[31].mode) {	/* from 1 + the previous gen of this qid and tag */
+			g = (g + gen[slot]) % 16;
+			gen[slot] = (g + 1) % 16;
+		}
+		out[i].cid |= g << 12;
+	}
 	for (i = 0; i < nrec; i++) {	/* port: a dictionary index, or a new port */
 		uint64_t x = spec_val(&col[30], i, 32);
 
@@ -833,13 +858,23 @@ static void spec_decode_v2(const uint8_t *raw, size_t len, uint32_t nrec, struct
 		uint32_t prev = 0;
 
 		for (k = 0; k < 16; k++) {
+			uint32_t x;
+
 			if (!(slots[i] >> k & 1))
 				continue;
-			prev += spec_val(&col[14 + k], vi[k]++, 32);
+			x = spec_val(&col[14 + k], vi[k]++, 32);
+			if (col[14 + k].mode == 2) {		/* the value itself */
+				prev = x;
+			} else if (col[14 + k].mode == 1) {	/* t0 + ev[k] from the last's */
+				at[k] += x;
+				prev = at[k] - (uint32_t)out[i].t0;
+			} else {
+				prev += x;
+			}
 			out[i].ev[k] = prev;
 		}
 	}
-	for (k = 0; k < 31; k++)
+	for (k = 0; k < ncols; k++)
 		assert_true(col[k].exc == col[k].exc_end);
 }
 
@@ -978,10 +1013,10 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 		/* zlib's own decoder, Adler-32 checked */
 		assert_int_equal(uncompress(buf, &got, p + off + 20, clen), Z_OK);
 		assert_int_equal(got, raw);
-		if (version == 2) {
+		if (version >= 2) {
 			struct ntbpf_rec *dec = malloc(nrec * sizeof(*dec));
 
-			spec_decode_v2(buf, raw, nrec, dec);
+			spec_decode(buf, raw, nrec, dec, version);
 			for (i = 0; i < nrec; i++)
 				assert_memory_equal(&dec[i], &recs[done + i], sizeof(*dec));
 			done += nrec;
@@ -1278,12 +1313,12 @@ static void test_future_version(void **state)
 	bb_header(&b, 7, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-	assert_string_equal(err, "record file version 7 is newer than this ntbpf (2)");
+	assert_string_equal(err, "record file version 7 is newer than this ntbpf (3)");
 	fclose(f);
 	bb_header(&b, NT_FILE_VERSION + 1, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-	assert_string_equal(err, "record file version 3 is newer than this ntbpf (2)");
+	assert_string_equal(err, "record file version 4 is newer than this ntbpf (3)");
 	fclose(f);
 	bb_header(&b, 0, 104, 16, false);
 	f = rd_stream(b.b, b.len);
