@@ -692,7 +692,9 @@ enum v2_col {
  *                     previous I/O's end, and that difference spans twice
  *                     as much)
  *   ev[k], M_ALT      (t0 + ev[k]) - (t0 + ev[k] of the previous record with
- *                     slot k), mod 2^32: events that happen together for
+ *                     slot k; the first: the chunk's first t0), mod 2^32
+ *                     (from the first t0, the first value is small and
+ *                     positive like the others): events that happen together for
  *                     several I/Os (responses arriving in one skb) are
  *                     close in absolute time, not to their own record's
  *                     previous event
@@ -803,7 +805,7 @@ static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int co
 			  unsigned int mode, bool v3, const uint32_t *slots,
 			  const uint32_t *xmask, uint64_t *v)
 {
-	uint32_t i, cnt = 0, prev = 0;
+	uint32_t i, cnt = 0, prev = n ? (uint32_t)r[0].t0 : 0;
 
 #define EACH(expr)	do {			\
 		for (i = 0; i < n; i++)		\
@@ -1753,7 +1755,7 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 	struct v2col cols[C_EV0 + MAX_NEV + V2_MAX_EXTRA];
 	struct cur c = { raw, len, false }, bits;
 	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any = 0, all = ~0u, nports = 0;
-	uint32_t at[MAX_NEV];	/* version 3, M_ALT ev[]: t0 + ev[k] of the last */
+	uint32_t at[MAX_NEV];	/* version 3, M_ALT ev[]: t0 + ev[k] of the last, mod 2^32 */
 	uint64_t exc_len = 0, t = 0, next = 0;
 	struct ntbpf_rec tmpl;
 	const uint8_t *exc;
@@ -1851,7 +1853,6 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 		cols[nk + 1].next = cols[nk + 1].n;
 	if (gen && cols[nk + 1].mode)
 		memset(s->gen, 0, sizeof(s->gen));
-	memset(at, 0, sizeof(at));
 
 #define V2_FIELD(col, field)	do {					\
 		if (!cols[col].b)					\
@@ -1880,6 +1881,9 @@ static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t 
 				r[i].ev_mask = mask[i];
 			});
 		}
+		if (!i0)	/* M_ALT ev[]: the first from the chunk's first t0 */
+			for (k = 0; k < MAX_NEV; k++)
+				at[k] = (uint32_t)r[0].t0;
 		V2_FIELD(C_DEV, dev);
 		V2_FIELD(C_BYTES, bytes);
 		if (cols[C_SECTOR].mode)	/* version 3, M_ALT: the sector itself */

@@ -768,7 +768,7 @@ static void spec_decode(const uint8_t *raw, size_t len, uint32_t nrec, struct nt
 	struct spec_col col[32];
 	const uint8_t *p = raw, *bits;
 	uint64_t t = 0, next = 0, i, vi[16] = { 0 };
-	uint32_t k, slots[NT_CHUNK_RECS], d = 0, ncols = version >= 3 ? 32 : 31, at[16] = { 0 };
+	uint32_t k, slots[NT_CHUNK_RECS], d = 0, ncols = version >= 3 ? 32 : 31, at[16];
 	uint16_t dict[NT_CHUNK_RECS];
 	uint8_t gen[4096] = { 0 };
 
@@ -854,6 +854,8 @@ static void spec_decode(const uint8_t *raw, size_t len, uint32_t nrec, struct nt
 			out[i].port = dict[d++];
 		}
 	}
+	for (k = 0; k < 16; k++)	/* mode 1: the first from the chunk's first t0 */
+		at[k] = (uint32_t)out[0].t0;
 	for (i = 0; i < nrec; i++) {
 		uint32_t prev = 0;
 
@@ -1884,7 +1886,7 @@ static uint8_t *first_raw(const struct written *wr, uint32_t *nrec, size_t *raw_
  * crash (run it under valgrind or ASan); a cut is always corrupt; a changed
  * byte either still decodes to nrec records or is corrupt, with one line.
  */
-static void test_v2_decoder_fuzz(void **state)
+static void decoder_fuzz(uint16_t version)
 {
 	static const uint8_t flips[] = { 0x01, 0x80, 0xff };
 	static struct bb b;
@@ -1910,6 +1912,7 @@ static void test_v2_decoder_fuzz(void **state)
 			rec_realistic(&recs[n++], &t, 100, 100000);
 	}
 	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	h.version = version;
 	write_file(&wr, &h, recs, n, NULL, NULL);
 	nt_header_free(&h);
 	raw = first_raw(&wr, &nrec, &raw_len);
@@ -1955,6 +1958,178 @@ static void test_v2_decoder_fuzz(void **state)
 	free(raw);
 	free(wr.m.buf);
 	free(recs);
+}
+
+static void test_v2_decoder_fuzz(void **state)
+{
+	decoder_fuzz(2);
+}
+
+static void test_v3_decoder_fuzz(void **state)
+{
+	decoder_fuzz(3);
+}
+
+/*
+ * Version 3: records that make the writer choose every mode of every column
+ * that has modes, with outliers (exceptions) in each, in chunks of several
+ * sizes; they read back exactly, the spec decoder agrees (roundtrip), and
+ * the same records stored as version 2 read back field by field the same.
+ */
+static size_t recs_modes(struct ntbpf_rec *recs, size_t max)
+{
+	uint64_t t = 7000000000ull;
+	uint16_t gen[4][64] = { { 0 } };
+	size_t i;
+
+	memset(recs, 0, max * sizeof(*recs));
+	for (i = 0; i < max; i++) {
+		struct ntbpf_rec *r = &recs[i];
+		unsigned int q = rnd() % 4, tag = rnd() % 64, phase = i / NT_CHUNK_RECS % 4;
+
+		r->role = NTBPF_ROLE_INITIATOR;
+		r->flags = NTBPF_F_NVME;
+		r->op = NTBPF_OP_READ;
+		r->opcode = 2;
+		r->bytes = i % 97 ? 4096 : 1u << 20;		/* an outlier */
+		r->dev = 259u << 20;
+		r->qid = q + 1;
+		/* nvme's cid: gen << 12 | tag; gens skip now and then */
+		gen[q][tag] += 1 + (rnd() % 50 == 0);
+		r->cid = (uint16_t)((gen[q][tag] & 15) << 12 | tag);
+		if (phase == 3)
+			r->cid = rnd() % 4096;	/* no gen counter (older kernels) */
+		/* batches of 8 with equal t0 and one arrival time (phase 0, 1) */
+		if (i % 8 == 0 || phase >= 2)
+			t += phase >= 2 ? rnd_range(1000, 3000) : rnd_range(100000, 5000000);
+		r->t0 = t + (phase < 2 ? rnd_range(0, 100000) : 0);
+		/* random (phase 0, 2) or sequential (1, 3) sectors, and one far off */
+		r->sector = phase % 2 ? 8 * i : rnd_range(0, 1ull << 21);
+		if (i % 500 == 7 && phase % 2 == 0)
+			r->sector = UINT64_MAX - i;
+		r->ev_mask = 0x3cf | (i % 9 ? 0 : 0x30);
+		r->ev[1] = rnd_range(50000, 100000);
+		r->ev[2] = rnd_range(1000, 5000);		/* before ev[1]: from t0 */
+		r->ev[3] = r->ev[1] + rnd_range(1000, 9000);
+		if (r->ev_mask & 0x30) {
+			r->ev[4] = r->ev[3] + rnd_range(1000, 9000);
+			r->ev[5] = r->ev[4] + rnd_range(1000, 9000);
+		}
+		/* the response: one arrival for the batch, or anywhere */
+		r->ev[6] = phase < 2 ? (uint32_t)(t + 9000000 - r->t0) : r->ev[3] + rnd_range(0, 1000);
+		if (i % 333 == 5 && phase >= 2)
+			r->ev[6] = 0xfffffff0u;	/* outlier (not in phase 0, 1: see below) */
+		r->ev[7] = r->ev[6] + rnd_range(100, 900);
+		r->ev[8] = r->ev[7] + rnd_range(100, 900);
+		r->ev[9] = r->ev[8] + (i % 211 ? rnd_range(100, 900) : 0x7fffffffu);
+		if (i % 401 == 3)
+			r->ev[13] = 0x80000000u;	/* outside ev_mask */
+		r->port = 40000 + q;
+	}
+	return max;
+}
+
+/* Read a file written in memory; every record into out[]. */
+static size_t read_back(const struct written *wr, struct ntbpf_rec *out, size_t max)
+{
+	struct nt_reader *rd;
+	struct nt_header h;
+	char err[256];
+	size_t n = 0;
+	FILE *f = rd_stream(wr->m.buf, wr->m.len);
+
+	rd = nt_reader_open(f, &h, err, sizeof(err));
+	assert_non_null(rd);
+	while (n < max && nt_reader_next(rd, &out[n]))
+		n++;
+	assert_int_equal(nt_reader_status(rd, err, sizeof(err)), NT_READ_OK);
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	fclose(f);
+	return n;
+}
+
+static void test_v3_modes(void **state)
+{
+	static const size_t splits[] = { 1, 7, 1000, 4096, 2500, 0 };
+	size_t n = 4 * 4096, i, got, seen[4][3] = { { 0 } };
+	struct ntbpf_rec *recs = malloc(n * sizeof(*recs));
+	struct ntbpf_rec *a = malloc(n * sizeof(*a)), *b = malloc(n * sizeof(*b));
+	struct nt_header h;
+	struct written w2, w3;
+	size_t len2, len3, off, clen;
+
+	rng_state = 99;
+	recs_modes(recs, n);
+	len3 = roundtrip(recs, n, NTBPF_ROLE_INITIATOR, 3, splits);
+	len2 = roundtrip(recs, n, NTBPF_ROLE_INITIATOR, 2, splits);
+	printf("  modes: version 2 %.2f, version 3 %.2f bytes per record\n",
+	       (double)len2 / n, (double)len3 / n);
+	assert_true(len3 < len2);
+	/* v2 and v3 files of the same records: the same records, field by field */
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	h.version = 2;
+	write_file(&w2, &h, recs, n, splits, NULL);
+	h.version = 3;
+	write_file(&w3, &h, recs, n, NULL, NULL);	/* a chunk per phase */
+	nt_header_free(&h);
+	assert_int_equal(read_back(&w2, a, n), n);
+	assert_int_equal(read_back(&w3, b, n), n);
+	for (i = 0; i < n; i++) {
+		assert_true(a[i].t0 == b[i].t0);
+		assert_true(a[i].sector == b[i].sector);
+		assert_int_equal(a[i].dev, b[i].dev);
+		assert_int_equal(a[i].bytes, b[i].bytes);
+		assert_int_equal(a[i].ev_mask, b[i].ev_mask);
+		assert_int_equal(a[i].ctrl, b[i].ctrl);
+		assert_int_equal(a[i].qid, b[i].qid);
+		assert_int_equal(a[i].cid, b[i].cid);
+		assert_int_equal(a[i].op, b[i].op);
+		assert_int_equal(a[i].opcode, b[i].opcode);
+		assert_int_equal(a[i].flags, b[i].flags);
+		assert_int_equal(a[i].role, b[i].role);
+		assert_int_equal(a[i].status, b[i].status);
+		assert_memory_equal(a[i].ev, b[i].ev, sizeof(a[i].ev));
+		assert_int_equal(a[i].port, b[i].port);
+		assert_memory_equal(&a[i], &recs[i], sizeof(*a));
+	}
+	/* every mode of sector (3), ev[] (14 + k) and gen (31) was written */
+	index_chunks(&w3);
+	for (off = w3.hdr_len, got = 0; !memcmp(w3.m.buf + off, "CHNK", 4); off += 20 + clen) {
+		const uint8_t *p = (const uint8_t *)w3.m.buf + off;
+		uLongf rl = le32(p + 8);
+		uint8_t *raw = malloc(rl);
+		const uint8_t *q;
+		unsigned int k;
+
+		clen = le32(p + 12);
+		assert_int_equal(uncompress(raw, &rl, p + 20, clen), Z_OK);
+		q = raw + 8;
+		for (k = 0; k < 32; k++) {
+			unsigned int mode = *q++ >> 6;	/* then base, exceptions length */
+
+			spec_uv(&q);
+			spec_uv(&q);
+			if (k == 3)
+				seen[0][mode]++;
+			else if (k >= 14 && k < 30 && (k == 16 || k == 20))
+				seen[k == 16 ? 1 : 2][mode]++;
+			else if (k == 31)
+				seen[3][mode]++;
+		}
+		free(raw);
+		got++;
+	}
+	assert_int_equal(got, 4);
+	assert_true(seen[0][0] && seen[0][1]);		/* sector: from the last end, as is */
+	assert_true(seen[1][2]);			/* ev[2]: from t0 */
+	assert_true(seen[2][0] && seen[2][1]);		/* ev[6]: in the record, across records */
+	assert_true(seen[3][0] && seen[3][1]);		/* gen: as is, predicted */
+	free(w2.m.buf);
+	free(w3.m.buf);
+	free(recs);
+	free(a);
+	free(b);
 }
 
 /* ---- measurement (NTBPF_RECFILE_BENCH=1) -------------------------------- */
@@ -2097,6 +2272,8 @@ int main(void)
 		cmocka_unit_test(test_reserved_zero),
 		cmocka_unit_test(test_old_files),
 		cmocka_unit_test(test_v2_decoder_fuzz),
+		cmocka_unit_test(test_v3_decoder_fuzz),
+		cmocka_unit_test(test_v3_modes),
 		cmocka_unit_test(test_v2_other_writer),
 		cmocka_unit_test(test_bench),
 	};
