@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "match.h"
+#include "recfile.h"
 #include "report.h"
 #include "sysinfo.h"
 
@@ -56,13 +57,13 @@ void nt_rec_window(const struct ntbpf_rec *r, uint64_t *lo, uint64_t *hi)
 		}
 }
 
-struct item {
-	uint64_t lo, hi;
-	const struct ntbpf_rec *r;
-	uint32_t idx;		/* into m->init or m->tgt; bit 31 on a target item: paired */
-	uint32_t kid;		/* dense key id, or NO_KEY: no target record has this key */
-	uint16_t port;		/* the queue connection's initiator port, 0 unknown */
-};
+#define KEY_BITS 48
+#define KEY_MASK ((1ull << KEY_BITS) - 1)
+
+static inline uint16_t port_of(const struct nt_mitem *x)
+{
+	return (uint16_t)(x->kq >> KEY_BITS);
+}
 
 /*
  * The same queue connection, as far as the records tell: the initiator's TCP
@@ -75,7 +76,6 @@ static inline bool same_conn(uint16_t a, uint16_t b)
 	return !a || !b || a == b;
 }
 
-#define NO_KEY UINT32_MAX
 #define PAIRED 0x80000000u
 
 static uint64_t mkkey(uint16_t cntlid, uint16_t qid, uint16_t cid)
@@ -127,13 +127,13 @@ static int keys_grow(struct keys *k)
 	return 0;
 }
 
-/* the key's id, added if new; NO_KEY on allocation failure */
+/* the key's id, added if new; NT_NO_KEY on allocation failure */
 static uint32_t key_add(struct keys *k, uint64_t key)
 {
 	size_t h;
 
 	if (2 * (k->n + 1) > k->cap && keys_grow(k))
-		return NO_KEY;
+		return NT_NO_KEY;
 	h = key_slot(k, key);
 	if (!k->tab[h]) {
 		k->tab[h] = key + 1;
@@ -147,9 +147,9 @@ static uint32_t key_find(const struct keys *k, uint64_t key)
 	size_t h;
 
 	if (!k->cap)
-		return NO_KEY;
+		return NT_NO_KEY;
 	h = key_slot(k, key);
-	return k->tab[h] ? k->id[h] : NO_KEY;
+	return k->tab[h] ? k->id[h] : NT_NO_KEY;
 }
 
 static void keys_free(struct keys *k)
@@ -160,32 +160,43 @@ static void keys_free(struct keys *k)
 }
 
 /*
- * The target side grouped by key: group g is tv[start[g] .. start[g + 1]),
- * in file order, which is time order: a cid comes back only after its
- * command completed, and records are written at completion.  A stable
- * counting sort: O(n).
+ * The target records of one file not paired yet, grouped by key: group g
+ * is tv[start[g] .. start[g + 1]), in file order, which is time order: a
+ * cid comes back only after its command completed, and records are written
+ * at completion.  Keys get dense ids here; then a stable counting sort,
+ * straight from the items: O(n).
  */
-static int group_targets(struct item *tv, size_t nt, size_t nkeys, uint32_t **startp)
+static int group_targets(const struct nt_matching *m, struct nt_mitem *ti, size_t first, size_t end,
+			 struct keys *keys, struct nt_mitem **tvp, size_t *ntp, uint32_t **startp)
 {
-	uint32_t *start = calloc(nkeys + 2, sizeof(*start));
-	struct item *tmp = malloc((nt ? nt : 1) * sizeof(*tmp));
+	uint32_t *start;
+	struct nt_mitem *tv;
+	size_t nt = 0;
 
-	if (tmp)
-		nt_advise_huge(tmp, nt * sizeof(*tmp));
-
-	if (!start || !tmp) {
+	for (size_t k = first; k < end; k++) {
+		if (m->tgt_matched[k])
+			continue;
+		ti[k].kid = key_add(keys, ti[k].kq & KEY_MASK);
+		if (ti[k].kid == NT_NO_KEY)
+			return -1;
+		nt++;
+	}
+	start = calloc(keys->n + 2, sizeof(*start));
+	tv = malloc((nt ? nt : 1) * sizeof(*tv));
+	if (!start || !tv) {
 		free(start);
-		free(tmp);
+		free(tv);
 		return -1;
 	}
-	for (size_t i = 0; i < nt; i++)
-		start[tv[i].kid + 2]++;
-	for (size_t g = 2; g < nkeys + 2; g++)
+	nt_advise_huge(tv, nt * sizeof(*tv));
+	for (size_t k = first; k < end; k++)
+		if (!m->tgt_matched[k])
+			start[ti[k].kid + 2]++;
+	for (size_t g = 2; g < keys->n + 2; g++)
 		start[g] += start[g - 1];
-	for (size_t i = 0; i < nt; i++)
-		tmp[start[tv[i].kid + 1]++] = tv[i];
-	memcpy(tv, tmp, nt * sizeof(*tv));
-	free(tmp);
+	for (size_t k = first; k < end; k++)
+		if (!m->tgt_matched[k])
+			tv[start[ti[k].kid + 1]++] = ti[k];
 	/*
 	 * File order is completion order.  Within one key that is also the
 	 * order of lo, except where two controllers share a cntlid and their
@@ -193,7 +204,7 @@ static int group_targets(struct item *tv, size_t nt, size_t nkeys, uint32_t **st
 	 * on data this nearly sorted) so that lower_bound holds.
 	 */
 	for (size_t i = 1; i < nt; i++) {
-		struct item x = tv[i];
+		struct nt_mitem x = tv[i];
 		size_t j = i;
 
 		if (tv[i - 1].kid != x.kid || tv[i - 1].lo <= x.lo)
@@ -204,12 +215,14 @@ static int group_targets(struct item *tv, size_t nt, size_t nkeys, uint32_t **st
 		}
 		tv[j] = x;
 	}
+	*tvp = tv;
+	*ntp = nt;
 	*startp = start;	/* start[g] is now the first of group g, start[nkeys] == nt */
 	return 0;
 }
 
 /* first item of [a, b) with lo >= lo */
-static size_t lower_bound(const struct item *v, size_t a, size_t b, uint64_t lo)
+static size_t lower_bound(const struct nt_mitem *v, size_t a, size_t b, uint64_t lo)
 {
 	while (a < b) {
 		size_t mid = a + (b - a) / 2;
@@ -227,7 +240,7 @@ static size_t lower_bound(const struct item *v, size_t a, size_t b, uint64_t lo)
  * I/Os come in time order, so the answer moves forward from the previous
  * one; gallop from there (amortised O(1)), or search [a, cur) when it did not.
  */
-static size_t seek_from(const struct item *v, size_t a, size_t b, size_t cur, uint64_t lo)
+static size_t seek_from(const struct nt_mitem *v, size_t a, size_t b, size_t cur, uint64_t lo)
 {
 	size_t x = cur, step = 1;
 
@@ -319,7 +332,7 @@ static int sort_edges(struct edge *e, size_t n)
  * offsets in [t.hi - i.hi, t.lo - i.lo]; true pairs all contain the true
  * offset, wrong ones scatter.  Take the point most intervals cover.
  */
-static bool estimate_offset(const struct item *iv, size_t ni, const struct item *tv, const uint32_t *start,
+static bool estimate_offset(const struct nt_mitem *iv, size_t ni, const struct nt_mitem *tv, const uint32_t *start,
 			    int64_t prior, int64_t window, size_t samples, int max_cand, int64_t *off, size_t *votes)
 {
 	size_t step = ni > samples ? ni / samples : 1, ne = 0, cap = 0;
@@ -331,7 +344,7 @@ static bool estimate_offset(const struct item *iv, size_t ni, const struct item 
 		int64_t from = (int64_t)iv[i].lo + prior - window;
 		size_t j, end;
 
-		if (iv[i].kid == NO_KEY)
+		if (iv[i].kid == NT_NO_KEY)
 			continue;
 		end = start[iv[i].kid + 1];
 		j = lower_bound(tv, start[iv[i].kid], end, from < 0 ? 0 : (uint64_t)from);
@@ -341,7 +354,7 @@ static bool estimate_offset(const struct item *iv, size_t ni, const struct item 
 
 			if ((int64_t)tv[j].lo > (int64_t)iv[i].hi + prior + window)
 				break;
-			if (a > b || !same_conn(iv[i].port, tv[j].port))
+			if (a > b || !same_conn(port_of(&iv[i]), port_of(&tv[j])))
 				continue;
 			if (ne + 2 > cap) {
 				size_t ncap = cap ? cap * 2 : 1024;
@@ -407,10 +420,15 @@ static bool cntlid_shared(const struct nt_header *h, uint16_t instance, uint16_t
 	return false;
 }
 
-static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a_first,
-		       const struct nt_input *b, size_t b_first)
+/*
+ * Pair the initiator items ii[a_first, a_end) of one file with the target
+ * items ti[b_first, b_end) of another (those not paired yet).
+ */
+static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_first, size_t a_end,
+		       const struct nt_header *ha, struct nt_mitem *ti, size_t b_first, size_t b_end,
+		       const struct nt_header *hb)
 {
-	struct item *iv = NULL, *tv = NULL;
+	struct nt_mitem *iv = NULL, *tv = NULL;
 	struct keys keys = { 0 };
 	uint32_t *start = NULL, *cursor = NULL;
 	size_t ni = 0, nt = 0;
@@ -418,54 +436,27 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 	size_t votes;
 	int rc = -1;
 
-	iv = malloc((a->n ? a->n : 1) * sizeof(*iv));
-	tv = malloc((b->n ? b->n : 1) * sizeof(*tv));
-	if (!iv || !tv)
+	if (group_targets(m, ti, b_first, b_end, &keys, &tv, &nt, &start))
 		goto out;
-	nt_advise_huge(iv, a->n * sizeof(*iv));
-	nt_advise_huge(tv, b->n * sizeof(*tv));
-	for (size_t k = b_first; k < m->n_tgt; k++) {
-		const struct ntbpf_rec *r = m->tgt[k];
-
-		if (r < b->recs || r >= b->recs + b->n)
-			break;		/* records of one file are contiguous in m->tgt */
-		if (m->tgt_matched[k])
-			continue;
-		tv[nt].kid = key_add(&keys, mkkey(r->ctrl, r->qid, r->cid));
-		if (tv[nt].kid == NO_KEY)
-			goto out;
-		nt_rec_window(r, &tv[nt].lo, &tv[nt].hi);
-		tv[nt].port = r->port;
-		tv[nt].r = r;
-		tv[nt++].idx = (uint32_t)k;
-	}
+	iv = malloc((a_end > a_first ? a_end - a_first : 1) * sizeof(*iv));
+	if (!iv)
+		goto out;
+	nt_advise_huge(iv, (a_end - a_first) * sizeof(*iv));
 	/* initiator I/Os stay in file (time) order: partner[] is written in order */
-	for (size_t k = a_first; k < m->n_init; k++) {
-		const struct ntbpf_rec *r = m->init[k];
-		uint16_t cntlid;
-
-		if (r < a->recs || r >= a->recs + a->n)
-			break;
-		if (m->partner[k] || !(r->flags & NTBPF_F_NVME) || !cntlid_of(&a->hdr, r->ctrl, &cntlid))
+	for (size_t k = a_first; k < a_end; k++) {
+		if (ii[k].kid == NT_NO_KEY || m->pidx[k])
 			continue;
-		iv[ni].kid = key_find(&keys, mkkey(cntlid, r->qid, r->cid));
-		if (iv[ni].kid == NO_KEY)
-			continue;	/* no target record to pair with */
-		nt_rec_window(r, &iv[ni].lo, &iv[ni].hi);
-		iv[ni].port = r->port;
-		iv[ni].r = r;
-		iv[ni++].idx = (uint32_t)k;
+		iv[ni] = ii[k];
+		iv[ni].kid = key_find(&keys, ii[k].kq & KEY_MASK);
+		ni += iv[ni].kid != NT_NO_KEY;	/* else no target record to pair with */
 	}
-	if (group_targets(tv, nt, keys.n, &start))
-		goto out;
 
 	/* the same boot: one clock; otherwise the wall clocks say roughly how they relate */
-	if (a->hdr.boot_id[0] && !strcmp(a->hdr.boot_id, b->hdr.boot_id)) {
+	if (ha->boot_id[0] && !strcmp(ha->boot_id, hb->boot_id)) {
 		prior = 0;
 		window = 1000000;
 	} else {
-		prior = ((int64_t)b->hdr.mono_ns - (int64_t)b->hdr.real_ns) -
-			((int64_t)a->hdr.mono_ns - (int64_t)a->hdr.real_ns);
+		prior = ((int64_t)hb->mono_ns - (int64_t)hb->real_ns) - ((int64_t)ha->mono_ns - (int64_t)ha->real_ns);
 		window = 5000000000ll;
 	}
 	/* coarse over the prior's uncertainty, then fine around what it found */
@@ -487,18 +478,19 @@ static int match_files(struct nt_matching *m, const struct nt_input *a, size_t a
 		int64_t from = (int64_t)iv[i].lo + off - TOLERANCE_NS;
 		size_t end = start[iv[i].kid + 1];
 		size_t j = seek_from(tv, start[iv[i].kid], end, cursor[iv[i].kid], from < 0 ? 0 : (uint64_t)from);
+		uint16_t port = port_of(&iv[i]);
 
 		cursor[iv[i].kid] = (uint32_t)j;
 
-		while (j < end && ((tv[j].idx & PAIRED) || !same_conn(iv[i].port, tv[j].port)))
+		while (j < end && ((tv[j].idx & PAIRED) || !same_conn(port, port_of(&tv[j]))))
 			j++;
 		if (j >= end)
 			continue;
 		if ((int64_t)tv[j].lo > (int64_t)iv[i].hi + off + TOLERANCE_NS ||
 		    (int64_t)tv[j].hi > (int64_t)iv[i].hi + off + TOLERANCE_NS)
 			continue;
-		m->partner[iv[i].idx] = tv[j].r;
-		m->by_port += iv[i].port && tv[j].port;
+		m->pidx[iv[i].idx] = (tv[j].idx & ~PAIRED) + 1;
+		m->by_port += port && port_of(&tv[j]);
 		m->tgt_matched[tv[j].idx] = true;
 		tv[j].idx |= PAIRED;	/* checked here, where the item is already in cache */
 		m->matched++;
@@ -513,84 +505,155 @@ out:
 	return rc;
 }
 
-int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins)
+enum nt_side nt_mitem_of(const struct ntbpf_rec *r, const struct nt_header *h, struct nt_mitem *x,
+			 bool *no_cntlid)
+{
+	uint16_t cntlid;
+
+	*no_cntlid = false;
+	if (r->flags & NTBPF_F_ADMIN)
+		return NT_SIDE_ADMIN;
+	if (r->role == NTBPF_ROLE_TARGET) {
+		x->kq = (uint64_t)r->port << KEY_BITS | mkkey(r->ctrl, r->qid, r->cid);
+		x->kid = 0;
+		nt_rec_window(r, &x->lo, &x->hi);
+		return NT_SIDE_TGT;
+	}
+	x->kid = NT_NO_KEY;
+	x->kq = 0;
+	x->lo = x->hi = 0;
+	if (!(r->flags & NTBPF_F_NVME))
+		return NT_SIDE_INIT;
+	if (!cntlid_of(h, r->ctrl, &cntlid)) {
+		*no_cntlid = true;
+		return NT_SIDE_INIT;
+	}
+	x->kid = 0;	/* keyed */
+	x->kq = (uint64_t)r->port << KEY_BITS | mkkey(cntlid, r->qid, r->cid);
+	nt_rec_window(r, &x->lo, &x->hi);
+	return NT_SIDE_INIT;
+}
+
+/* some controller of this host shares cntlid with another one */
+static bool cntlid_dup(const struct nt_header *h, uint16_t cntlid)
+{
+	int n = 0;
+
+	for (uint32_t k = 0; k < h->nctrls; k++)
+		n += h->ctrls[k].instance >= 0 && h->ctrls[k].cntlid == cntlid;
+	return n > 1;
+}
+
+int nt_match_items(struct nt_matching *m, struct nt_mitem *ii, const size_t *init_at, struct nt_mitem *ti,
+		   const size_t *tgt_at, const struct nt_header *const *hdrs, int nfiles)
 {
 	bool any_shared = false;
-	size_t n = 0;
 
-	memset(m, 0, sizeof(*m));
-	for (int f = 0; f < nins; f++) {
-		n += ins[f].n;
-		for (uint32_t k = 0; k < ins[f].hdr.nctrls; k++)
-			any_shared |= cntlid_shared(&ins[f].hdr, (uint16_t)ins[f].hdr.ctrls[k].instance,
-						    ins[f].hdr.ctrls[k].cntlid);
-	}
-	if (n >= PAIRED)
-		return -1;	/* item indexes are 31 bits (2 G records: 200 GiB in memory) */
-	/* sized for every record: the pages never written are never touched */
-	m->init = malloc((n ? n : 1) * sizeof(*m->init));
-	m->partner = calloc(n ? n : 1, sizeof(*m->partner));
-	m->tgt = malloc((n ? n : 1) * sizeof(*m->tgt));
-	m->tgt_matched = calloc(n ? n : 1, sizeof(*m->tgt_matched));
-	if (!m->init || !m->partner || !m->tgt || !m->tgt_matched)
+	if (m->n_init + m->n_tgt >= PAIRED)
+		return -1;	/* item indexes are 31 bits (2 G records) */
+	m->pidx = calloc(m->n_init ? m->n_init : 1, sizeof(*m->pidx));
+	m->tgt_matched = calloc(m->n_tgt ? m->n_tgt : 1, sizeof(*m->tgt_matched));
+	if (!m->pidx || !m->tgt_matched)
 		return -1;
-	nt_advise_huge(m->init, n * sizeof(*m->init));
-	nt_advise_huge(m->partner, n * sizeof(*m->partner));
-	nt_advise_huge(m->tgt, n * sizeof(*m->tgt));
-	for (int f = 0; f < nins; f++)
-		for (size_t k = 0; k < ins[f].n; k++) {
-			const struct ntbpf_rec *r = &ins[f].recs[k];
-
-			if (r->flags & NTBPF_F_ADMIN)
-				m->admin++;
-			else if (r->role == NTBPF_ROLE_TARGET)
-				m->tgt[m->n_tgt++] = r;
-			else
-				m->init[m->n_init++] = r;
-		}
+	nt_advise_huge(m->pidx, m->n_init * sizeof(*m->pidx));
+	for (int f = 0; f < nfiles; f++)
+		for (uint32_t k = 0; k < hdrs[f]->nctrls; k++)
+			any_shared |= cntlid_shared(hdrs[f], (uint16_t)hdrs[f]->ctrls[k].instance,
+						    hdrs[f]->ctrls[k].cntlid);
 	/* every initiator file against every target file */
-	for (int a = 0; a < nins; a++) {
-		size_t a_first = 0;
-
-		if (ins[a].hdr.role != NTBPF_ROLE_INITIATOR || !ins[a].n)
+	for (int a = 0; a < nfiles; a++) {
+		if (hdrs[a]->role != NTBPF_ROLE_INITIATOR || init_at[a] == init_at[a + 1])
 			continue;
-		while (a_first < m->n_init && (m->init[a_first] < ins[a].recs || m->init[a_first] >= ins[a].recs + ins[a].n))
-			a_first++;
-		for (int b = 0; b < nins; b++) {
-			size_t b_first = 0;
-
-			if (ins[b].hdr.role != NTBPF_ROLE_TARGET || !ins[b].n)
+		for (int b = 0; b < nfiles; b++) {
+			if (hdrs[b]->role != NTBPF_ROLE_TARGET || tgt_at[b] == tgt_at[b + 1])
 				continue;
-			while (b_first < m->n_tgt && (m->tgt[b_first] < ins[b].recs || m->tgt[b_first] >= ins[b].recs + ins[b].n))
-				b_first++;
-			if (match_files(m, &ins[a], a_first, &ins[b], b_first))
+			if (match_files(m, ii, init_at[a], init_at[a + 1], hdrs[a], ti, tgt_at[b], tgt_at[b + 1],
+					hdrs[b]))
 				return -1;
 		}
 	}
-	for (size_t k = 0; k < m->n_init; k++) {
-		uint16_t c;
-		int f;
+	/* only where another controller shares a cntlid: I/Os paired without a port on one side */
+	for (int f = 0; any_shared && f < nfiles; f++)
+		for (size_t k = init_at[f]; k < init_at[f + 1]; k++) {
+			const struct nt_mitem *x = &ii[k];
 
-		if (!(m->init[k]->flags & NTBPF_F_NVME))
-			continue;
-		if (m->partner[k] && !any_shared)
-			continue;
-		for (f = 0; f < nins; f++)
-			if (m->init[k] >= ins[f].recs && m->init[k] < ins[f].recs + ins[f].n)
-				break;
-		if (f >= nins)
-			continue;
-		if (!cntlid_of(&ins[f].hdr, m->init[k]->ctrl, &c))
-			m->no_cntlid++;
-		else if (any_shared && cntlid_shared(&ins[f].hdr, m->init[k]->ctrl, c) &&
-			 (!m->init[k]->port || (m->partner[k] && !m->partner[k]->port)))
-			m->shared_cntlid++;	/* no port on one side: paired without it */
-	}
+			if (x->kid != NT_NO_KEY && cntlid_dup(hdrs[f], (uint16_t)(x->kq >> 32)) &&
+			    (!port_of(x) || (m->pidx[k] && !port_of(&ti[m->pidx[k] - 1]))))
+				m->shared_cntlid++;
+		}
 	return 0;
+}
+
+int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins)
+{
+	size_t n = 0, *init_at = NULL, *tgt_at = NULL;
+	const struct nt_header **hdrs = NULL;
+	struct nt_mitem *ii = NULL, *ti = NULL;
+	int rc = -1;
+
+	memset(m, 0, sizeof(*m));
+	for (int f = 0; f < nins; f++)
+		n += ins[f].n;
+	/* sized for every record: the pages never written are never touched */
+	m->init = malloc((n ? n : 1) * sizeof(*m->init));
+	m->tgt = malloc((n ? n : 1) * sizeof(*m->tgt));
+	ii = malloc((n ? n : 1) * sizeof(*ii));
+	ti = malloc((n ? n : 1) * sizeof(*ti));
+	init_at = calloc(nins + 1, sizeof(*init_at));
+	tgt_at = calloc(nins + 1, sizeof(*tgt_at));
+	hdrs = calloc(nins + 1, sizeof(*hdrs));
+	if (!m->init || !m->tgt || !ii || !ti || !init_at || !tgt_at || !hdrs)
+		goto out;
+	nt_advise_huge(m->init, n * sizeof(*m->init));
+	nt_advise_huge(m->tgt, n * sizeof(*m->tgt));
+	nt_advise_huge(ii, n * sizeof(*ii));
+	nt_advise_huge(ti, n * sizeof(*ti));
+	for (int f = 0; f < nins; f++) {
+		hdrs[f] = &ins[f].hdr;
+		for (size_t k = 0; k < ins[f].n; k++) {
+			const struct ntbpf_rec *r = &ins[f].recs[k];
+			bool no_cntlid;
+
+			switch (nt_mitem_of(r, &ins[f].hdr, &ti[m->n_tgt], &no_cntlid)) {
+			case NT_SIDE_ADMIN:
+				m->admin++;
+				break;
+			case NT_SIDE_TGT:
+				ti[m->n_tgt].idx = (uint32_t)m->n_tgt;
+				m->tgt[m->n_tgt++] = r;
+				break;
+			case NT_SIDE_INIT:
+				ii[m->n_init] = ti[m->n_tgt];
+				ii[m->n_init].idx = (uint32_t)m->n_init;
+				m->no_cntlid += no_cntlid;
+				m->init[m->n_init++] = r;
+				break;
+			}
+		}
+		init_at[f + 1] = m->n_init;
+		tgt_at[f + 1] = m->n_tgt;
+	}
+	if (nt_match_items(m, ii, init_at, ti, tgt_at, hdrs, nins))
+		goto out;
+	m->partner = calloc(m->n_init ? m->n_init : 1, sizeof(*m->partner));
+	if (!m->partner)
+		goto out;
+	for (size_t k = 0; k < m->n_init; k++)
+		if (m->pidx[k])
+			m->partner[k] = m->tgt[m->pidx[k] - 1];
+	rc = 0;
+out:
+	free(ii);
+	free(ti);
+	free(init_at);
+	free(tgt_at);
+	free(hdrs);
+	return rc;
 }
 
 void nt_match_free(struct nt_matching *m)
 {
+	free(m->pidx);
 	free(m->init);
 	free(m->partner);
 	free(m->tgt);

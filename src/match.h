@@ -24,13 +24,41 @@
 #include "ntbpf.h"
 
 struct nt_input;
+struct nt_header;
+
+/*
+ * What matching needs of a record: its window in its host's clock and its
+ * key, with the queue's port in the top 16 bits.  32 bytes; built in one
+ * pass over the records (or while they are read: nt_report_cmd keeps no
+ * records in memory).
+ */
+struct nt_mitem {
+	uint64_t lo, hi;
+	uint64_t kq;		/* port << 48 | cntlid << 32 | qid << 16 | cid */
+	uint32_t idx;		/* position among its side's items; bit 31 on a target item: paired */
+	uint32_t kid;		/* initiator: NT_NO_KEY if it cannot be paired; target: dense key id */
+};
+
+#define NT_NO_KEY UINT32_MAX
+
+enum nt_side { NT_SIDE_ADMIN, NT_SIDE_INIT, NT_SIDE_TGT };
+
+/*
+ * The side a record goes to, and its item (for NT_SIDE_INIT and
+ * NT_SIDE_TGT).  h is its file's header (instance -> cntlid); *no_cntlid is
+ * set for an nvme initiator I/O whose controller the header does not map.
+ */
+enum nt_side nt_mitem_of(const struct ntbpf_rec *r, const struct nt_header *h, struct nt_mitem *x,
+			 bool *no_cntlid);
 
 struct nt_matching {
 	size_t n_init, n_tgt;
+	uint32_t *pidx;				/* per init: 1 + index of its target record, or 0 */
+	bool *tgt_matched;
+	/* nt_match_build only: the records themselves */
 	const struct ntbpf_rec **init;		/* initiator I/O records (admin left out) */
 	const struct ntbpf_rec **partner;	/* per init: its target record, or NULL */
 	const struct ntbpf_rec **tgt;
-	bool *tgt_matched;
 	size_t matched;
 	size_t by_port;				/* ... of which both records had the queue's TCP port */
 	size_t admin;				/* admin-queue records, left out */
@@ -42,7 +70,17 @@ struct nt_matching {
 						 * paired without a queue port on one side */
 };
 
-/* 0, or -1 on allocation failure */
+/*
+ * Pair items: file f's are ii[init_at[f], init_at[f + 1]) and
+ * ti[tgt_at[f], tgt_at[f + 1]), its header hdrs[f].  m->n_init, n_tgt,
+ * admin and no_cntlid are the caller's; this allocates and fills pidx and
+ * tgt_matched and the counts.  Items are reordered/marked: scratch.
+ * 0, or -1 on allocation failure.
+ */
+int nt_match_items(struct nt_matching *m, struct nt_mitem *ii, const size_t *init_at, struct nt_mitem *ti,
+		   const size_t *tgt_at, const struct nt_header *const *hdrs, int nfiles);
+
+/* the same from records in memory; also fills init, tgt and partner.  0, or -1 on allocation failure */
 int nt_match_build(struct nt_matching *m, const struct nt_input *ins, int nins);
 void nt_match_free(struct nt_matching *m);
 

@@ -25,33 +25,26 @@ const char *nt_op_name(uint8_t op)
 
 /* ---- loading ---- */
 
-int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
+/* read a record file, handing each record to each(); status and trailer into in */
+static int input_scan(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen,
+		      int (*each)(void *ctx, struct nt_input *in, const struct ntbpf_rec *r), void *ctx)
 {
 	struct nt_reader *rd;
-	size_t cap = 0;
 	const struct nt_trailer *t;
+	struct ntbpf_rec r;
+	int rc = 0;
 
 	memset(in, 0, sizeof(*in));
 	in->path = name;
 	rd = nt_reader_open(f, &in->hdr, err, errlen);
 	if (!rd)
 		return -1;
-	for (;;) {
-		if (in->n == cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			struct ntbpf_rec *p = realloc(in->recs, ncap * sizeof(*p));
-
-			if (!p) {
-				snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
-				nt_reader_close(rd);
-				return -1;
-			}
-			in->recs = p;
-			nt_advise_huge(p, ncap * sizeof(*p));
-			cap = ncap;
-		}
-		if (nt_reader_next(rd, &in->recs[in->n]) != 1)
+	while (nt_reader_next(rd, &r) == 1) {
+		if (each(ctx, in, &r)) {
+			snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
+			rc = -1;
 			break;
+		}
 		in->n++;
 	}
 	in->status = nt_reader_status(rd, in->status_msg, sizeof(in->status_msg));
@@ -61,7 +54,41 @@ int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *e
 		in->trailer = *t;
 	}
 	nt_reader_close(rd);
+	return rc;
+}
+
+struct load_ctx {
+	size_t cap;
+};
+
+static int keep_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
+{
+	struct load_ctx *c = ctx;
+
+	if (in->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 4096;
+		struct ntbpf_rec *p = realloc(in->recs, ncap * sizeof(*p));
+
+		if (!p)
+			return -1;
+		in->recs = p;
+		nt_advise_huge(p, ncap * sizeof(*p));
+		c->cap = ncap;
+	}
+	in->recs[in->n] = *r;
 	return 0;
+}
+
+int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
+{
+	struct load_ctx c = { 0 };
+	int rc = input_scan(in, f, name, err, errlen, keep_record, &c);
+
+	if (rc) {
+		free(in->recs);
+		in->recs = NULL;
+	}
+	return rc;
 }
 
 int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen)
@@ -164,6 +191,7 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 
 	if (!g)
 		return -1;
+	g->used = true;
 	if (k->stage >= NT_ST_NR) {
 		g->count += count;
 		if (k->role == NTBPF_ROLE_TARGET)
@@ -184,18 +212,75 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 	return 0;
 }
 
-int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt)
+/*
+ * What a report keeps of a record: its group and its own host's stages,
+ * packed in bit order of mask.  Every stage is a difference of two ev[]
+ * offsets from t0 (u32), so it fits 32 bits; a host has at most 8 stages
+ * (the initiator: blk_submission, nvme_tcp_submission, nstack_completion,
+ * nvme_tcp_completion, blk_completion, blk_device, remote, end_to_end).
+ */
+#define NT_SUM_V 8
+struct nt_sum {
+	uint32_t v[NT_SUM_V];
+	uint16_t mask, stand_in;
+	uint32_t group;			/* index into rep->groups, or NO_GROUP */
+};
+#define NO_GROUP UINT32_MAX
+_Static_assert(NT_ST_NR <= 16, "stage masks are 16 bits");
+
+/* role: the side whose stages r gives (none if it is the other); group: find/make r's group */
+static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, uint8_t role, bool group, struct nt_sum *s)
+{
+	__u64 vals[NT_ST_NR];
+	uint32_t mask = 0, si = 0;
+	int n = 0;
+
+	s->group = NO_GROUP;
+	if (group) {
+		struct nt_group *g = group_for(rep, r);
+
+		if (!g)
+			return -1;
+		s->group = (uint32_t)(g - rep->groups);
+	}
+	if (r->role == role)
+		mask = nt_host_stages(r, vals, &si);
+	for (uint32_t left = mask; left; left &= left - 1) {
+		if (n == NT_SUM_V)
+			return -1;	/* cannot happen (see above) */
+		s->v[n++] = (uint32_t)vals[__builtin_ctz(left)];
+	}
+	s->mask = (uint16_t)mask;
+	s->stand_in = (uint16_t)si;
+	return 0;
+}
+
+static void unpack(const struct nt_sum *s, __u64 vals[NT_ST_NR])
+{
+	int n = 0;
+
+	for (uint32_t left = s->mask; left; left &= left - 1)
+		vals[__builtin_ctz(left)] = s->v[n++];
+}
+
+/* one I/O: its initiator's and/or its target's summary; the group is the initiator's if there is one */
+static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct nt_sum *st)
 {
 	uint64_t vals[NT_ST_NR];
+	__u64 vi[NT_ST_NR], vt[NT_ST_NR];
 	uint32_t mask, stand_in;
 	bool neg;
-	struct nt_group *g = group_for(rep, init ? init : tgt);
+	struct nt_group *g = &rep->groups[si ? si->group : st->group];
 
-	if (!g)
-		return -1;
-	mask = nt_stages_compute(init, tgt, vals, &stand_in, &neg);
+	if (si)
+		unpack(si, vi);
+	if (st)
+		unpack(st, vt);
+	mask = nt_stages_combine(si ? si->mask : 0, vi, si ? si->stand_in : 0, st ? st->mask : 0, vt,
+				 st ? st->stand_in : 0, vals, &stand_in, &neg);
 	if (neg)
 		rep->neg_network++;
+	g->used = true;
 	g->count++;
 	if ((mask & NT_TEN_MASK) == NT_TEN_MASK && (mask & (1u << NT_ST_E2E))) {
 		/* the ten tile end_to_end: a self-check the report carries (lab-tested to be 0) */
@@ -220,6 +305,19 @@ int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const str
 	return 0;
 }
 
+int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt)
+{
+	struct nt_sum si, st;
+
+	if (init && summarize(rep, init, NTBPF_ROLE_INITIATOR, true, &si))
+		return -1;
+	if (tgt && summarize(rep, tgt, NTBPF_ROLE_TARGET, !init, &st))
+		return -1;
+	if (!init && !tgt)
+		return 0;
+	return add_pair(rep, init ? &si : NULL, tgt ? &st : NULL);
+}
+
 static int group_cmp(const void *a, const void *b)
 {
 	const struct nt_group *x = a, *y = b;
@@ -236,37 +334,48 @@ static int group_cmp(const void *a, const void *b)
 		return x->ctrl < y->ctrl ? -1 : 1;
 	if (x->qid != y->qid)
 		return x->qid < y->qid ? -1 : 1;
-	return 0;
+	return (int)x->has_queue - (int)y->has_queue;
 }
 
-int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
-		    const struct nt_report_opts *o)
+/* what the files' trailers say was lost */
+static void count_lost(struct nt_report *rep, const struct nt_input *ins, int nins)
 {
-	nt_report_begin(rep, ins, nins, o);
 	for (int i = 0; i < nins; i++) {
 		const struct nt_input *in = &ins[i];
 
-		if (in->has_trailer) {
-			rep->lost_why[0] += in->trailer.stats[ST_LOST_RINGBUF];
-			rep->lost_why[1] += in->trailer.stats[ST_LOST_MAP_FULL];
-			rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
-			rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
-			rep->lost_why[4] += in->trailer.lost_user;
-			rep->lost += in->trailer.stats[ST_LOST_RINGBUF] + in->trailer.stats[ST_LOST_MAP_FULL] +
-				     in->trailer.stats[ST_PROG_MISSES] + in->trailer.stats[ST_NO_COMPLETE] +
-				     in->trailer.lost_user;
-			rep->no_start += in->trailer.stats[ST_NO_START];
-			rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
-		}
+		if (!in->has_trailer)
+			continue;
+		rep->lost_why[0] += in->trailer.stats[ST_LOST_RINGBUF];
+		rep->lost_why[1] += in->trailer.stats[ST_LOST_MAP_FULL];
+		rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
+		rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
+		rep->lost_why[4] += in->trailer.lost_user;
+		rep->lost += in->trailer.stats[ST_LOST_RINGBUF] + in->trailer.stats[ST_LOST_MAP_FULL] +
+			     in->trailer.stats[ST_PROG_MISSES] + in->trailer.stats[ST_NO_COMPLETE] +
+			     in->trailer.lost_user;
+		rep->no_start += in->trailer.stats[ST_NO_START];
+		rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
 	}
-	if (nt_match_build(&rep->m, ins, nins))
-		return -1;
+}
+
+static void count_matched(struct nt_report *rep)
+{
 	rep->admin += rep->m.admin;
 	rep->n_init = rep->m.n_init;
 	rep->n_tgt = rep->m.n_tgt;
 	rep->matched = rep->m.matched;
 	rep->unmatched_init = rep->m.n_init - rep->m.matched;
 	rep->unmatched_tgt = rep->m.n_tgt - rep->m.matched;
+}
+
+int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
+		    const struct nt_report_opts *o)
+{
+	nt_report_begin(rep, ins, nins, o);
+	count_lost(rep, ins, nins);
+	if (nt_match_build(&rep->m, ins, nins))
+		return -1;
+	count_matched(rep);
 	for (size_t k = 0; k < rep->m.n_init; k++)
 		if (nt_report_add(rep, rep->m.init[k], rep->m.partner[k]))
 			return -1;
@@ -275,6 +384,130 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 			return -1;
 	nt_report_finish(rep);
 	return 0;
+}
+
+/* a growing array of n elements of size sz */
+struct vec {
+	void *v;
+	size_t n, cap, sz;
+};
+
+static void *vec_push(struct vec *a)
+{
+	if (a->n == a->cap) {
+		size_t ncap = a->cap ? a->cap * 2 : 4096;
+		void *p = realloc(a->v, ncap * a->sz);
+
+		if (!p)
+			return NULL;
+		nt_advise_huge(p, ncap * a->sz);
+		a->v = p;
+		a->cap = ncap;
+	}
+	return (char *)a->v + a->sz * a->n++;
+}
+
+/* the file report's state: per side, each record's item (matching) and summary (stages) */
+struct stream {
+	struct nt_report *rep;
+	struct vec ii, si, ti, st;
+};
+
+static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
+{
+	struct stream *c = ctx;
+	struct nt_mitem x;
+	struct nt_sum s;
+	bool no_cntlid;
+	void *xp, *sp;
+
+	switch (nt_mitem_of(r, &in->hdr, &x, &no_cntlid)) {
+	case NT_SIDE_ADMIN:
+		c->rep->m.admin++;
+		return 0;
+	case NT_SIDE_INIT:
+		c->rep->m.no_cntlid += no_cntlid;
+		x.idx = (uint32_t)c->ii.n;
+		if (summarize(c->rep, r, NTBPF_ROLE_INITIATOR, true, &s))
+			return -1;
+		xp = vec_push(&c->ii);
+		sp = vec_push(&c->si);
+		break;
+	default:
+		x.idx = (uint32_t)c->ti.n;
+		/* its group is needed only if it stays unmatched: nt_report_finish drops unused ones */
+		if (summarize(c->rep, r, NTBPF_ROLE_TARGET, true, &s))
+			return -1;
+		xp = vec_push(&c->ti);
+		sp = vec_push(&c->st);
+		break;
+	}
+	if (!xp || !sp)
+		return -1;
+	memcpy(xp, &x, sizeof(x));
+	memcpy(sp, &s, sizeof(s));
+	return 0;
+}
+
+int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
+			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen)
+{
+	struct stream c = { .rep = rep, .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
+			    .si.sz = sizeof(struct nt_sum), .st.sz = sizeof(struct nt_sum) };
+	size_t *init_at = calloc(n + 1, sizeof(*init_at)), *tgt_at = calloc(n + 1, sizeof(*tgt_at));
+	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
+	const struct nt_sum *si, *st;
+	int rc = -1;
+
+	nt_report_begin(rep, ins, n, o);
+	if (!init_at || !tgt_at || !hdrs) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		char sub[200];
+
+		if (input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
+			snprintf(err, errlen, "%s: %s", names[i], sub);
+			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
+			goto out;
+		}
+		if (ins[i].status != NT_READ_OK && warn)
+			fprintf(warn, "ntbpf report: warning: %s: %s\n", names[i], ins[i].status_msg);
+		hdrs[i] = &ins[i].hdr;
+		init_at[i + 1] = c.ii.n;
+		tgt_at[i + 1] = c.ti.n;
+	}
+	count_lost(rep, ins, n);
+	rep->m.n_init = c.ii.n;
+	rep->m.n_tgt = c.ti.n;
+	if (nt_match_items(&rep->m, c.ii.v, init_at, c.ti.v, tgt_at, hdrs, n)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	count_matched(rep);
+	si = c.si.v;
+	st = c.st.v;
+	for (size_t k = 0; k < rep->m.n_init; k++)
+		if (add_pair(rep, &si[k], rep->m.pidx[k] ? &st[rep->m.pidx[k] - 1] : NULL))
+			goto oom;
+	for (size_t k = 0; k < rep->m.n_tgt; k++)
+		if (!rep->m.tgt_matched[k] && add_pair(rep, NULL, &st[k]))
+			goto oom;
+	nt_report_finish(rep);
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "out of memory");
+out:
+	free(c.ii.v);
+	free(c.ti.v);
+	free(c.si.v);
+	free(c.st.v);
+	free(init_at);
+	free(tgt_at);
+	free(hdrs);
+	return rc;
 }
 
 void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins, const struct nt_report_opts *o)
@@ -287,6 +520,18 @@ void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins
 
 void nt_report_finish(struct nt_report *rep)
 {
+	int n = 0;
+
+	for (int i = 0; i < rep->ngroups; i++) {
+		if (!rep->groups[i].used) {
+			for (int s = 0; s < NT_ST_NR; s++)
+				nt_hist_free(&rep->groups[i].h[s]);
+			continue;
+		}
+		rep->groups[n++] = rep->groups[i];
+	}
+	rep->ngroups = n;
+	rep->last_group = 0;
 	if (rep->ngroups > 1)
 		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
 }
@@ -679,32 +924,37 @@ void nt_report_print(FILE *out, const struct nt_report *rep)
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins));
+	FILE **files = calloc(cfg->nfiles, sizeof(*files));
 	struct nt_report_opts o = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
 				    .group_by = cfg->group_by, .verbose = cfg->verbose };
 	struct nt_report rep;
 	char msg[400];
-	int rc = 0, n = 0;
+	int rc = 0;
 
-	if (!ins)
+	if (!ins || !files) {
+		free(ins);
+		free(files);
 		return 1;
+	}
 	memcpy(o.pcts, cfg->pcts, sizeof(o.pcts));
-	for (int i = 0; i < cfg->nfiles; i++, n++) {
-		if (nt_input_load(&ins[i], cfg->files[i], msg, sizeof(msg))) {
-			fprintf(err, "ntbpf report: %s\n", msg);
+	for (int i = 0; i < cfg->nfiles; i++) {
+		files[i] = fopen(cfg->files[i], "rb");
+		if (!files[i]) {
+			fprintf(err, "ntbpf report: cannot open %s: %s\n", cfg->files[i], strerror(errno));
 			rc = 1;
 			goto out;
 		}
-		if (ins[i].status != NT_READ_OK) {
-			fprintf(err, "ntbpf report: warning: %s: %s\n", cfg->files[i], ins[i].status_msg);
-			rc = 1;	/* still report what the whole chunks hold */
-		}
 	}
-	if (nt_report_build(&rep, ins, n, &o)) {
-		fprintf(err, "ntbpf report: out of memory\n");
+	if (nt_report_build_files(&rep, ins, files, (const char *const *)cfg->files, cfg->nfiles, &o, err, msg,
+				  sizeof(msg))) {
+		fprintf(err, "ntbpf report: %s\n", msg);
 		nt_report_free(&rep);
 		rc = 1;
 		goto out;
 	}
+	for (int i = 0; i < cfg->nfiles; i++)
+		if (ins[i].status != NT_READ_OK)
+			rc = 1;	/* warned; still report what the whole chunks hold */
 	nt_report_print(out, &rep);
 	nt_report_free(&rep);
 	if (fflush(out) || ferror(out)) {
@@ -712,8 +962,12 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		rc = 1;
 	}
 out:
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < cfg->nfiles; i++) {
+		if (files[i])
+			fclose(files[i]);
 		nt_input_free(&ins[i]);
+	}
+	free(files);
 	free(ins);
 	return rc;
 }

@@ -47,6 +47,7 @@ struct nt_group {
 	uint64_t full_resid;		/* ... the largest |sum of the ten - end_to_end| among them, ns */
 	uint64_t stand_in[NT_ST_NR];	/* I/Os whose stage used a stand-in boundary */
 	struct nt_hist h[NT_ST_NR];
+	bool used;			/* has an I/O (a file report makes groups ahead; unused ones go) */
 };
 
 struct nt_report_opts {
@@ -79,6 +80,15 @@ struct nt_report {
 
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 		    const struct nt_report_opts *o);
+/*
+ * The same from record files, read once: keeps ~100 bytes per record (what
+ * matching and the stages need), not the records.  ins[i] gets file i's
+ * header, count and status (recs stays NULL); a file cut short gets a
+ * warning on warn.  0; -1 with a one-line cause in err (a file not readable
+ * at all, or out of memory).
+ */
+int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
+			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen);
 
 /*
  * Incremental use (ntbpf live): begin, then add I/Os (init and/or tgt),

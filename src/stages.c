@@ -88,18 +88,12 @@ int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns)
 	return rc;
 }
 
-uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec *tgt,
+uint32_t nt_stages_combine(uint32_t mi, const __u64 *vi, uint32_t si, uint32_t mt, const __u64 *vt, uint32_t st,
 			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net)
 {
-	__u64 vi[NT_ST_NR], vt[NT_ST_NR];
-	__u32 mi = 0, mt = 0, si = 0, st = 0;
 	uint32_t mask;
 
 	*neg_net = false;
-	if (init && init->role == NTBPF_ROLE_INITIATOR)
-		mi = nt_host_stages(init, vi, &si);
-	if (tgt && tgt->role == NTBPF_ROLE_TARGET)
-		mt = nt_host_stages(tgt, vt, &st);
 	for (uint32_t left = mt & ~mi; left; left &= left - 1)
 		vals[__builtin_ctz(left)] = vt[__builtin_ctz(left)];
 	for (uint32_t left = mi; left; left &= left - 1)
@@ -115,4 +109,17 @@ uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec 
 		}
 	}
 	return mask;
+}
+
+uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec *tgt,
+			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net)
+{
+	__u64 vi[NT_ST_NR], vt[NT_ST_NR];
+	__u32 mi = 0, mt = 0, si = 0, st = 0;
+
+	if (init && init->role == NTBPF_ROLE_INITIATOR)
+		mi = nt_host_stages(init, vi, &si);
+	if (tgt && tgt->role == NTBPF_ROLE_TARGET)
+		mt = nt_host_stages(tgt, vt, &st);
+	return nt_stages_combine(mi, vi, si, mt, vt, st, vals, stand_in, neg_net);
 }

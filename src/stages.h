@@ -21,6 +21,16 @@ const char *nt_ev_name(uint8_t role, int ev);	/* "blk_start", "cmd_arrive", ... 
 int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns);
 
 /*
+ * The I/O's stages from each host's own (mask, values, stand-in mask), as
+ * nt_host_stages gives them: the initiator's win where both have one, and
+ * network_transmission = remote - target_residence (*neg_net when that is
+ * negative; then it is left out).  vals[s] is valid where bit s of the
+ * result is set.
+ */
+uint32_t nt_stages_combine(uint32_t mi, const __u64 *vi, uint32_t si, uint32_t mt, const __u64 *vt, uint32_t st,
+			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net);
+
+/*
  * All stages of one I/O: init and/or tgt may be NULL (one side only).
  * vals[s] is valid where bit s of the returned mask is set.  stand_in gets the
  * mask of stages computed from a stand-in boundary.  network_transmission is
