@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "report.h"
+#include "../../bench/synth.h"
 
 static const char *datadir(void)
 {
@@ -233,6 +234,149 @@ static void test_exit_status(void **state)
 	assert_non_null(strstr(err, "cannot open /nonexistent/x.ntbpf"));
 }
 
+/*
+ * "ntbpf report" reads files once and keeps summaries (nt_report_build_files);
+ * live and the tests build from records in memory (nt_report_build).  Both
+ * must print the same report, byte for byte, on a varied two-host set:
+ * matched and unmatched I/Os on both sides, two initiator files, admin
+ * commands, R2T writes, stand-in boundaries, events out of order, a
+ * block-only device, and a file cut short.
+ */
+static struct nt_writer *open_host(FILE *f, int role, bool second)
+{
+	struct nt_header h;
+	struct nt_ctrl_info *c;
+	struct nt_writer *w;
+
+	nt_header_init(&h, role);
+	snprintf(h.hostname, sizeof(h.hostname), role == NTBPF_ROLE_TARGET ? "tgt" : "init");
+	snprintf(h.kernel, sizeof(h.kernel), "6.12.0-test");
+	snprintf(h.ntbpf_version, sizeof(h.ntbpf_version), "test");
+	snprintf(h.boot_id, sizeof(h.boot_id), role == NTBPF_ROLE_TARGET ? "t" : "i");
+	h.mono_ns = 1000000000ull;
+	h.real_ns = 1700000000000000000ull;
+	h.sample = 1;
+	h.ndevs = 2;
+	snprintf(h.devs[0], sizeof(h.devs[0]), "nvme0n1=259:0");
+	snprintf(h.devs[1], sizeof(h.devs[1]), "loop0=7:0");
+	c = nt_header_add_ctrl(&h);
+	c->instance = 0;
+	c->cntlid = 1;
+	(void)second;
+	w = nt_writer_open(f, &h);
+	nt_header_free(&h);
+	assert_non_null(w);
+	return w;
+}
+
+static void test_files_path_equals_records_path(void **state)
+{
+	enum { N = 30000, NF = 3 };
+	char *buf[NF] = { 0 }, *out[2][2] = { { 0 } }, err[256];
+	size_t len[NF] = { 0 }, olen;
+	FILE *f[NF];
+	struct nt_writer *w[NF];
+	struct nt_trailer t = { 0 };
+	struct synth s;
+	const char *names[NF] = { "init-a.ntbpf", "init-b.ntbpf", "tgt.ntbpf" };
+	long cut;
+
+	synth_init(&s);
+	for (int k = 0; k < NF; k++) {
+		f[k] = open_memstream(&buf[k], &len[k]);
+		w[k] = open_host(f[k], k == 2 ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, k == 1);
+	}
+	for (uint64_t k = 0; k < N; k++) {
+		struct ntbpf_rec i, g;
+		int a = (k / 4) % 3 == 2;	/* some queues' I/Os in the second initiator file */
+
+		synth_pair(&s, k, &i, &g);
+		if (k % 7 == 3) {	/* an R2T write */
+			i.op = g.op = NTBPF_OP_WRITE;
+			i.bytes = g.bytes = 131072;
+			synth_set(&i, EV_I_R2T_ARRIVE, i.t0 + i.ev[EV_I_CMD_SENT] + 9000);
+			synth_set(&i, EV_I_DATA_SENT, i.t0 + i.ev[EV_I_CMD_SENT] + 9000 + 3000 + k % 5000);
+			synth_set(&g, EV_T_R2T_SENT, g.t0 + g.ev[EV_T_CMD_PICKUP] + 500);
+			synth_set(&g, EV_T_DATA_ARRIVE, g.t0 + g.ev[EV_T_CMD_PICKUP] + 500 + 15000 + k % 3000);
+		}
+		if (k % 11 == 5)	/* no queue_rq: blk_submission ends at the stand-in blk_issue */
+			i.ev_mask &= ~(1u << EV_I_QUEUE_RQ);
+		if (k % 13 == 6)	/* events out of order */
+			g.ev[EV_T_EXEC] = g.ev[EV_T_SUBSYS_DONE] + 10;
+		if (k % 17 == 7)	/* no exec hook on the target */
+			g.ev_mask &= ~(1u << EV_T_EXEC);
+		if (k % 101 == 50) {	/* an admin command on both hosts */
+			i.flags |= NTBPF_F_ADMIN;
+			g.flags |= NTBPF_F_ADMIN;
+		}
+		if (k % 89 == 1) {	/* a loop device I/O: block layer only */
+			struct ntbpf_rec b = i;
+
+			b.flags = 0;
+			b.dev = 7u << 20;
+			b.ev_mask &= (1u << EV_I_BLK_START) | (1u << EV_I_BLK_ISSUE) | (1u << EV_I_BLK_DONE);
+			assert_int_equal(nt_writer_add(w[a], &b), 0);
+		}
+		if (k % 53 != 9)	/* else the target record is missing: unmatched initiator I/O */
+			assert_int_equal(nt_writer_add(w[2], &g), 0);
+		if (k % 61 != 4)	/* else the initiator record is missing: unmatched target record */
+			assert_int_equal(nt_writer_add(w[a], &i), 0);
+		if (k % 3000 == 2999)	/* chunks of ~1000 records in the second initiator file */
+			assert_int_equal(nt_writer_flush(w[1]), 0);
+	}
+	t.records = N;
+	t.stats[ST_LOST_RINGBUF] = 2;
+	for (int k = 0; k < NF; k++) {
+		assert_int_equal(nt_writer_close(w[k], &t), 0);
+		fclose(f[k]);
+	}
+	/* the second initiator file was cut short, inside a chunk */
+	cut = (long)len[1] * 2 / 3;
+	for (int fmt = 0; fmt < 2; fmt++) {
+		struct nt_report_opts o = { .version = "test", .npcts = 3, .pcts = { 50, 99, 99.9 },
+					    .format = fmt ? NT_FMT_JSON : NT_FMT_TEXT,
+					    .group_by = NT_GB_OP | NT_GB_SIZE | NT_GB_DEV | NT_GB_QUEUE };
+
+		for (int path = 0; path < 2; path++) {
+			struct nt_input in[NF];
+			struct nt_report rep;
+			FILE *r[NF], *o_;
+
+			for (int k = 0; k < NF; k++)
+				r[k] = fmemopen(buf[k], k == 1 ? (size_t)cut : len[k], "rb");
+			if (path == 0) {
+				for (int k = 0; k < NF; k++)
+					assert_int_equal(nt_input_load_stream(&in[k], r[k], names[k], err, sizeof(err)), 0);
+				assert_int_equal(nt_report_build(&rep, in, NF, &o), 0);
+			} else {
+				FILE *warn = fopen("/dev/null", "w");
+
+				assert_int_equal(nt_report_build_files(&rep, in, r, names, NF, &o, warn, err, sizeof(err)), 0);
+				fclose(warn);
+				assert_null(in[0].recs);
+			}
+			assert_int_equal(in[1].status != NT_READ_OK, 1);
+			assert_true(rep.matched > N * 8 / 10);
+			assert_true(rep.unmatched_init > 0 && rep.unmatched_tgt > 0 && rep.admin > 0);
+			o_ = open_memstream(&out[fmt][path], &olen);
+			nt_report_print(o_, &rep);
+			fclose(o_);
+			nt_report_free(&rep);
+			for (int k = 0; k < NF; k++) {
+				nt_input_free(&in[k]);
+				fclose(r[k]);
+			}
+		}
+		assert_string_equal(out[fmt][0], out[fmt][1]);
+		assert_non_null(strstr(out[fmt][0], "network_transmission"));
+		assert_non_null(strstr(out[fmt][0], fmt ? "\"stand_in\"" : "stand-in"));
+		free(out[fmt][0]);
+		free(out[fmt][1]);
+	}
+	for (int k = 0; k < NF; k++)
+		free(buf[k]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_golden_csv),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_exit_status),
+		cmocka_unit_test(test_files_path_equals_records_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
