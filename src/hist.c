@@ -51,21 +51,9 @@ void nt_hist_free(struct nt_hist *h)
 	nt_hist_init(h);
 }
 
-/*
- * Hot path: no branch on the value range.  OR-ing in N makes the msb at
- * least S, so small values get shift 0 and land in bucket v; it also keeps
- * the clz argument non-zero (clz(0) is undefined).
- */
-static inline uint32_t bucket_of(uint64_t v)
-{
-	uint32_t s = 63 - __builtin_clzll(v | NT_HIST_SUB) - NT_HIST_SUB_BITS;
-
-	return (s << NT_HIST_SUB_BITS) + (uint32_t)(v >> s);
-}
-
 uint32_t nt_hist_bucket(uint64_t v)
 {
-	return bucket_of(v);
+	return nt_hist_bucket_of(v);
 }
 
 uint64_t nt_hist_bucket_value(uint32_t b)
@@ -96,25 +84,19 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b)
 	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-int nt_hist_add(struct nt_hist *h, uint64_t v)
+int nt_hist_first(struct nt_hist *h, uint64_t v)
 {
 	/*
 	 * First value: allocate and seed min/max.  Keyed on count rather than
 	 * on buckets == NULL so a zero-filled struct (min = 0) also works.
 	 */
-	if (__builtin_expect(h->count == 0, 0)) {
-		if (!h->buckets && alloc_buckets(h))
-			return -1;
-		h->min = v;
-		h->max = v;
-	}
-	h->buckets[bucket_of(v)]++;
+	if (!h->buckets && alloc_buckets(h))
+		return -1;
+	h->min = v;
+	h->max = v;
+	h->buckets[nt_hist_bucket_of(v)]++;
 	h->count++;
 	h->sum = sat_add(h->sum, v);
-	if (v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
 	return 0;
 }
 
@@ -128,7 +110,7 @@ int nt_hist_add_n(struct nt_hist *h, uint64_t v, uint64_t n, uint64_t sum)
 		h->min = v;
 		h->max = v;
 	}
-	h->buckets[bucket_of(v)] += n;
+	h->buckets[nt_hist_bucket_of(v)] += n;
 	h->count += n;
 	h->sum = sat_add(h->sum, sum);
 	if (v < h->min)
@@ -199,8 +181,8 @@ uint64_t nt_hist_percentile(const struct nt_hist *h, double p)
 	if (k == h->count)
 		return h->max;
 	/* nothing lives outside [bucket(min), bucket(max)] */
-	last = bucket_of(h->max);
-	for (b = bucket_of(h->min); b < last; b++) {
+	last = nt_hist_bucket_of(h->max);
+	for (b = nt_hist_bucket_of(h->min); b < last; b++) {
 		cum += h->buckets[b];
 		if (cum >= k)
 			break;

@@ -25,7 +25,35 @@ struct nt_hist {
 
 void nt_hist_init(struct nt_hist *h);
 void nt_hist_free(struct nt_hist *h);
-int nt_hist_add(struct nt_hist *h, uint64_t v);	/* 0, or -1 on allocation failure */
+/* the first value (allocates the buckets): 0, or -1 on allocation failure */
+int nt_hist_first(struct nt_hist *h, uint64_t v);
+
+/*
+ * The bucket of v, without a branch on the value range.  OR-ing in N makes
+ * the msb at least S, so small values get shift 0 and land in bucket v; it
+ * also keeps the clz argument non-zero (clz(0) is undefined).
+ */
+static inline uint32_t nt_hist_bucket_of(uint64_t v)
+{
+	uint32_t s = 63 - __builtin_clzll(v | NT_HIST_SUB) - NT_HIST_SUB_BITS;
+
+	return (s << NT_HIST_SUB_BITS) + (uint32_t)(v >> s);
+}
+
+/* add one value: 0, or -1 on allocation failure.  Inline: the report adds ~10 per I/O */
+static inline int nt_hist_add(struct nt_hist *h, uint64_t v)
+{
+	uint64_t sum;
+
+	if (__builtin_expect(h->count == 0, 0))
+		return nt_hist_first(h, v);
+	h->buckets[nt_hist_bucket_of(v)]++;
+	h->count++;
+	h->sum = __builtin_add_overflow(h->sum, v, &sum) ? UINT64_MAX : sum;	/* saturating */
+	h->min = v < h->min ? v : h->min;
+	h->max = v > h->max ? v : h->max;
+	return 0;
+}
 /* n values of about v (an in-kernel bucket's midpoint) whose exact total is sum */
 int nt_hist_add_n(struct nt_hist *h, uint64_t v, uint64_t n, uint64_t sum);
 int nt_hist_merge(struct nt_hist *dst, const struct nt_hist *src);
