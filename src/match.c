@@ -332,22 +332,33 @@ static int sort_edges(struct edge *e, size_t n)
  * offsets in [t.hi - i.hi, t.lo - i.lo]; true pairs all contain the true
  * offset, wrong ones scatter.  Take the point most intervals cover.
  */
-static bool estimate_offset(const struct nt_mitem *iv, size_t ni, const struct nt_mitem *tv, const uint32_t *start,
-			    int64_t prior, int64_t window, size_t samples, int max_cand, int64_t *off, size_t *votes)
+/* the key id of initiator item k in this file pair, or NT_NO_KEY: not to be paired here */
+static inline uint32_t init_kid(const struct nt_matching *m, const struct nt_mitem *ii, size_t k,
+				const struct keys *keys)
 {
-	size_t step = ni > samples ? ni / samples : 1, ne = 0, cap = 0;
+	if (ii[k].kid == NT_NO_KEY || m->pidx[k])
+		return NT_NO_KEY;
+	return key_find(keys, ii[k].kq & KEY_MASK);	/* NT_NO_KEY: no target record has its key */
+}
+
+static bool estimate_offset(const struct nt_matching *m, const struct nt_mitem *iv, size_t a_first, size_t a_end,
+			    const struct keys *keys, const struct nt_mitem *tv, const uint32_t *start, int64_t prior,
+			    int64_t window, size_t samples, int max_cand, int64_t *off, size_t *votes)
+{
+	size_t ni = a_end - a_first, step = ni > samples ? ni / samples : 1, ne = 0, cap = 0;
 	struct edge *e = NULL;
 	int cur = 0, best = 0;
 	int64_t best_lo = 0, best_hi = 0;
 
-	for (size_t i = 0; i < ni; i += step) {
+	for (size_t i = a_first; i < a_end; i += step) {
 		int64_t from = (int64_t)iv[i].lo + prior - window;
+		uint32_t kid = init_kid(m, iv, i, keys);
 		size_t j, end;
 
-		if (iv[i].kid == NT_NO_KEY)
+		if (kid == NT_NO_KEY)
 			continue;
-		end = start[iv[i].kid + 1];
-		j = lower_bound(tv, start[iv[i].kid], end, from < 0 ? 0 : (uint64_t)from);
+		end = start[kid + 1];
+		j = lower_bound(tv, start[kid], end, from < 0 ? 0 : (uint64_t)from);
 		for (int c = 0; j < end && c < max_cand; j++, c++) {
 			int64_t a = (int64_t)tv[j].hi - (int64_t)iv[i].hi - TOLERANCE_NS;
 			int64_t b = (int64_t)tv[j].lo - (int64_t)iv[i].lo + TOLERANCE_NS;
@@ -428,28 +439,16 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 		       const struct nt_header *ha, struct nt_mitem *ti, size_t b_first, size_t b_end,
 		       const struct nt_header *hb)
 {
-	struct nt_mitem *iv = NULL, *tv = NULL;
+	struct nt_mitem *tv = NULL;
 	struct keys keys = { 0 };
 	uint32_t *start = NULL, *cursor = NULL;
-	size_t ni = 0, nt = 0;
+	size_t nt = 0;
 	int64_t prior, window, off;
 	size_t votes;
 	int rc = -1;
 
 	if (group_targets(m, ti, b_first, b_end, &keys, &tv, &nt, &start))
 		goto out;
-	iv = malloc((a_end > a_first ? a_end - a_first : 1) * sizeof(*iv));
-	if (!iv)
-		goto out;
-	nt_advise_huge(iv, (a_end - a_first) * sizeof(*iv));
-	/* initiator I/Os stay in file (time) order: partner[] is written in order */
-	for (size_t k = a_first; k < a_end; k++) {
-		if (ii[k].kid == NT_NO_KEY || m->pidx[k])
-			continue;
-		iv[ni] = ii[k];
-		iv[ni].kid = key_find(&keys, ii[k].kq & KEY_MASK);
-		ni += iv[ni].kid != NT_NO_KEY;	/* else no target record to pair with */
-	}
 
 	/* the same boot: one clock; otherwise the wall clocks say roughly how they relate */
 	if (ha->boot_id[0] && !strcmp(ha->boot_id, hb->boot_id)) {
@@ -460,8 +459,10 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 		window = 5000000000ll;
 	}
 	/* coarse over the prior's uncertainty, then fine around what it found */
-	if (!estimate_offset(iv, ni, tv, start, prior, window, COARSE_INITS, COARSE_CANDIDATES, &off, &votes) ||
-	    !estimate_offset(iv, ni, tv, start, off, 1000000, SAMPLE_INITS, FINE_CANDIDATES, &off, &votes)) {
+	if (!estimate_offset(m, ii, a_first, a_end, &keys, tv, start, prior, window, COARSE_INITS, COARSE_CANDIDATES,
+			     &off, &votes) ||
+	    !estimate_offset(m, ii, a_first, a_end, &keys, tv, start, off, 1000000, SAMPLE_INITS, FINE_CANDIDATES,
+			     &off, &votes)) {
 		rc = 0;
 		goto out;
 	}
@@ -474,22 +475,27 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 	if (!cursor)
 		goto out;
 	memcpy(cursor, start, (keys.n + 1) * sizeof(*cursor));
-	for (size_t i = 0; i < ni; i++) {
-		int64_t from = (int64_t)iv[i].lo + off - TOLERANCE_NS;
-		size_t end = start[iv[i].kid + 1];
-		size_t j = seek_from(tv, start[iv[i].kid], end, cursor[iv[i].kid], from < 0 ? 0 : (uint64_t)from);
-		uint16_t port = port_of(&iv[i]);
+	/* initiator I/Os in file (time) order */
+	for (size_t i = a_first; i < a_end; i++) {
+		uint32_t kid = init_kid(m, ii, i, &keys);
+		int64_t from = (int64_t)ii[i].lo + off - TOLERANCE_NS;
+		size_t end, j;
+		uint16_t port = port_of(&ii[i]);
 
-		cursor[iv[i].kid] = (uint32_t)j;
+		if (kid == NT_NO_KEY)
+			continue;
+		end = start[kid + 1];
+		j = seek_from(tv, start[kid], end, cursor[kid], from < 0 ? 0 : (uint64_t)from);
+		cursor[kid] = (uint32_t)j;
 
 		while (j < end && ((tv[j].idx & PAIRED) || !same_conn(port, port_of(&tv[j]))))
 			j++;
 		if (j >= end)
 			continue;
-		if ((int64_t)tv[j].lo > (int64_t)iv[i].hi + off + TOLERANCE_NS ||
-		    (int64_t)tv[j].hi > (int64_t)iv[i].hi + off + TOLERANCE_NS)
+		if ((int64_t)tv[j].lo > (int64_t)ii[i].hi + off + TOLERANCE_NS ||
+		    (int64_t)tv[j].hi > (int64_t)ii[i].hi + off + TOLERANCE_NS)
 			continue;
-		m->pidx[iv[i].idx] = (tv[j].idx & ~PAIRED) + 1;
+		m->pidx[i] = tv[j].idx + 1;
 		m->by_port += port && port_of(&tv[j]);
 		m->tgt_matched[tv[j].idx] = true;
 		tv[j].idx |= PAIRED;	/* checked here, where the item is already in cache */
@@ -497,7 +503,6 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 	}
 	rc = 0;
 out:
-	free(iv);
 	free(tv);
 	free(start);
 	free(cursor);
