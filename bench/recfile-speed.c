@@ -157,7 +157,8 @@ int main(int argc, char **argv)
 		}
 		printf("| %-44s | %.2f M records/s encode, %.2f M records/s decode (%.0f / %.0f ns per record), %.2f bytes per record |\n",
 		       v == 1 ? "record codec, file version 1 (zlib shuffled)" :
-		       "record codec, file version 2 (columns, zlib)",
+		       v == 2 ? "record codec, file version 2 (columns, zlib)" :
+		       "record codec, file version 3 (columns, modes)",
 		       2 * n / te / 1e6, 2 * n / td / 1e6, te * 1e9 / (2 * n), td * 1e9 / (2 * n),
 		       (double)(m[0].len + m[1].len) / (2 * n));
 		free(m[0].buf);

@@ -6,10 +6,13 @@
  * multi-byte integer on disk is little endian and is encoded with shifts, never
  * by copying host memory, so a file moves between hosts of any byte order.
  *
- * Records travel in chunks of up to NT_CHUNK_RECS records.  Version 2 (what
+ * Records travel in chunks of up to NT_CHUNK_RECS records.  Version 3 (what
  * we write) stores a chunk as bit-packed columns, one per field and per ev[]
- * slot, of values or differences (see "version 2 chunks" below): about the
- * entropy of the records, decoded by one branch-free loop per column.
+ * slot, of values or differences (see "version 2 chunks" below), with the
+ * prediction of some columns chosen per chunk (version 3, below) and cid in
+ * two columns: about the entropy of the records, decoded by one branch-free
+ * loop per column.  Version 2, the same with one prediction per column, is
+ * still read (and written when asked for).
  * Version 1 (still read, and written when asked for) stores the records
  * "byte-shuffled": byte k of every record together (out[k * nrec + i] =
  * rec_i[k]) before zlib, so that deflate finds long runs.  Its shuffle is

@@ -5,8 +5,9 @@
  *   header   magic "NTBPFREC", version, then TLV items (host, kernel, clocks,
  *            hooks, controllers, queues, ...), CRC32
  *   chunks   "CHNK", record count, compact records, zlib, CRC32
- *            (version 2: per-record varint deltas in separate streams;
- *            version 1, still read: byte-shuffled fixed-size records)
+ *            (version 3: bit-packed columns, a prediction chosen per column;
+ *            still read: version 2, the same with one prediction per column,
+ *            and version 1, byte-shuffled fixed-size records)
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *
  * Pure functions over stdio streams; no BPF, no root.
@@ -51,7 +52,7 @@ struct nt_ctrl_info {
 
 struct nt_header {
 	uint16_t version;		/* NT_FILE_VERSION; the writer writes version 1
-					 * chunks when given 1 (tests, benchmarks) */
+					 * or 2 chunks when given 1 or 2 (tests, benchmarks) */
 	uint8_t role;			/* enum ntbpf_role */
 	uint32_t rec_size;		/* sizeof(struct ntbpf_rec) of the writer */
 	uint32_t nev;			/* NTBPF_MAX_EV of the writer */
