@@ -9,6 +9,17 @@
 #include <bpf/bpf_core_read.h>
 
 /*
+ * RD(btf, p, a, b): p->a->b.  Where the program's arguments are BTF pointers
+ * (tp_btf, fentry, fexit; btf is a constant true there) a direct load the
+ * verifier makes fault-safe, a few instructions; elsewhere (raw_tp, kprobe,
+ * and pointers that are plain numbers to the verifier) one
+ * bpf_probe_read_kernel call per step.  Every handler takes btf as its first
+ * argument and is inlined, so only one of the two is compiled into each
+ * program.
+ */
+#define RD(btf, ...) ((btf) ? ___arrow(__VA_ARGS__) : BPF_CORE_READ(__VA_ARGS__))
+
+/*
  * v5.17 (f3fa33acca9f "block: remove the ->rq_disk field in struct request"):
  * the disk is reached through rq->q->disk; before, rq->rq_disk.
  */
@@ -16,26 +27,27 @@ struct request___old_rq_disk {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline struct gendisk *rq_disk(struct request *rq)
+static __always_inline struct gendisk *rq_disk(bool btf, struct request *rq)
 {
 	struct request___old_rq_disk *old = (void *)rq;
 
 	if (bpf_core_field_exists(old->rq_disk))
-		return BPF_CORE_READ(old, rq_disk);
-	return BPF_CORE_READ(rq, q, disk);
+		return RD(btf, old, rq_disk);
+	return RD(btf, rq, q, disk);
 }
 
-static __always_inline __u32 disk_devt(struct gendisk *disk)
+/* btf: disk is a BTF pointer to the verifier (see RD) */
+static __always_inline __u32 disk_devt(bool btf, struct gendisk *disk)
 {
 	if (!disk)
 		return NTBPF_NO_DEV;
-	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	return ((__u32)RD(btf, disk, major) << 20) | (__u32)RD(btf, disk, first_minor);
 }
 
 /* dev_t as the kernel encodes it (MKDEV: major << 20 | minor), as in block tracepoints */
-static __always_inline __u32 rq_devt(struct request *rq)
+static __always_inline __u32 rq_devt(bool btf, struct request *rq)
 {
-	return disk_devt(rq_disk(rq));
+	return disk_devt(btf, rq_disk(btf, rq));
 }
 
 /*
@@ -49,9 +61,9 @@ struct nvme_ns_head___mp {
 	struct gendisk *disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u32 nvme_head_devt(struct request *rq)
+/* ns: the request queue's queuedata, a void * (so read with probe reads) */
+static __always_inline __u32 nvme_ns_head_devt(struct nvme_ns *ns)
 {
-	struct nvme_ns *ns = BPF_CORE_READ(rq, q, queuedata);
 	struct nvme_ns_head___mp *head = NULL;
 	struct gendisk *disk;
 
@@ -59,7 +71,12 @@ static __always_inline __u32 nvme_head_devt(struct request *rq)
 		return NTBPF_NO_DEV;
 	head = (void *)BPF_CORE_READ(ns, head);
 	disk = BPF_CORE_READ(head, disk);
-	return disk ? disk_devt(disk) : NTBPF_NO_DEV;
+	return disk ? disk_devt(false, disk) : NTBPF_NO_DEV;
+}
+
+static __always_inline __u32 nvme_head_devt(bool btf, struct request *rq)
+{
+	return nvme_ns_head_devt(RD(btf, rq, q, queuedata));
 }
 
 /*
@@ -86,9 +103,9 @@ enum req_flag_bits___x {
 	 bpf_core_enum_value_exists(enum req_opf___old, REQ_OP_##name##___old) ? \
 		(int)bpf_core_enum_value(enum req_opf___old, REQ_OP_##name##___old) : -1)
 
-static __always_inline __u8 rq_ntbpf_op(struct request *rq)
+static __always_inline __u8 rq_ntbpf_op(bool btf, struct request *rq)
 {
-	__u32 bits = 8, flags = BPF_CORE_READ(rq, cmd_flags);
+	__u32 bits = 8, flags = RD(btf, rq, cmd_flags);
 	int op;
 
 	if (bpf_core_enum_value_exists(enum req_flag_bits___x, __REQ_FAILFAST_DEV___x))

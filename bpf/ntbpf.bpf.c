@@ -26,6 +26,7 @@
 /* the compiler must not fold the bound away: hide the value, then bound it */
 #define NT_BOUND(i, n) ({ __u64 __i = (__u64)(i); barrier_var(__i); if (__i >= (n)) __i = 0; __i; })
 #include "ntbpf_stages.h"
+#include "ntbpf_kh.h"
 #include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -37,13 +38,10 @@ const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq)
 const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
 const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
 const volatile bool kernel_agg = false;	/* histograms in the kernel instead of per-I/O records */
+/* the -d filters (dev_t, kernel encoding): a scan of ndevs constants is cheaper than a hash lookup */
+const volatile __u32 ndevs = 0;
+const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, NTBPF_MAX_DEVS);
-	__type(key, __u32);
-	__type(value, __u8);
-} devs SEC(".maps");
 
 /* requests in flight: struct request * (initiator) or struct nvmet_req * (target) */
 struct {
@@ -75,6 +73,7 @@ struct qstate {
 	__u64 pickup;	/* target: last nvmet_tcp_try_recv_pdu */
 	void *sock;	/* the queue's struct socket when port was read (a reconnect makes a new one) */
 	__u16 port;	/* the initiator's TCP port of the queue's connection */
+	__u16 ctrl;	/* initiator: the queue's controller instance, read with port */
 };
 
 struct {
@@ -100,16 +99,17 @@ struct {
 } stats SEC(".maps");
 
 /*
- * ntbpf live without per-I/O records: per-CPU histograms per (group, stage),
- * from the same stage definitions as the report (ntbpf_stages.h).  User
- * space reads and diffs them every interval.
+ * ntbpf live without per-I/O records: per-CPU histograms per group, every
+ * stage of the group's role in one value (ntbpf_kh.h), from the same stage
+ * definitions as the report (ntbpf_stages.h).  User space reads and diffs
+ * them every interval.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, 256);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct nt_kh_key);
-	__type(value, struct nt_kh_val);
+	__type(key, struct nt_kh_gkey);
+	__type(value, struct nt_kh_gval);
 } khist SEC(".maps");
 
 /* a zeroed value to create histograms from (too large for the stack) */
@@ -117,7 +117,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct nt_kh_val);
+	__type(value, struct nt_kh_gval);
 } khist_zero SEC(".maps");
 
 /* nvme_setup_cmd sampled this request out: block_rq_issue (same CPU, next) must not create it */
@@ -140,6 +140,18 @@ struct {
 	__type(key, __u64);
 	__type(value, struct args);
 } stash SEC(".maps");
+
+/*
+ * fentry -> fexit: only the entry time (fexit sees the arguments), kept in
+ * the task's own storage: a pointer walk instead of a hash update, lookup
+ * and delete per call.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} entry_ts SEC(".maps");
 
 static __always_inline void stat_inc(__u32 which)
 {
@@ -182,6 +194,18 @@ static __always_inline __u64 nvme_sample_key(__u64 slba, __u16 qid, __u16 cid)
 }
 
 /*
+ * The command's starting LBA (rw.slba, dwords 10 and 11), little endian
+ * like the host: read through the union's first member, common, which is
+ * the one the 6.1 verifier resolves direct loads against.
+ */
+static __always_inline __u64 cmd_slba(bool btf, struct nvme_command *cmd)
+{
+	if (btf)
+		return (__u64)cmd->common.cdw10 | (__u64)cmd->common.cdw11 << 32;
+	return BPF_CORE_READ(cmd, rw.slba);
+}
+
+/*
  * Tracepoint arguments may be NULL for the verifier (tp_btf, v6.12+): check
  * them, and keep the compiler from computing field addresses before the check.
  */
@@ -189,48 +213,26 @@ static __always_inline __u64 nvme_sample_key(__u64 slba, __u16 qid, __u16 cid)
 
 static __always_inline bool dev_wanted(__u32 dev)
 {
-	return !filter_dev || bpf_map_lookup_elem(&devs, &dev);
+	if (!filter_dev)
+		return true;
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < NTBPF_MAX_DEVS && i < ndevs; i++)
+		if (dev_list[i] == dev)
+			return true;
+	return false;
 }
 
 /*
- * Global (non-inlined) functions are verified once, on their own: the loop
- * over every stage would otherwise be re-verified on every path that
- * completes a request, past the verifier's budget.
+ * One finished I/O into the histograms of its group: one map lookup.  A
+ * global (non-inlined) function is verified once, on its own: the loop over
+ * the stages would otherwise be re-verified on every path that completes a
+ * request, past the verifier's budget.
  */
-__noinline int kh_add(struct nt_kh_key *k, __u64 v)
-{
-	struct nt_kh_key key;
-	struct nt_kh_val *h;
-	__u32 zero = 0;
-	__u64 b;
-
-	if (!k)
-		return 0;
-	key = *k;	/* map keys must be on the stack for older verifiers (6.1) */
-	h = bpf_map_lookup_elem(&khist, &key);
-	if (!h) {
-		struct nt_kh_val *z = bpf_map_lookup_elem(&khist_zero, &zero);
-
-		if (!z)
-			return 0;
-		bpf_map_update_elem(&khist, &key, z, BPF_NOEXIST);	/* EEXIST: another CPU made it */
-		h = bpf_map_lookup_elem(&khist, &key);
-		if (!h) {
-			stat_inc(ST_LOST_MAP_FULL);	/* more groups than the map holds */
-			return 0;
-		}
-	}
-	h->count++;
-	h->sum += v;
-	b = NT_BOUND(nt_kh_bucket(v), NT_KH_NB);
-	h->b[b]++;
-	return 0;
-}
-
-/* one finished I/O into the histograms of its group */
 __noinline int kh_record(const struct ntbpf_rec *r)
 {
-	struct nt_kh_key k = {};
+	struct nt_kh_gkey k = {};
+	struct nt_kh_gval *h;
+	__u32 zero = 0;
 
 	if (!r)
 		return 0;
@@ -238,16 +240,33 @@ __noinline int kh_record(const struct ntbpf_rec *r)
 	k.bytes = r->bytes;
 	k.op = r->op;
 	k.role = r->role;
-	for (int s = 0; s < NT_ST_NR; s++) {
-		__u64 v = 0;
+	h = bpf_map_lookup_elem(&khist, &k);
+	if (!h) {
+		struct nt_kh_gval *z = bpf_map_lookup_elem(&khist_zero, &zero);
 
+		if (!z)
+			return 0;
+		bpf_map_update_elem(&khist, &k, z, BPF_NOEXIST);	/* EEXIST: another CPU made it */
+		h = bpf_map_lookup_elem(&khist, &k);
+		if (!h) {
+			stat_inc(ST_LOST_MAP_FULL);	/* more groups than the map holds */
+			return 0;
+		}
+	}
+	h->ios++;
+	for (int i = 0; i < NT_KH_SLOTS; i++) {
+		int s = nt_kh_slot_stage(r->role, i);
+		__u64 v = 0, b;
+
+		if (s == NT_KH_NONE)
+			break;
 		if (nt_stage_of(r, s, &v) <= 0)
 			continue;
-		k.stage = s;
-		kh_add(&k, v);
+		h->count[i]++;
+		h->sum[i] += v;
+		b = NT_BOUND(nt_kh_bucket(v), NT_KH_NB32);
+		h->b[i][b]++;
 	}
-	k.stage = NT_ST_NR;	/* the group's I/O count */
-	kh_add(&k, 0);
 	return 0;
 }
 
@@ -328,29 +347,50 @@ static __always_inline struct args stash_take(void)
 	return a;
 }
 
+static __always_inline void ts_put(void)
+{
+	__u64 *v = bpf_task_storage_get(&entry_ts, bpf_get_current_task_btf(), 0,
+					BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (v)
+		*v = bpf_ktime_get_ns();
+}
+
+/* the entry time, consumed; now if the entry was not seen */
+static __always_inline __u64 ts_take(void)
+{
+	__u64 *v = bpf_task_storage_get(&entry_ts, bpf_get_current_task_btf(), 0, 0), ts = 0;
+
+	if (v) {
+		ts = *v;
+		*v = 0;
+	}
+	return ts ? ts : bpf_ktime_get_ns();
+}
+
 /* tracepoint tp(T0 a0[, T1 a1]): handler(a0[, a1]), as tp_btf or as raw_tp; arguments may be NULL */
 #define TP_HOOK1(tp, handler, T0)						\
 SEC("tp_btf/" #tp)								\
 int BPF_PROG(tp_btf_##tp, T0 a0)						\
 {										\
-	return NONNULL(a0) ? handler(a0) : 0;					\
+	return NONNULL(a0) ? handler(true, a0) : 0;				\
 }										\
 SEC("raw_tp/" #tp)								\
 int BPF_PROG(raw_tp_##tp, T0 a0)						\
 {										\
-	return NONNULL(a0) ? handler(a0) : 0;					\
+	return NONNULL(a0) ? handler(false, a0) : 0;				\
 }
 
 #define TP_HOOK2(tp, handler, T0, T1)						\
 SEC("tp_btf/" #tp)								\
 int BPF_PROG(tp_btf_##tp, T0 a0, T1 a1)						\
 {										\
-	return NONNULL(a0) && NONNULL(a1) ? handler(a0, a1) : 0;		\
+	return NONNULL(a0) && NONNULL(a1) ? handler(true, a0, a1) : 0;		\
 }										\
 SEC("raw_tp/" #tp)								\
 int BPF_PROG(raw_tp_##tp, T0 a0, T1 a1)						\
 {										\
-	return NONNULL(a0) && NONNULL(a1) ? handler(a0, a1) : 0;		\
+	return NONNULL(a0) && NONNULL(a1) ? handler(false, a0, a1) : 0;	\
 }
 
 /* function f(T0 a0) entered: handler(a0), as fentry or as kprobe */
@@ -358,12 +398,12 @@ int BPF_PROG(raw_tp_##tp, T0 a0, T1 a1)						\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0)						\
 {										\
-	return handler(a0);							\
+	return handler(true, a0);						\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
-	return handler(a0);							\
+	return handler(false, a0);						\
 }
 
 /* function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret) */
@@ -371,14 +411,13 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0)						\
 {										\
-	stash_put(0, 0);							\
+	ts_put();								\
 	return 0;								\
 }										\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
 {										\
-	struct args a = stash_take();						\
-	return handler(a0, a.ts, ret);						\
+	return handler(true, a0, ts_take(), ret);				\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
@@ -390,21 +429,20 @@ SEC("kretprobe/" #fn)								\
 int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 {										\
 	struct args a = stash_take();						\
-	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
+	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
 }
 
 #define EXIT_HOOK2(fn, handler, T0, T1)						\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
 {										\
-	stash_put(0, 0);							\
+	ts_put();								\
 	return 0;								\
 }										\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
 {										\
-	struct args a = stash_take();						\
-	return handler(a0, a.ts, ret);						\
+	return handler(true, a0, ts_take(), ret);				\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
@@ -416,20 +454,20 @@ SEC("kretprobe/" #fn)								\
 int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 {										\
 	struct args a = stash_take();						\
-	return a.a[0] ? handler((T0)a.a[0], a.ts, ret) : 0;			\
+	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
 }
 
 /* ------------------------------------------------------------------ */
 /* initiator: block layer                                              */
 
-static __always_inline void rec_from_rq(struct ntbpf_rec *r, struct request *rq, __u32 dev, __u64 now)
+static __always_inline void rec_from_rq(bool btf, struct ntbpf_rec *r, struct request *rq, __u32 dev, __u64 now)
 {
-	__u64 start = BPF_CORE_READ(rq, start_time_ns);
+	__u64 start = RD(btf, rq, start_time_ns);
 
 	r->dev = dev;
-	r->sector = BPF_CORE_READ(rq, __sector);
-	r->bytes = BPF_CORE_READ(rq, __data_len);
-	r->op = rq_ntbpf_op(rq);
+	r->sector = RD(btf, rq, __sector);
+	r->bytes = RD(btf, rq, __data_len);
+	r->op = rq_ntbpf_op(btf, rq);
 	r->opcode = 0xff;
 	r->role = NTBPF_ROLE_INITIATOR;
 	/* start_time_ns is stamped at allocation when iostat or a scheduler needs it */
@@ -441,16 +479,16 @@ static __always_inline void rec_from_rq(struct ntbpf_rec *r, struct request *rq,
 	}
 }
 
-static __always_inline int on_rq_issue(struct request *rq)
+static __always_inline int on_rq_issue(bool btf, struct request *rq)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key), nr = {};
+	__u64 now, key = (__u64)rq;
+	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
 	__u32 zero = 0, dev;
 	__u64 *skip;
 
 	/* nvme: created by nvme_setup_cmd a moment ago, on this CPU */
 	if (r && (r->flags & NTBPF_F_NVME) && !(r->ev_mask & (1u << EV_I_BLK_ISSUE))) {
-		ev_set(r, EV_I_BLK_ISSUE, now);
+		ev_set(r, EV_I_BLK_ISSUE, bpf_ktime_get_ns());
 		return 0;
 	}
 	skip = bpf_map_lookup_elem(&skip_rq, &zero);
@@ -458,22 +496,27 @@ static __always_inline int on_rq_issue(struct request *rq)
 		*skip = 0;
 		return 0;
 	}
-	dev = rq_devt(rq);
+	dev = rq_devt(btf, rq);
 	if (!dev_wanted(dev))
 		return 0;
-	rec_from_rq(&nr, rq, dev, now);
-	if (sampled_out(nr.sector)) {
-		stat_inc(ST_FILTERED);
-		return 0;
+	now = bpf_ktime_get_ns();
+	{
+		struct ntbpf_rec nr = {};
+
+		rec_from_rq(btf, &nr, rq, dev, now);
+		if (sampled_out(nr.sector)) {
+			stat_inc(ST_FILTERED);
+			return 0;
+		}
+		ev_set(&nr, EV_I_BLK_ISSUE, now);
+		track(key, &nr);
 	}
-	ev_set(&nr, EV_I_BLK_ISSUE, now);
-	track(key, &nr);
 	return 0;
 }
 
-static __always_inline int on_rq_complete(struct request *rq, int error, unsigned int nr_bytes)
+static __always_inline int on_rq_complete(bool btf, struct request *rq, int error, unsigned int nr_bytes)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
+	__u64 key = (__u64)rq;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
 
 	if (!r) {
@@ -484,16 +527,16 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 		 * An untracked completion without data is that, not an I/O
 		 * missed at the start.
 		 */
-		if (sample <= 1 && nr_bytes && (dev_wanted(rq_devt(rq)) || dev_wanted(nvme_head_devt(rq))))
+		if (sample <= 1 && nr_bytes && (dev_wanted(rq_devt(btf, rq)) || dev_wanted(nvme_head_devt(btf, rq))))
 			stat_inc(ST_NO_START);
 		return 0;
 	}
 	/* a partial completion (nr_bytes < what is left) is followed by another */
-	if (nr_bytes < BPF_CORE_READ(rq, __data_len)) {
+	if (nr_bytes < RD(btf, rq, __data_len)) {
 		r->flags |= NTBPF_F_PARTIAL;
 		return 0;
 	}
-	ev_set(r, EV_I_BLK_DONE, now);
+	ev_set(r, EV_I_BLK_DONE, bpf_ktime_get_ns());
 	if (!r->status)
 		r->status = (__u16)error;
 	emit(r, key);
@@ -505,16 +548,16 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_btf_block_rq_issue)
 {
 	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
 }
 
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(raw_tp_block_rq_issue)
 {
 	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(rq) : 0; }
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
 }
 
 /* block_rq_complete(rq, error, nr_bytes), before v5.11 (q, rq, nr_bytes) */
@@ -522,16 +565,16 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_btf_block_rq_complete)
 {
 	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(rq, 0, (unsigned int)ctx[2]) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(true, rq, 0, (unsigned int)ctx[2]) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(true, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
 }
 
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(raw_tp_block_rq_complete)
 {
 	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(rq, 0, (unsigned int)ctx[2]) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
+		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(false, rq, 0, (unsigned int)ctx[2]) : 0; }
+	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(false, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
 }
 
 /* ------------------------------------------------------------------ */
@@ -549,35 +592,44 @@ static __always_inline struct nvme_tcp_request *tcp_req_of_rq(struct request *rq
 }
 
 /* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
-static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command *cmd)
+static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
 {
 	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
 	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
+	struct blk_mq_hw_ctx *hctx;
 	struct ntbpf_rec r = {};
-	__u32 dev = rq_devt(rq), head = nvme_head_devt(rq), zero = 0;
+	void *queuedata = RD(btf, rq, q, queuedata);
+	__u32 dev, head = nvme_ns_head_devt(queuedata), zero = 0;
 	__u16 qid = 0;
+	__u8 opcode;
 	__u64 *skip, q;
 
 	/* -d nvme0n1 names the head; the I/O runs on the path disk nvme0c0n1 */
-	if (!dev_wanted(dev) && (head == NTBPF_NO_DEV || !dev_wanted(head)))
-		return 0;
-	if (head != NTBPF_NO_DEV)
+	if (head != NTBPF_NO_DEV && dev_wanted(head)) {
 		dev = head;
+	} else {
+		dev = rq_devt(btf, rq);
+		if (!dev_wanted(dev))
+			return 0;
+		if (head != NTBPF_NO_DEV)
+			dev = head;
+	}
 	/* I/O queues have queuedata; the admin queue (qid 0) does not */
-	if (BPF_CORE_READ(rq, q, queuedata))
-		qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
+	hctx = RD(btf, rq, mq_hctx);
+	if (queuedata)
+		qid = RD(btf, hctx, queue_num) + 1;
+	opcode = RD(btf, cmd, common.opcode);
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
-	if (!qid || BPF_CORE_READ(cmd, common.opcode) == 0x7f) {
+	if (!qid || opcode == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
 		return 0;
 	}
-	rec_from_rq(&r, rq, dev, now);
-	r.cid = BPF_CORE_READ(cmd, common.command_id);
-	r.opcode = BPF_CORE_READ(cmd, common.opcode);
+	rec_from_rq(btf, &r, rq, dev, now);
+	r.cid = RD(btf, cmd, common.command_id);
+	r.opcode = opcode;
 	r.qid = qid;
-	r.ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 	r.flags |= NTBPF_F_NVME;
-	if (sampled_out(nvme_sample_key(BPF_CORE_READ(cmd, rw.slba), qid, r.cid))) {
+	if (sampled_out(nvme_sample_key(cmd_slba(btf, cmd), qid, r.cid))) {
 		stat_inc(ST_FILTERED);
 		skip = bpf_map_lookup_elem(&skip_rq, &zero);
 		if (skip)
@@ -586,16 +638,24 @@ static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command 
 	}
 	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
 	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
-	if (q && q == (__u64)BPF_CORE_READ(rq, mq_hctx, driver_data)) {
+	if (q && q == (__u64)RD(btf, hctx, driver_data)) {
 		struct qstate *s = qstate_get(q);
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
 
+		/* a queue belongs to one controller: its instance is read once per connection */
 		if (s && sock != s->sock) {
-			s->sock = sock;
 			s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
+			s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
+			s->sock = sock;
 		}
-		if (s)
+		if (s) {
 			r.port = s->port;
+			r.ctrl = s->ctrl;
+		} else {
+			r.ctrl = BPF_CORE_READ(nreq, ctrl, instance);
+		}
+	} else {
+		r.ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 	}
 	ev_set(&r, EV_I_QUEUE_RQ, now);
 	track(key, &r);
@@ -604,7 +664,7 @@ static __always_inline int on_setup_cmd(struct request *rq, struct nvme_command 
 
 TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *)
 
-static __always_inline int on_nvme_complete(struct request *rq)
+static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 {
 	__u64 key = (__u64)rq;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
@@ -620,9 +680,9 @@ static __always_inline int on_nvme_complete(struct request *rq)
 TP_HOOK1(nvme_complete_rq, on_nvme_complete, struct request *)
 
 /* data arrived on a queue's socket: note how far the stream got, and when */
-static __always_inline int on_data_ready(struct sock *sk)
+static __always_inline int on_data_ready(bool btf, struct sock *sk)
 {
-	__u64 q = (__u64)BPF_CORE_READ(sk, sk_user_data);
+	__u64 q = (__u64)RD(btf, sk, sk_user_data);
 	struct tcp_sock *tp = (void *)sk;
 	struct qstate *s;
 	__u32 i;
@@ -633,7 +693,7 @@ static __always_inline int on_data_ready(struct sock *sk)
 	if (!s)
 		return 0;
 	i = s->head % ARRIVALS;
-	s->a[i].seq = BPF_CORE_READ(tp, rcv_nxt);
+	s->a[i].seq = BPF_CORE_READ(tp, rcv_nxt);	/* beyond struct sock: a probe read */
 	s->a[i].ts = bpf_ktime_get_ns();
 	s->head = i + 1;
 	return 0;
@@ -657,10 +717,9 @@ static __always_inline __u64 arrival_of(struct qstate *s, __u32 need)
 	return best;
 }
 
-/* arrival of what the socket is reading now (host: the skb being processed) */
-static __always_inline __u64 queue_arrival(__u64 q, struct socket *sock, __u32 extra)
+/* arrival of what the socket is reading now (host: the skb being processed); s: the queue's state */
+static __always_inline __u64 queue_arrival(struct qstate *s, struct socket *sock, __u32 extra)
 {
-	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
 	struct tcp_sock *tp;
 
 	if (!s || !sock)
@@ -678,16 +737,20 @@ ENTRY_HOOK1(nvme_tcp_data_ready, on_data_ready, struct sock *)
  * position alone can date a response too early: date it by the arrival of
  * the end of the range being handled (late by at most that coalescing).
  */
-static __always_inline int on_recv_skb(read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
-				       size_t len)
+static __always_inline int on_recv_skb(bool btf, read_descriptor_t *desc, struct sk_buff *skb,
+				       unsigned int offset, size_t len)
 {
-	__u64 q = (__u64)BPF_CORE_READ(desc, arg.data);
+	__u64 q = (__u64)RD(btf, desc, arg.data);
 	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
 	__u32 seq = 0;
 
 	if (!s)
 		return 0;
-	bpf_core_read(&seq, sizeof(seq), &skb->cb);	/* TCP_SKB_CB(skb)->seq */
+	/* TCP_SKB_CB(skb)->seq: the first word of skb->cb */
+	if (btf)
+		seq = *(__u32 *)skb->cb;
+	else
+		bpf_core_read(&seq, sizeof(seq), &skb->cb);
 	s->chunk_end = seq + offset + (__u32)len;
 	return 0;
 }
@@ -696,14 +759,14 @@ SEC("fentry/nvme_tcp_recv_skb")
 int BPF_PROG(fentry_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
 	     size_t len)
 {
-	return on_recv_skb(desc, skb, offset, len);
+	return on_recv_skb(true, desc, skb, offset, len);
 }
 
 SEC("kprobe/nvme_tcp_recv_skb")
 int BPF_KPROBE(kprobe_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
 	       size_t len)
 {
-	return on_recv_skb(desc, skb, offset, len);
+	return on_recv_skb(false, desc, skb, offset, len);
 }
 
 /* arrival of what the initiator's receive path is handling now */
@@ -711,10 +774,12 @@ static __always_inline __u64 host_arrival(__u64 q)
 {
 	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
 
-	if (s && s->chunk_end)
+	if (!s)
+		return 0;
+	if (s->chunk_end)
 		return arrival_of(s, s->chunk_end);
 	/* without nvme_tcp_recv_skb: the skb at the read position */
-	return queue_arrival(q, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
+	return queue_arrival(s, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
 }
 
 /*
@@ -722,13 +787,14 @@ static __always_inline __u64 host_arrival(__u64 q)
  * completion as it processes the response (or the last C2H data PDU with
  * SUCCESS).  The request's queue says when that response arrived.
  */
-static __always_inline int on_complete_remote(struct request *rq)
+static __always_inline int on_complete_remote(bool btf, struct request *rq)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq, q, arr;
+	__u64 now, key = (__u64)rq, q, arr;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
 
 	if (!r || !(r->flags & NTBPF_F_NVME) || r->role != NTBPF_ROLE_INITIATOR)
 		return 0;
+	now = bpf_ktime_get_ns();
 	ev_set(r, EV_I_RESP_PROC, now);
 	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
 	arr = host_arrival(q);
@@ -739,12 +805,6 @@ static __always_inline int on_complete_remote(struct request *rq)
 
 ENTRY_HOOK1(blk_mq_complete_request_remote, on_complete_remote, struct request *)
 
-/* which PDU a request is sending (enum nvme_tcp_send_state, from BTF) */
-static __always_inline int tcp_req_state(struct nvme_tcp_request *req)
-{
-	return BPF_CORE_READ(req, state);
-}
-
 static __always_inline struct ntbpf_rec *host_rec_of(struct nvme_tcp_request *req)
 {
 	__u64 key = (__u64)rq_of_tcp_req(req);
@@ -754,7 +814,7 @@ static __always_inline struct ntbpf_rec *host_rec_of(struct nvme_tcp_request *re
 }
 
 /* nvme_tcp_try_send_cmd_pdu(req) returns 1 once the whole command PDU is sent */
-static __always_inline int on_cmd_pdu_sent(struct nvme_tcp_request *req, __u64 ts, int ret)
+static __always_inline int on_cmd_pdu_sent(bool btf, struct nvme_tcp_request *req, __u64 ts, int ret)
 {
 	struct ntbpf_rec *r;
 
@@ -770,7 +830,7 @@ static __always_inline int on_cmd_pdu_sent(struct nvme_tcp_request *req, __u64 t
  * time, and the target dates the command by its header, so cmd_sent stays
  * at the command PDU.
  */
-static __always_inline int on_data_sent(struct nvme_tcp_request *req, __u64 ts, int ret)
+static __always_inline int on_data_sent(bool btf, struct nvme_tcp_request *req, __u64 ts, int ret)
 {
 	struct ntbpf_rec *r;
 
@@ -787,7 +847,7 @@ EXIT_HOOK1(nvme_tcp_try_send_data, on_data_sent, struct nvme_tcp_request *)
  * (nvme_tcp_handle_r2t is inlined on 6.1 and 6.12): stamp the R2T's
  * arrival then.
  */
-static __always_inline int on_send_data_pdu(struct nvme_tcp_request *req)
+static __always_inline int on_send_data_pdu(bool btf, struct nvme_tcp_request *req)
 {
 	struct ntbpf_rec *r = host_rec_of(req);
 	struct nvme_tcp_queue *queue;
@@ -795,7 +855,7 @@ static __always_inline int on_send_data_pdu(struct nvme_tcp_request *req)
 
 	if (!r || (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
 		return 0;
-	queue = BPF_CORE_READ(req, queue);
+	queue = RD(btf, req, queue);
 	/* the R2T was in what the queue read last */
 	arr = host_arrival((__u64)queue);
 	ev_set(r, EV_I_R2T_ARRIVE, arr ? arr : bpf_ktime_get_ns());
@@ -807,10 +867,8 @@ ENTRY_HOOK1(nvme_tcp_try_send_data_pdu, on_send_data_pdu, struct nvme_tcp_reques
 /* ------------------------------------------------------------------ */
 /* target: nvmet_tcp and nvmet core                                    */
 
-static __always_inline __u64 tgt_queue_of_req(struct nvmet_req *req)
+static __always_inline __u64 tgt_queue_of_sq(struct nvmet_sq *sq)
 {
-	struct nvmet_sq *sq = BPF_CORE_READ(req, sq);
-
 	if (!sq)
 		return 0;
 	return (__u64)((void *)sq - bpf_core_field_offset(struct nvmet_tcp_queue, nvme_sq));
@@ -824,7 +882,7 @@ static __always_inline struct nvmet_req *req_of_tgt_cmd(struct nvmet_tcp_cmd *cm
 ENTRY_HOOK1(nvmet_tcp_data_ready, on_data_ready, struct sock *)
 
 /* nvmet_tcp_try_recv_pdu(queue): the last call before nvmet_req_init picked the command up */
-static __always_inline int on_try_recv_pdu(struct nvmet_tcp_queue *queue)
+static __always_inline int on_try_recv_pdu(bool btf, struct nvmet_tcp_queue *queue)
 {
 	__u64 q = (__u64)queue;
 	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
@@ -855,34 +913,36 @@ static __always_inline __u8 nvme_op(__u8 opcode)
 	}
 }
 
-static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_command *cmd)
+static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct nvme_command *cmd)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q = tgt_queue_of_req(req), arr;
-	struct nvmet_sq *sq = BPF_CORE_READ(req, sq);
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q, arr;
+	struct nvmet_sq *sq = RD(btf, req, sq);
 	struct ntbpf_rec r = {};
 	struct socket *sock;
 	struct qstate *s;
-	__u16 qid = BPF_CORE_READ(sq, qid);
+	__u16 qid = RD(btf, sq, qid);
+	__u8 opcode = RD(btf, cmd, common.opcode);
 
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
-	if (!qid || BPF_CORE_READ(cmd, common.opcode) == 0x7f) {
+	if (!qid || opcode == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
 		return 0;
 	}
 	r.role = NTBPF_ROLE_TARGET;
 	r.flags = NTBPF_F_NVME;
 	r.qid = qid;
-	r.cid = BPF_CORE_READ(cmd, common.command_id);
-	r.opcode = BPF_CORE_READ(cmd, common.opcode);
-	r.op = nvme_op(r.opcode);
-	r.dev = BPF_CORE_READ(cmd, common.nsid);
-	r.bytes = BPF_CORE_READ(cmd, common.dptr.sgl.length);
-	r.sector = BPF_CORE_READ(cmd, rw.slba);
-	r.ctrl = BPF_CORE_READ(sq, ctrl, cntlid);
+	r.cid = RD(btf, cmd, common.command_id);
+	r.opcode = opcode;
+	r.op = nvme_op(opcode);
+	r.dev = RD(btf, cmd, common.nsid);
+	r.bytes = RD(btf, cmd, common.dptr.sgl.length);
+	r.sector = cmd_slba(btf, cmd);
 	if (sampled_out(nvme_sample_key(r.sector, qid, r.cid))) {
 		stat_inc(ST_FILTERED);
 		return 0;
 	}
+	r.ctrl = RD(btf, sq, ctrl, cntlid);
+	q = tgt_queue_of_sq(sq);
 	s = bpf_map_lookup_elem(&queues, &q);
 	sock = q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
 	if (s && sock != s->sock) {
@@ -895,7 +955,7 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 		r.port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
 	r.t0 = now;
 	/* recvmsg has just read the command header: copied_seq is right behind it */
-	arr = q ? queue_arrival(q, sock, 0) : 0;
+	arr = queue_arrival(s, sock, 0);
 	if (arr && arr <= now) {
 		r.t0 = arr;
 		ev_set(&r, EV_T_CMD_ARRIVE, arr);
@@ -914,19 +974,23 @@ static __always_inline int on_req_init(struct nvmet_req *req, struct nvme_comman
 TP_HOOK2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *)
 
 /* the request goes to the backend; for data that came after an R2T, note when it arrived */
-static __always_inline int on_exec(struct nvmet_req *req)
+static __always_inline int on_exec(bool btf, struct nvmet_req *req)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q, arr;
+	__u64 now, key = (__u64)req, q, arr;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
 
 	if (!r || r->role != NTBPF_ROLE_TARGET)
 		return 0;
+	now = bpf_ktime_get_ns();
 	if (r->ev_mask & (1u << EV_T_R2T_SENT)) {
 		/* all data has been read: copied_seq is right behind its last byte */
-		q = tgt_queue_of_req(req);
-		arr = q ? queue_arrival(q, BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0) : 0;
-		if (arr && arr <= now)
-			ev_set(r, EV_T_DATA_ARRIVE, arr);
+		q = tgt_queue_of_sq(RD(btf, req, sq));
+		if (q) {
+			arr = queue_arrival(bpf_map_lookup_elem(&queues, &q),
+					    BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0);
+			if (arr && arr <= now)
+				ev_set(r, EV_T_DATA_ARRIVE, arr);
+		}
 	}
 	ev_set(r, EV_T_EXEC, now);
 	return 0;
@@ -937,7 +1001,7 @@ ENTRY_HOOK1(nvmet_bdev_execute_flush, on_exec, struct nvmet_req *)
 ENTRY_HOOK1(nvmet_file_execute_rw, on_exec, struct nvmet_req *)
 ENTRY_HOOK1(nvmet_file_execute_flush, on_exec, struct nvmet_req *)
 
-static __always_inline int on_req_complete(struct nvmet_req *req)
+static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 {
 	__u64 key = (__u64)req;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
@@ -945,7 +1009,7 @@ static __always_inline int on_req_complete(struct nvmet_req *req)
 	if (!r || r->role != NTBPF_ROLE_TARGET)
 		return 0;
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
-	r->status = BPF_CORE_READ(req, cqe, status) >> 1;
+	r->status = RD(btf, req, cqe, status) >> 1;
 	if (tgt_emit_at_complete)
 		emit(r, key);
 	return 0;
@@ -953,7 +1017,7 @@ static __always_inline int on_req_complete(struct nvmet_req *req)
 
 TP_HOOK1(nvmet_req_complete, on_req_complete, struct nvmet_req *)
 
-static __always_inline int on_queue_response(struct nvmet_req *req)
+static __always_inline int on_queue_response(bool btf, struct nvmet_req *req)
 {
 	__u64 key = (__u64)req;
 	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
@@ -975,7 +1039,7 @@ static __always_inline struct ntbpf_rec *tgt_rec_of(struct nvmet_tcp_cmd *cmd, _
 }
 
 /* the R2T for a write has been handed to the socket */
-static __always_inline int on_r2t_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
+static __always_inline int on_r2t_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
 {
 	struct ntbpf_rec *r;
 	__u64 key;
@@ -986,7 +1050,7 @@ static __always_inline int on_r2t_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int 
 }
 
 /* the response capsule (or the last C2H data PDU carrying SUCCESS) is out: done */
-static __always_inline int on_resp_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
+static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
 {
 	struct ntbpf_rec *r;
 	__u64 key;
@@ -999,10 +1063,10 @@ static __always_inline int on_resp_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int
 }
 
 /* C2H data with SUCCESS (sqhd disabled) ends the command without a response capsule */
-static __always_inline int on_tgt_data_sent(struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
+static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
 {
-	if (BPF_CORE_READ(cmd, queue, nvme_sq.sqhd_disabled) && !BPF_CORE_READ(cmd, queue, data_digest))
-		return on_resp_sent(cmd, ts, ret);
+	if (ret == 1 && RD(btf, cmd, queue, nvme_sq.sqhd_disabled) && !RD(btf, cmd, queue, data_digest))
+		return on_resp_sent(btf, cmd, ts, ret);
 	return 0;
 }
 
@@ -1016,37 +1080,37 @@ EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool)
  * its return, on a socket of a known NVMe/TCP queue, stands in for them.
  * The queue says which request is being sent (queue->request on the
  * initiator, queue->snd_cmd on the target) and its state which PDU; the
- * driver updates both only after kernel_sendpage returns.
+ * driver updates both only after kernel_sendpage returns.  What is read
+ * through the queue (a void * to the verifier) is read with probe reads.
  */
-static __always_inline int on_sendpage(struct socket *sock, __u64 size, __u64 ts, int ret)
+static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size, __u64 ts, int ret)
 {
 	struct sock *sk;
 	__u64 q;
 
 	if (ret <= 0 || (__u64)ret != size)
 		return 0;	/* partial: the driver calls again for the rest */
-	sk = BPF_CORE_READ(sock, sk);
-	q = (__u64)BPF_CORE_READ(sk, sk_user_data);
+	sk = RD(btf, sock, sk);
+	q = (__u64)RD(btf, sk, sk_user_data);
 	if (!q || !bpf_map_lookup_elem(&queues, &q))
 		return 0;	/* not an NVMe/TCP queue of this host's role */
 	if (rec_role == NTBPF_ROLE_INITIATOR) {
 		struct nvme_tcp_request *req = BPF_CORE_READ((struct nvme_tcp_queue *)q, request);
-
 		int state;
 
 		if (!req)
 			return 0;
-		state = tcp_req_state(req);
+		state = BPF_CORE_READ(req, state);	/* enum nvme_tcp_send_state, from BTF */
 		if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_CMD_PDU)) {
-			on_cmd_pdu_sent(req, ts, 1);
+			on_cmd_pdu_sent(false, req, ts, 1);
 		} else if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_H2C_PDU)) {
-			on_send_data_pdu(req);	/* an R2T was answered */
+			on_send_data_pdu(false, req);	/* an R2T was answered */
 		} else if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_DATA)) {
 			/* the send that completes the current PDU (pdu_sent advances after it) */
 			__u32 left = BPF_CORE_READ(req, pdu_len) - BPF_CORE_READ(req, pdu_sent);
 
 			if (left <= size)
-				on_data_sent(req, ts, 1);
+				on_data_sent(false, req, ts, 1);
 		}
 	} else {
 		struct nvmet_tcp_cmd *cmd = BPF_CORE_READ((struct nvmet_tcp_queue *)q, snd_cmd);
@@ -1056,9 +1120,9 @@ static __always_inline int on_sendpage(struct socket *sock, __u64 size, __u64 ts
 			return 0;
 		state = BPF_CORE_READ(cmd, state);
 		if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_RESPONSE))
-			on_resp_sent(cmd, ts, 1);
+			on_resp_sent(false, cmd, ts, 1);
 		else if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_R2T))
-			on_r2t_sent(cmd, ts, 1);
+			on_r2t_sent(false, cmd, ts, 1);
 	}
 	return 0;
 }
@@ -1067,7 +1131,7 @@ static __always_inline int on_sendpage(struct socket *sock, __u64 size, __u64 ts
 SEC("fentry/kernel_sendpage")
 int BPF_PROG(fentry_kernel_sendpage, struct socket *sock)
 {
-	stash_put(0, 0);
+	ts_put();
 	return 0;
 }
 
@@ -1075,9 +1139,7 @@ SEC("fexit/kernel_sendpage")
 int BPF_PROG(fexit_kernel_sendpage, struct socket *sock, struct page *page, int offset, size_t size,
 	     int flags, int ret)
 {
-	struct args a = stash_take();
-
-	return on_sendpage(sock, size, a.ts, ret);
+	return on_sendpage(true, sock, size, ts_take(), ret);
 }
 
 SEC("kprobe/kernel_sendpage")
@@ -1092,5 +1154,5 @@ int BPF_KRETPROBE(kretprobe_kernel_sendpage, int ret)
 {
 	struct args a = stash_take();
 
-	return a.a[0] ? on_sendpage((void *)a.a[0], a.a[1], a.ts, ret) : 0;
+	return a.a[0] ? on_sendpage(false, (void *)a.a[0], a.a[1], a.ts, ret) : 0;
 }

@@ -19,65 +19,87 @@
 #include <unistd.h>
 #include "bpfrec.h"
 #include "live.h"
+#include "ntbpf.h"
+#include "ntbpf_stages.h"
+#include "ntbpf_kh.h"
 #include "ntbpf.skel.h"
 #include "probes.h"
 #include "report.h"
 #include "sysinfo.h"
 
-/* ---- in-kernel histograms: read, sum over CPUs, diff with the last interval ---- */
+/* ---- in-kernel histograms: read, per-CPU differences with the last interval, summed ---- */
+
+struct kh_group {
+	struct nt_kh_gkey key;
+	struct nt_kh_gval *prev;	/* every CPU's value at the last interval */
+};
 
 struct kh_state {
 	int ncpu;
-	struct nt_kh_val *pcpu, *tot;
+	struct nt_kh_gval *pcpu;	/* every CPU's value now */
+	uint64_t b[NT_KH_NB];		/* one stage's buckets for the interval */
 	size_t n;
-	struct nt_kh_key *keys;		/* histograms seen so far */
-	struct nt_kh_val *last;		/* their totals at the last interval */
+	struct kh_group *g;		/* groups seen so far */
 };
 
 static void kh_free(struct kh_state *k)
 {
+	if (!k)
+		return;
 	free(k->pcpu);
-	free(k->tot);
-	free(k->keys);
-	free(k->last);
+	for (size_t i = 0; i < k->n; i++)
+		free(k->g[i].prev);
+	free(k->g);
+	free(k);
 }
 
-static int kh_init(struct kh_state *k)
+static struct kh_state *kh_init(void)
 {
-	memset(k, 0, sizeof(*k));
+	struct kh_state *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
 	k->ncpu = libbpf_num_possible_cpus();
-	if (k->ncpu <= 0)
-		return -1;
-	k->pcpu = calloc(k->ncpu, sizeof(*k->pcpu));
-	k->tot = calloc(1, sizeof(*k->tot));
-	return k->pcpu && k->tot ? 0 : -1;
+	if (k->ncpu > 0)
+		k->pcpu = calloc(k->ncpu, sizeof(*k->pcpu));
+	if (!k->pcpu) {
+		kh_free(k);
+		return NULL;
+	}
+	return k;
 }
 
-static struct nt_kh_val *kh_last(struct kh_state *k, const struct nt_kh_key *key)
+static struct kh_group *kh_group(struct kh_state *k, const struct nt_kh_gkey *key)
 {
-	void *nk, *nl;
+	struct kh_group *ng;
 
 	for (size_t i = 0; i < k->n; i++)
-		if (!memcmp(&k->keys[i], key, sizeof(*key)))
-			return &k->last[i];
-	nk = realloc(k->keys, (k->n + 1) * sizeof(*k->keys));
-	if (nk)
-		k->keys = nk;
-	nl = realloc(k->last, (k->n + 1) * sizeof(*k->last));
-	if (nl)
-		k->last = nl;
-	if (!nk || !nl)
+		if (!memcmp(&k->g[i].key, key, sizeof(*key)))
+			return &k->g[i];
+	ng = realloc(k->g, (k->n + 1) * sizeof(*k->g));
+	if (!ng)
 		return NULL;
-	k->keys[k->n] = *key;
-	memset(&k->last[k->n], 0, sizeof(*k->last));
-	return &k->last[k->n++];
+	k->g = ng;
+	ng = &k->g[k->n];
+	ng->key = *key;
+	ng->prev = calloc(k->ncpu, sizeof(*ng->prev));
+	if (!ng->prev)
+		return NULL;
+	k->n++;
+	return ng;
 }
 
+/*
+ * Each group's value holds every stage of its role (ntbpf_kh.h): each slot
+ * becomes the interval's histogram of one stage, the I/O count the
+ * group's NT_ST_NR entry, as the report expects.  Bucket counters are 32
+ * bits per CPU: their differences are taken per CPU, modulo 2^32.
+ */
 static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const struct nt_report_opts *o, FILE *out,
 		    double secs, uint64_t lost)
 {
 	struct nt_interval_info info = { .lost = lost };
-	struct nt_kh_key key, prev;
+	struct nt_kh_gkey key, prev;
 	struct nt_report rep;
 	bool first = true;
 	char when[16];
@@ -88,33 +110,44 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	nt_report_begin(&rep, local, 1, o);
 	while (!bpf_map_get_next_key(fd, first ? NULL : &prev, &key)) {
-		struct nt_kh_val *last;
+		struct nt_kh_key hk = { .dev = key.dev, .bytes = key.bytes, .op = key.op, .role = key.role };
+		struct kh_group *g;
+		uint64_t ios = 0;
 
 		first = false;
 		prev = key;
-		if (bpf_map_lookup_elem(fd, &key, k->pcpu))
+		if (key.role != NTBPF_ROLE_INITIATOR && key.role != NTBPF_ROLE_TARGET)
 			continue;
-		memset(k->tot, 0, sizeof(*k->tot));
-		for (int c = 0; c < k->ncpu; c++) {
-			k->tot->count += k->pcpu[c].count;
-			k->tot->sum += k->pcpu[c].sum;
-			for (uint32_t b = 0; b < NT_KH_NB; b++)
-				k->tot->b[b] += k->pcpu[c].b[b];
-		}
-		last = kh_last(k, &key);
-		if (!last || k->tot->count == last->count)
+		if (bpf_map_lookup_elem(fd, &key, k->pcpu) || !(g = kh_group(k, &key)))
 			continue;
-		/* the interval's share: totals now minus totals then */
-		for (uint32_t b = 0; b < NT_KH_NB; b++) {
-			uint64_t now = k->tot->b[b];
+		for (int c = 0; c < k->ncpu; c++)
+			ios += k->pcpu[c].ios - g->prev[c].ios;
+		if (!ios)
+			continue;
+		memset(k->b, 0, sizeof(k->b));
+		k->b[0] = ios;
+		hk.stage = NT_ST_NR;	/* the group's I/O count */
+		nt_report_add_kh(&rep, &hk, k->b, ios, 0);
+		for (int i = 0; i < NT_KH_SLOTS && nt_kh_slot_stage(key.role, i) != NT_KH_NONE; i++) {
+			uint64_t count = 0, sum = 0;
 
-			k->tot->b[b] -= last->b[b];
-			last->b[b] = now;
+			for (int c = 0; c < k->ncpu; c++) {
+				count += k->pcpu[c].count[i] - g->prev[c].count[i];
+				sum += k->pcpu[c].sum[i] - g->prev[c].sum[i];
+			}
+			if (!count)
+				continue;
+			memset(k->b, 0, sizeof(k->b));
+			for (int c = 0; c < k->ncpu; c++) {
+				const uint32_t *now = k->pcpu[c].b[i], *then = g->prev[c].b[i];
+
+				for (uint32_t b = 0; b < NT_KH_NB32; b++)
+					k->b[b] += (uint32_t)(now[b] - then[b]);
+			}
+			hk.stage = nt_kh_slot_stage(key.role, i);
+			nt_report_add_kh(&rep, &hk, k->b, count, sum);
 		}
-		nt_report_add_kh(&rep, &key, (const uint64_t *)k->tot->b, k->tot->count - last->count,
-				 k->tot->sum - last->sum);
-		last->count = k->tot->count;
-		last->sum = k->tot->sum;
+		memcpy(g->prev, k->pcpu, k->ncpu * sizeof(*k->pcpu));
 	}
 	nt_report_finish(&rep);
 	nt_report_print_interval(out, &rep, when, secs, &info);
@@ -238,7 +271,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
 				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records };
-	struct kh_state kh = { 0 };
+	struct kh_state *kh = NULL;
 	struct nt_report_opts ko = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
 				     .group_by = cfg->group_by };
 	struct nt_input local = { .path = "live" };
@@ -268,7 +301,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
 	st.l = nt_live_new(cfg, &hdr);
-	if (!st.l || (po.kernel_agg && kh_init(&kh)))
+	if (!st.l || (po.kernel_agg && !(kh = kh_init())))
 		goto out;
 	memcpy(ko.pcts, cfg->pcts, sizeof(ko.pcts));
 	local.hdr = hdr;
@@ -298,7 +331,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
-	(po.kernel_agg ? kh_tick(&kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, secs, lost) \
+	(po.kernel_agg ? kh_tick(kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, secs, lost) \
 		       : nt_live_tick(st.l, stdout, secs, lost))
 	t_last = nt_clock_ns(CLOCK_MONOTONIC);
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
@@ -356,7 +389,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	rc = 0;
 out:
-	kh_free(&kh);
+	kh_free(kh);
 	ring_buffer__free(rb);
 	if (srv.cfd >= 0) {
 		nt_writer_close(srv.w, NULL);

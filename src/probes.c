@@ -65,6 +65,11 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 		return -1;
 	}
 	skel->rodata->filter_dev = o->devs && o->devs->n > 0;
+	if (o->devs) {
+		skel->rodata->ndevs = o->devs->n < NTBPF_MAX_DEVS ? o->devs->n : NTBPF_MAX_DEVS;
+		for (int i = 0; i < (int)skel->rodata->ndevs; i++)
+			skel->rodata->dev_list[i] = o->devs->devt[i];
+	}
 	skel->rodata->sample = o->sample ? o->sample : 1;
 	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q();
 	skel->rodata->rec_role = p->role;
@@ -113,13 +118,6 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		if (p->stats_fd < 0)
 			fprintf(stderr, "ntbpf: warning: cannot enable BPF run-time statistics: %s\n", strerror(errno));
 	}
-	if (o->devs)
-		for (int i = 0; i < o->devs->n; i++) {
-			__u8 one = 1;
-
-			bpf_map__update_elem(p->skel->maps.devs, &o->devs->devt[i], sizeof(__u32), &one, sizeof(one),
-					     BPF_ANY);
-		}
 	return 0;
 }
 
