@@ -212,72 +212,32 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 	return 0;
 }
 
-/*
- * What a report keeps of a record: its group and its own host's stages,
- * packed in bit order of mask.  Every stage is a difference of two ev[]
- * offsets from t0 (u32), so it fits 32 bits; a host has at most 8 stages
- * (the initiator: blk_submission, nvme_tcp_submission, nstack_completion,
- * nvme_tcp_completion, blk_completion, blk_device, remote, end_to_end).
- */
-#define NT_SUM_V 8
-struct nt_sum {
-	uint32_t v[NT_SUM_V];
-	uint16_t mask, stand_in;
-	uint32_t group;			/* index into rep->groups, or NO_GROUP */
-};
 #define NO_GROUP UINT32_MAX
-_Static_assert(NT_ST_NR <= 16, "stage masks are 16 bits");
 
-/* role: the side whose stages r gives (none if it is the other); group: find/make r's group */
+/* what a report keeps of a record: its own host's stages, and its group (tag) if group */
 static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, uint8_t role, bool group, struct nt_sum *s)
 {
-	__u64 vals[NT_ST_NR];
-	uint32_t mask = 0, si = 0;
-	int n = 0;
-
-	s->group = NO_GROUP;
+	s->tag = NO_GROUP;
 	if (group) {
 		struct nt_group *g = group_for(rep, r);
 
 		if (!g)
 			return -1;
-		s->group = (uint32_t)(g - rep->groups);
+		s->tag = (uint32_t)(g - rep->groups);
 	}
-	if (r->role == role)
-		mask = nt_host_stages(r, vals, &si);
-	for (uint32_t left = mask; left; left &= left - 1) {
-		if (n == NT_SUM_V)
-			return -1;	/* cannot happen (see above) */
-		s->v[n++] = (uint32_t)vals[__builtin_ctz(left)];
-	}
-	s->mask = (uint16_t)mask;
-	s->stand_in = (uint16_t)si;
+	nt_sum_of(r, role, s);
 	return 0;
-}
-
-static void unpack(const struct nt_sum *s, __u64 vals[NT_ST_NR])
-{
-	int n = 0;
-
-	for (uint32_t left = s->mask; left; left &= left - 1)
-		vals[__builtin_ctz(left)] = s->v[n++];
 }
 
 /* one I/O: its initiator's and/or its target's summary; the group is the initiator's if there is one */
 static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct nt_sum *st)
 {
 	uint64_t vals[NT_ST_NR];
-	__u64 vi[NT_ST_NR], vt[NT_ST_NR];
 	uint32_t mask, stand_in;
 	bool neg;
-	struct nt_group *g = &rep->groups[si ? si->group : st->group];
+	struct nt_group *g = &rep->groups[si ? si->tag : st->tag];
 
-	if (si)
-		unpack(si, vi);
-	if (st)
-		unpack(st, vt);
-	mask = nt_stages_combine(si ? si->mask : 0, vi, si ? si->stand_in : 0, st ? st->mask : 0, vt,
-				 st ? st->stand_in : 0, vals, &stand_in, &neg);
+	mask = nt_sum_combine(si, st, vals, &stand_in, &neg);
 	if (neg)
 		rep->neg_network++;
 	g->used = true;

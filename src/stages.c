@@ -88,18 +88,41 @@ int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns)
 	return rc;
 }
 
-uint32_t nt_stages_combine(uint32_t mi, const __u64 *vi, uint32_t si, uint32_t mt, const __u64 *vt, uint32_t st,
-			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net)
+const int8_t nt_sum_slot[NT_ST_NR] = {
+	/* initiator */
+	[NT_ST_BLK_SUB] = 0, [NT_ST_NVME_TCP_SUB] = 1, [NT_ST_NSTACK_COMP] = 2, [NT_ST_NVME_TCP_COMP] = 3,
+	[NT_ST_BLK_COMP] = 4, [NT_ST_BLK_DEVICE] = 5, [NT_ST_REMOTE] = 6, [NT_ST_E2E] = 7,
+	/* target */
+	[NT_ST_NSTACK_SUB] = 0, [NT_ST_NVMET_TCP_SUB] = 1, [NT_ST_TARGET_SUBSYS] = 2, [NT_ST_NVMET_TCP_COMP] = 3,
+	[NT_ST_TARGET_RES] = 4,
+	/* both */
+	[NT_ST_NETWORK] = -1,
+};
+
+void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
 {
-	uint32_t mask;
+	__u64 vals[NT_ST_NR];
+	__u32 mask = 0, si = 0;
+
+	if (r->role == role)
+		mask = nt_host_stages(r, vals, &si);
+	for (uint32_t left = mask; left; left &= left - 1)
+		s->v[nt_sum_slot[__builtin_ctz(left)]] = (uint32_t)vals[__builtin_ctz(left)];
+	s->mask = (uint16_t)mask;
+	s->stand_in = (uint16_t)si;
+}
+
+uint32_t nt_sum_combine(const struct nt_sum *si, const struct nt_sum *st, uint64_t vals[NT_ST_NR], uint32_t *stand_in,
+			bool *neg_net)
+{
+	uint32_t mi = si ? si->mask : 0, mt = st ? st->mask & ~mi : 0, mask = mi | mt;
 
 	*neg_net = false;
-	for (uint32_t left = mt & ~mi; left; left &= left - 1)
-		vals[__builtin_ctz(left)] = vt[__builtin_ctz(left)];
 	for (uint32_t left = mi; left; left &= left - 1)
-		vals[__builtin_ctz(left)] = vi[__builtin_ctz(left)];
-	mask = mi | mt;
-	*stand_in = si | st;
+		vals[__builtin_ctz(left)] = si->v[nt_sum_slot[__builtin_ctz(left)]];
+	for (uint32_t left = mt; left; left &= left - 1)
+		vals[__builtin_ctz(left)] = st->v[nt_sum_slot[__builtin_ctz(left)]];
+	*stand_in = (si ? si->stand_in : 0) | (st ? st->stand_in : 0);
 	if ((mask & (1u << NT_ST_REMOTE)) && (mask & (1u << NT_ST_TARGET_RES))) {
 		if (vals[NT_ST_REMOTE] >= vals[NT_ST_TARGET_RES]) {
 			vals[NT_ST_NETWORK] = vals[NT_ST_REMOTE] - vals[NT_ST_TARGET_RES];
@@ -114,12 +137,11 @@ uint32_t nt_stages_combine(uint32_t mi, const __u64 *vi, uint32_t si, uint32_t m
 uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec *tgt,
 			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net)
 {
-	__u64 vi[NT_ST_NR], vt[NT_ST_NR];
-	__u32 mi = 0, mt = 0, si = 0, st = 0;
+	struct nt_sum si, st;
 
-	if (init && init->role == NTBPF_ROLE_INITIATOR)
-		mi = nt_host_stages(init, vi, &si);
-	if (tgt && tgt->role == NTBPF_ROLE_TARGET)
-		mt = nt_host_stages(tgt, vt, &st);
-	return nt_stages_combine(mi, vi, si, mt, vt, st, vals, stand_in, neg_net);
+	if (init)
+		nt_sum_of(init, NTBPF_ROLE_INITIATOR, &si);
+	if (tgt)
+		nt_sum_of(tgt, NTBPF_ROLE_TARGET, &st);
+	return nt_sum_combine(init ? &si : NULL, tgt ? &st : NULL, vals, stand_in, neg_net);
 }

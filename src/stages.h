@@ -21,14 +21,32 @@ const char *nt_ev_name(uint8_t role, int ev);	/* "blk_start", "cmd_arrive", ... 
 int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns);
 
 /*
- * The I/O's stages from each host's own (mask, values, stand-in mask), as
- * nt_host_stages gives them: the initiator's win where both have one, and
+ * One host's own stages of one I/O, 40 bytes (what "ntbpf report" keeps per
+ * record).  Each stage has a slot among its role's stages (nt_sum_slot[]);
+ * every stage is a difference of two ev[] offsets from t0 (32 bits), so it
+ * fits.  tag is the caller's (the report's group).
+ */
+#define NT_SUM_V 8
+struct nt_sum {
+	uint32_t v[NT_SUM_V];		/* v[nt_sum_slot[s]] where bit s of mask is set */
+	uint16_t mask, stand_in;	/* stages present; of those, from a stand-in boundary */
+	uint32_t tag;
+};
+_Static_assert(NT_ST_NR <= 16, "stage masks are 16 bits");
+extern const int8_t nt_sum_slot[NT_ST_NR];	/* -1: network_transmission (needs both hosts) */
+
+/* r's stages if it is of role (else none); tag untouched */
+void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s);
+
+/*
+ * The I/O's stages from its initiator's and/or its target's own (either
+ * may be NULL): the initiator's win where both have one, and
  * network_transmission = remote - target_residence (*neg_net when that is
  * negative; then it is left out).  vals[s] is valid where bit s of the
  * result is set.
  */
-uint32_t nt_stages_combine(uint32_t mi, const __u64 *vi, uint32_t si, uint32_t mt, const __u64 *vt, uint32_t st,
-			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net);
+uint32_t nt_sum_combine(const struct nt_sum *si, const struct nt_sum *st, uint64_t vals[NT_ST_NR], uint32_t *stand_in,
+			bool *neg_net);
 
 /*
  * All stages of one I/O: init and/or tgt may be NULL (one side only).
