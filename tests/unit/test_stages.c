@@ -355,9 +355,28 @@ static void test_doc_agrees(void **state)
 	assert_int_equal(seen, (1u << NT_ST_NR) - 1);
 }
 
+/* each host's stages have their own slot in a summary (struct nt_sum), and network none */
+static void test_sum_slots(void **state)
+{
+	for (int role = NTBPF_ROLE_INITIATOR; role <= NTBPF_ROLE_TARGET; role++) {
+		uint32_t used = 0;
+
+		for (int s = 0; s < NT_ST_NR; s++) {
+			if (nt_spans[s].role != role)
+				continue;
+			assert_true(nt_sum_slot[s] >= 0 && nt_sum_slot[s] < NT_SUM_V);
+			assert_false(used & (1u << nt_sum_slot[s]));
+			used |= 1u << nt_sum_slot[s];
+		}
+	}
+	assert_int_equal(nt_spans[NT_ST_NETWORK].role, 0);
+	assert_int_equal(nt_sum_slot[NT_ST_NETWORK], -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sum_slots),
 		cmocka_unit_test(test_init_only_stages),
 		cmocka_unit_test(test_matched_ten_stages_sum),
 		cmocka_unit_test(test_report_full_breakdown),
