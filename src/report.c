@@ -352,18 +352,24 @@ struct vec {
 	size_t n, cap, sz;
 };
 
-static void *vec_push(struct vec *a)
+static int vec_grow(struct vec *a)
 {
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 4096;
-		void *p = realloc(a->v, ncap * a->sz);
+	size_t ncap = a->cap ? a->cap * 2 : 4096;
+	void *p = realloc(a->v, ncap * a->sz);
 
-		if (!p)
-			return NULL;
-		nt_advise_huge(p, ncap * a->sz);
-		a->v = p;
-		a->cap = ncap;
-	}
+	if (!p)
+		return -1;
+	nt_advise_huge(p, ncap * a->sz);
+	a->v = p;
+	a->cap = ncap;
+	return 0;
+}
+
+/* room for one more element, or NULL */
+static inline void *vec_push(struct vec *a)
+{
+	if (__builtin_expect(a->n == a->cap, 0) && vec_grow(a))
+		return NULL;
 	return (char *)a->v + a->sz * a->n++;
 }
 
@@ -376,37 +382,25 @@ struct stream {
 static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
 {
 	struct stream *c = ctx;
-	struct nt_mitem x;
-	struct nt_sum s;
-	bool no_cntlid;
-	void *xp, *sp;
+	struct nt_mitem *x;
+	struct nt_sum *s;
+	bool no_cntlid, tgt;
 
-	switch (nt_mitem_of(r, &in->hdr, &x, &no_cntlid)) {
-	case NT_SIDE_ADMIN:
+	if (r->flags & NTBPF_F_ADMIN) {
 		c->rep->m.admin++;
 		return 0;
-	case NT_SIDE_INIT:
-		c->rep->m.no_cntlid += no_cntlid;
-		x.idx = (uint32_t)c->ii.n;
-		if (summarize(c->rep, r, NTBPF_ROLE_INITIATOR, true, &s))
-			return -1;
-		xp = vec_push(&c->ii);
-		sp = vec_push(&c->si);
-		break;
-	default:
-		x.idx = (uint32_t)c->ti.n;
-		/* its group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-		if (summarize(c->rep, r, NTBPF_ROLE_TARGET, true, &s))
-			return -1;
-		xp = vec_push(&c->ti);
-		sp = vec_push(&c->st);
-		break;
 	}
-	if (!xp || !sp)
+	/* straight into the arrays */
+	tgt = r->role == NTBPF_ROLE_TARGET;
+	x = vec_push(tgt ? &c->ti : &c->ii);
+	s = vec_push(tgt ? &c->st : &c->si);
+	if (!x || !s)
 		return -1;
-	memcpy(xp, &x, sizeof(x));
-	memcpy(sp, &s, sizeof(s));
-	return 0;
+	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
+	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
+	c->rep->m.no_cntlid += no_cntlid;
+	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
+	return summarize(c->rep, r, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, true, s);
 }
 
 int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
