@@ -2354,6 +2354,19 @@ int nt_reader_next(struct nt_reader *rd, struct ntbpf_rec *r)
 	return 1;
 }
 
+size_t nt_reader_chunk(struct nt_reader *rd, const struct ntbpf_rec **recs)
+{
+	size_t n;
+
+	while (rd->pos == rd->n)
+		if (rd->done || !load_chunk(rd))
+			return 0;
+	*recs = rd->recs + rd->pos;
+	n = rd->n - rd->pos;
+	rd->pos = rd->n;
+	return n;
+}
+
 enum nt_read_status nt_reader_status(const struct nt_reader *rd, char *err, size_t errlen)
 {
 	if (err && errlen)

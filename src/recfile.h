@@ -108,6 +108,8 @@ struct nt_reader;
 struct nt_reader *nt_reader_open(FILE *f, struct nt_header *h, char *err, size_t errlen);
 /* 1: *r filled; 0: no more records (see nt_reader_status); records come in file order */
 int nt_reader_next(struct nt_reader *rd, struct ntbpf_rec *r);
+/* the same a chunk at a time, without copying: the rest of the current chunk, valid until the next call; 0 at the end */
+size_t nt_reader_chunk(struct nt_reader *rd, const struct ntbpf_rec **recs);
 /* valid after nt_reader_next returned 0; err gets a one-line cause unless OK */
 enum nt_read_status nt_reader_status(const struct nt_reader *rd, char *err, size_t errlen);
 /* the trailer, or NULL when the file had none (truncated) */

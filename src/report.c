@@ -31,7 +31,8 @@ static int input_scan(struct nt_input *in, FILE *f, const char *name, char *err,
 {
 	struct nt_reader *rd;
 	const struct nt_trailer *t;
-	struct ntbpf_rec r;
+	const struct ntbpf_rec *r;
+	size_t n;
 	int rc = 0;
 
 	memset(in, 0, sizeof(*in));
@@ -39,14 +40,13 @@ static int input_scan(struct nt_input *in, FILE *f, const char *name, char *err,
 	rd = nt_reader_open(f, &in->hdr, err, errlen);
 	if (!rd)
 		return -1;
-	while (nt_reader_next(rd, &r) == 1) {
-		if (each(ctx, in, &r)) {
-			snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
-			rc = -1;
-			break;
-		}
-		in->n++;
-	}
+	while (!rc && (n = nt_reader_chunk(rd, &r)))
+		for (size_t k = 0; k < n; k++, in->n++)
+			if (each(ctx, in, &r[k])) {
+				snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
+				rc = -1;
+				break;
+			}
 	in->status = nt_reader_status(rd, in->status_msg, sizeof(in->status_msg));
 	t = nt_reader_trailer(rd);
 	if (t) {
