@@ -207,14 +207,14 @@ static inline int nt_host_fast(const struct ntbpf_rec *r, int role, __u64 raw[NT
 }
 #endif
 
-static inline __u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in)
+/*
+ * nt_stage_of() for every stage, with each span read once: the report calls
+ * this for every record (tests/unit/test_stages.c checks the two agree on
+ * random records).  raw[s] is stage s where bit s of the result is set
+ * (raw comes in zeroed); *stand_in the stages from a stand-in boundary.
+ */
+static inline __u32 nt_host_raw(const struct ntbpf_rec *r, __u64 raw[NT_ST_NR], __u32 *stand_in)
 {
-	/*
-	 * nt_stage_of() for every stage, with each span read once: the report
-	 * calls this for every record (tests/unit/test_stages.c checks the two
-	 * agree on random records).
-	 */
-	__u64 raw[NT_ST_NR] = { 0 };
 	int rc[NT_ST_NR];
 	__u32 mask = 0, si = 0;
 	__u64 adj;
@@ -256,9 +256,18 @@ static inline __u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_N
 			raw[NT_ST_TARGET_RES] -= adj;
 		}
 	}
+	*stand_in = si;
+	return mask;
+}
+
+/* the same into vals[], set where bit s of the result is */
+static inline __u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in)
+{
+	__u64 raw[NT_ST_NR] = { 0 };
+	__u32 mask = nt_host_raw(r, raw, stand_in);
+
 	for (__u32 left = mask; left; left &= left - 1)
 		vals[__builtin_ctz(left)] = raw[__builtin_ctz(left)];
-	*stand_in = si;
 	return mask;
 }
 

@@ -99,15 +99,26 @@ const int8_t nt_sum_slot[NT_ST_NR] = {
 	[NT_ST_NETWORK] = -1,
 };
 
+/* a role's stages into their slots: unrolled over the constant table, a store per stage */
+#define PACK_ROLE(ROLE)								\
+	do {									\
+		_Pragma("GCC unroll 16")					\
+		for (int st = 0; st < NT_ST_NR; st++)				\
+			if (nt_spans[st].role == (ROLE))			\
+				s->v[nt_sum_slot[st]] = (uint32_t)raw[st];	\
+	} while (0)
+
 void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
 {
-	__u64 vals[NT_ST_NR];
+	__u64 raw[NT_ST_NR] = { 0 };
 	__u32 mask = 0, si = 0;
 
 	if (r->role == role)
-		mask = nt_host_stages(r, vals, &si);
-	for (uint32_t left = mask; left; left &= left - 1)
-		s->v[nt_sum_slot[__builtin_ctz(left)]] = (uint32_t)vals[__builtin_ctz(left)];
+		mask = nt_host_raw(r, raw, &si);
+	if (role == NTBPF_ROLE_INITIATOR)
+		PACK_ROLE(NTBPF_ROLE_INITIATOR);
+	else
+		PACK_ROLE(NTBPF_ROLE_TARGET);
 	s->mask = (uint16_t)mask;
 	s->stand_in = (uint16_t)si;
 }
