@@ -259,9 +259,9 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 
 		if (nt_hist_add(&g->h[s], vals[s]))
 			return -1;
-		if (stand_in & (1u << s))
-			g->stand_in[s]++;
 	}
+	for (uint32_t left = stand_in & mask; left; left &= left - 1)
+		g->stand_in[__builtin_ctz(left)]++;
 	return 0;
 }
 

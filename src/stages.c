@@ -108,6 +108,14 @@ const int8_t nt_sum_slot[NT_ST_NR] = {
 				s->v[nt_sum_slot[st]] = (uint32_t)raw[st];	\
 	} while (0)
 
+#define UNPACK_ROLE(S, ROLE)							\
+	do {									\
+		_Pragma("GCC unroll 16")					\
+		for (int st_ = 0; st_ < NT_ST_NR; st_++)			\
+			if (nt_spans[st_].role == (ROLE))			\
+				vals[st_] = (S)->v[nt_sum_slot[st_]];		\
+	} while (0)
+
 void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
 {
 	__u64 raw[NT_ST_NR] = { 0 };
@@ -128,11 +136,16 @@ uint32_t nt_sum_combine(const struct nt_sum *si, const struct nt_sum *st, uint64
 {
 	uint32_t mi = si ? si->mask : 0, mt = st ? st->mask & ~mi : 0, mask = mi | mt;
 
+	/*
+	 * A host's summary holds only its role's stages (nt_sum_of), and the
+	 * two roles' stages are disjoint: each side's slots are copied whole,
+	 * unrolled (what is not in mask is not read).
+	 */
 	*neg_net = false;
-	for (uint32_t left = mi; left; left &= left - 1)
-		vals[__builtin_ctz(left)] = si->v[nt_sum_slot[__builtin_ctz(left)]];
-	for (uint32_t left = mt; left; left &= left - 1)
-		vals[__builtin_ctz(left)] = st->v[nt_sum_slot[__builtin_ctz(left)]];
+	if (si)
+		UNPACK_ROLE(si, NTBPF_ROLE_INITIATOR);
+	if (st)
+		UNPACK_ROLE(st, NTBPF_ROLE_TARGET);
 	*stand_in = (si ? si->stand_in : 0) | (st ? st->stand_in : 0);
 	if ((mask & (1u << NT_ST_REMOTE)) && (mask & (1u << NT_ST_TARGET_RES))) {
 		if (vals[NT_ST_REMOTE] >= vals[NT_ST_TARGET_RES]) {
