@@ -10,7 +10,11 @@
 #define COARSE_INITS 256	/* ... and coarsely, over the whole prior window */
 #define COARSE_CANDIDATES 4096	/* target candidates per sampled I/O, coarse pass */
 #define FINE_CANDIDATES 64	/* ... fine pass (+-1 ms around the coarse estimate) */
-#define TOLERANCE_NS 100000	/* slack for stand-in boundaries when fitting windows */
+#define TOLERANCE_NS 100000
+#define SEG_INITS 32768		/* initiator I/Os per clock-offset segment, at most */
+#define SEG_NS 1000000000ll	/* ... and 1 s of them (when there are 64 or more) */
+#define SEG_WINDOW 1000000	/* a segment's offset is searched +-1 ms around the last one's */
+#define SEG_SAMPLES 512		/* ... from this many of its I/Os (the first: SAMPLE_INITS) */	/* slack for stand-in boundaries when fitting windows */
 
 static inline bool seen(const struct ntbpf_rec *r, int ev)
 {
@@ -390,12 +394,23 @@ static bool estimate_offset(const struct nt_matching *m, const struct nt_mitem *
 		free(e);
 		return false;
 	}
+	/*
+	 * The point most intervals cover; among equals, the one nearest the
+	 * prior.  Perfectly regular traffic ties at shifts of one cid's
+	 * period (every I/O fits the previous use of its cid as well); the
+	 * clocks move slowly, so the nearest is the true one.
+	 */
 	for (size_t k = 0; k < ne; k++) {
 		cur += e[k].d;
-		if (e[k].d > 0 && cur > best) {
-			best = cur;
-			best_lo = e[k].x;
-			best_hi = k + 1 < ne ? e[k + 1].x : e[k].x;
+		if (e[k].d > 0 && cur >= best) {
+			int64_t lo = e[k].x, hi = k + 1 < ne ? e[k + 1].x : e[k].x;
+			int64_t mid = lo + (hi - lo) / 2, was = best_lo + (best_hi - best_lo) / 2;
+
+			if (cur > best || llabs(mid - prior) < llabs(was - prior)) {
+				best = cur;
+				best_lo = lo;
+				best_hi = hi;
+			}
 		}
 	}
 	free(e);
@@ -431,6 +446,28 @@ static bool cntlid_shared(const struct nt_header *h, uint16_t instance, uint16_t
 	return false;
 }
 
+/* the clock offset at one initiator time: at segment middles, and linear between them */
+struct seg {
+	int64_t at;		/* initiator time of the segment's middle I/O */
+	int64_t off;		/* target clock - initiator clock there */
+	double slope;		/* ... changing by this much per ns until the next one */
+};
+
+static int64_t offset_at(const struct seg *sg, size_t ns, size_t *k, int64_t t)
+{
+	size_t i = *k;
+
+	/* items come in about time order: move from the last one's segment */
+	while (i + 1 < ns && t >= sg[i + 1].at)
+		i++;
+	while (i > 0 && t < sg[i].at)
+		i--;
+	*k = i;
+	if (i + 1 >= ns || t <= sg[i].at)
+		return sg[i].off;
+	return sg[i].off + (int64_t)(sg[i].slope * (double)(t - sg[i].at));
+}
+
 /*
  * Pair the initiator items ii[a_first, a_end) of one file with the target
  * items ti[b_first, b_end) of another (those not paired yet).
@@ -442,9 +479,9 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 	struct nt_mitem *tv = NULL;
 	struct keys keys = { 0 };
 	uint32_t *start = NULL, *cursor = NULL;
-	size_t nt = 0;
-	int64_t prior, window, off;
-	size_t votes;
+	struct seg *seg = NULL;
+	size_t nt = 0, nseg, ns = 0, votes = 0;
+	int64_t prior, window;
 	int rc = -1;
 
 	if (group_targets(m, ti, b_first, b_end, &keys, &tv, &nt, &start))
@@ -458,15 +495,55 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 		prior = ((int64_t)hb->mono_ns - (int64_t)hb->real_ns) - ((int64_t)ha->mono_ns - (int64_t)ha->real_ns);
 		window = 5000000000ll;
 	}
-	/* coarse over the prior's uncertainty, then fine around what it found */
-	if (!estimate_offset(m, ii, a_first, a_end, &keys, tv, start, prior, window, COARSE_INITS, COARSE_CANDIDATES,
-			     &off, &votes) ||
-	    !estimate_offset(m, ii, a_first, a_end, &keys, tv, start, off, 1000000, SAMPLE_INITS, FINE_CANDIDATES,
-			     &off, &votes)) {
+	/*
+	 * The offset, segment by segment of SEG_INITS initiator I/Os: two
+	 * hosts' monotonic clocks drift apart (NTP slews each its own way,
+	 * unsynchronised ones by up to hundreds of ppm), and a recording
+	 * of minutes drifts past the tolerance.  Coarse over the prior's
+	 * uncertainty (for the first segment) or around the last segment's
+	 * offset, then fine around that; pairing interpolates between the
+	 * segments' middles.  A segment without votes (no target records
+	 * there) adds no point.
+	 */
+	nseg = (a_end - a_first) / 64 + 2;	/* a segment has at least 64 I/Os or ends a file */
+	seg = calloc(nseg, sizeof(*seg));
+	if (!seg)
+		goto out;
+	for (size_t from = a_first, to; from < a_end && ns < nseg; from = to) {
+		int64_t o, t_end = (int64_t)ii[from].lo + SEG_NS;
+		size_t v;
+
+		for (to = from + 1; to < a_end && to - from < SEG_INITS && ((int64_t)ii[to].lo < t_end || to - from < 64);
+		     to++)
+			;
+		if (!ns) {
+			/* coarse over the prior's uncertainty: in the first segment, else the whole file */
+			if (!estimate_offset(m, ii, from, to, &keys, tv, start, prior, window, COARSE_INITS,
+					     COARSE_CANDIDATES, &o, &v) &&
+			    !estimate_offset(m, ii, a_first, a_end, &keys, tv, start, prior, window, COARSE_INITS,
+					     COARSE_CANDIDATES, &o, &v))
+				break;
+		} else {
+			o = seg[ns - 1].off;
+		}
+		if (!estimate_offset(m, ii, from, to, &keys, tv, start, o, SEG_WINDOW, ns ? SEG_SAMPLES : SAMPLE_INITS,
+				     FINE_CANDIDATES, &o, &v))
+			continue;
+		votes += v;
+		if (ns && (int64_t)ii[from + (to - from) / 2].lo <= seg[ns - 1].at)
+			continue;	/* a long I/O in the middle: keep the points in time order */
+		seg[ns].at = (int64_t)ii[from + (to - from) / 2].lo;
+		seg[ns].off = o;
+		ns++;
+	}
+	if (!ns) {
 		rc = 0;
 		goto out;
 	}
-	m->offset_ns = off;
+	for (size_t k = 0; k + 1 < ns; k++)
+		seg[k].slope = (double)(seg[k + 1].off - seg[k].off) / (double)(seg[k + 1].at - seg[k].at);
+	m->offset_ns = seg[0].off;
+	m->offset_drift_ns = seg[ns - 1].off - seg[0].off;
 	m->offset_votes = votes;
 	m->have_offset = true;
 
@@ -476,8 +553,9 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 		goto out;
 	memcpy(cursor, start, (keys.n + 1) * sizeof(*cursor));
 	/* initiator I/Os in file (time) order */
-	for (size_t i = a_first; i < a_end; i++) {
+	for (size_t i = a_first, at = 0; i < a_end; i++) {
 		uint32_t kid = init_kid(m, ii, i, &keys);
+		int64_t off = offset_at(seg, ns, &at, (int64_t)ii[i].lo);
 		int64_t from = (int64_t)ii[i].lo + off - TOLERANCE_NS;
 		size_t end, j;
 		uint16_t port = port_of(&ii[i]);
@@ -503,6 +581,7 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 	}
 	rc = 0;
 out:
+	free(seg);
 	free(tv);
 	free(start);
 	free(cursor);

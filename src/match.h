@@ -10,9 +10,10 @@
  * cid (generation bits + tag) comes back often, so order and timing decide:
  * the two hosts' clocks are related by an unknown offset, which is
  * estimated from the data itself (every true pair constrains it: the
- * target's residence must fit inside the initiator's wait), and then each
- * initiator I/O takes the first target record of its (cntlid, qid, cid)
- * that fits.  Clocks are only used to choose partners: no stage ever
+ * target's residence must fit inside the initiator's wait), segment by
+ * segment (up to 1 s or 32 k I/Os each) because clocks drift apart, and
+ * then each initiator I/O takes the first target record of its (cntlid,
+ * qid, cid) that fits, at the offset interpolated for its time.  Clocks are only used to choose partners: no stage ever
  * subtracts times of two hosts.
  */
 #ifndef NTBPF_MATCH_H
@@ -62,7 +63,8 @@ struct nt_matching {
 	size_t matched;
 	size_t by_port;				/* ... of which both records had the queue's TCP port */
 	size_t admin;				/* admin-queue records, left out */
-	int64_t offset_ns;			/* target clock - initiator clock (last file pair) */
+	int64_t offset_ns;			/* target clock - initiator clock (last file pair, at its start) */
+	int64_t offset_drift_ns;		/* ... and how far it moved by the end */
 	size_t offset_votes;			/* sample pairs that agreed on it */
 	bool have_offset;
 	size_t no_cntlid;			/* initiator I/Os whose controller the header does not map */

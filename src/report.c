@@ -602,9 +602,14 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 			" (not recorded)\n", rep->no_start, rep->inflight_end);
 	if (rep->admin)
 		fprintf(out, "# admin-queue commands left out: %" PRIu64 "\n", rep->admin);
-	if (rep->m.have_offset && rep->n_tgt && rep->n_init)
-		fprintf(out, "# target clock = initiator clock %+.3f ms (estimated from %zu I/Os; used only to pair I/Os)\n",
-			rep->m.offset_ns / 1e6, rep->m.offset_votes);
+	if (rep->m.have_offset && rep->n_tgt && rep->n_init) {
+		fprintf(out, "# target clock = initiator clock %+.3f ms (estimated from %zu I/Os", rep->m.offset_ns / 1e6,
+			rep->m.offset_votes);
+		/* below 10 us it is the estimates' own spread */
+		if (rep->m.offset_drift_ns >= 10000 || rep->m.offset_drift_ns <= -10000)
+			fprintf(out, "; drifting %+.3f ms by the end, followed", rep->m.offset_drift_ns / 1e6);
+		fprintf(out, "; used only to pair I/Os)\n");
+	}
 	if (rep->m.no_cntlid)
 		fprintf(out, "# initiator I/Os whose controller the header does not name (cannot match): %zu\n",
 			rep->m.no_cntlid);
