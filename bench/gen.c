@@ -18,7 +18,6 @@ static struct nt_writer *open_w(const char *dir, const char *name, int role, int
 {
 	char path[512];
 	struct nt_header h;
-	struct nt_ctrl_info *c;
 	struct nt_writer *w;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -27,20 +26,9 @@ static struct nt_writer *open_w(const char *dir, const char *name, int role, int
 		perror(path);
 		exit(1);
 	}
-	nt_header_init(&h, role);
+	synth_header(&h, role);
 	if (version)
 		h.version = version;
-	snprintf(h.hostname, sizeof(h.hostname), role == NTBPF_ROLE_TARGET ? "bench-target" : "bench-initiator");
-	snprintf(h.kernel, sizeof(h.kernel), "synthetic");
-	snprintf(h.boot_id, sizeof(h.boot_id), role == NTBPF_ROLE_TARGET ? "t" : "i");
-	h.mono_ns = 1000000000ull;
-	h.real_ns = 1700000000000000000ull;
-	h.sample = 1;
-	h.ndevs = 1;
-	snprintf(h.devs[0], sizeof(h.devs[0]), "nvme0n1=259:0");
-	c = nt_header_add_ctrl(&h);
-	c->instance = 0;
-	c->cntlid = 1;
 	w = nt_writer_open(*f, &h);
 	nt_header_free(&h);
 	if (!w) {

@@ -10,14 +10,38 @@
 #define NTBPF_BENCH_SYNTH_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "ntbpf.h"
+#include "recfile.h"
 
 struct synth {
 	uint64_t x;		/* xorshift state */
 	uint64_t t;		/* initiator clock */
 	uint16_t gen[4][32];	/* per queue and tag: nvme command id generation */
 };
+
+/* the synthetic hosts' file header: nvme0n1, controller nvme0 = cntlid 1, distinct boots */
+static inline struct nt_ctrl_info *synth_header(struct nt_header *h, int role)
+{
+	struct nt_ctrl_info *c;
+
+	nt_header_init(h, role);
+	snprintf(h->hostname, sizeof(h->hostname), role == NTBPF_ROLE_TARGET ? "bench-target" : "bench-initiator");
+	snprintf(h->kernel, sizeof(h->kernel), "synthetic");
+	snprintf(h->boot_id, sizeof(h->boot_id), role == NTBPF_ROLE_TARGET ? "t" : "i");
+	h->mono_ns = 1000000000ull;
+	h->real_ns = 1700000000000000000ull;
+	h->sample = 1;
+	h->ndevs = 1;
+	snprintf(h->devs[0], sizeof(h->devs[0]), "nvme0n1=259:0");
+	c = nt_header_add_ctrl(h);
+	if (c) {
+		c->instance = 0;
+		c->cntlid = 1;
+	}
+	return c;
+}
 
 static inline void synth_init(struct synth *s)
 {

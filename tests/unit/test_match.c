@@ -333,21 +333,13 @@ static void drift_case(double ppm, double wander_ns, double period_ns)
 {
 	enum { ND = 400000 };
 	struct nt_input in[2];
-	struct nt_ctrl_info *c;
 	struct nt_matching m;
 	struct synth s;
 	size_t wrong = 0;
 
 	memset(in, 0, sizeof(in));
-	nt_header_init(&in[0].hdr, NTBPF_ROLE_INITIATOR);
-	nt_header_init(&in[1].hdr, NTBPF_ROLE_TARGET);
-	snprintf(in[0].hdr.boot_id, sizeof(in[0].hdr.boot_id), "i");
-	snprintf(in[1].hdr.boot_id, sizeof(in[1].hdr.boot_id), "t");
-	in[0].hdr.mono_ns = in[1].hdr.mono_ns = 1000000000ull;
-	in[0].hdr.real_ns = in[1].hdr.real_ns = 1700000000000000000ull;
-	c = nt_header_add_ctrl(&in[0].hdr);
-	c->instance = 0;
-	c->cntlid = 1;
+	synth_header(&in[0].hdr, NTBPF_ROLE_INITIATOR);
+	synth_header(&in[1].hdr, NTBPF_ROLE_TARGET);
 	in[0].recs = calloc(ND, sizeof(struct ntbpf_rec));
 	in[1].recs = calloc(ND, sizeof(struct ntbpf_rec));
 	assert_non_null(in[0].recs);

@@ -242,27 +242,15 @@ static void test_exit_status(void **state)
  * commands, R2T writes, stand-in boundaries, events out of order, a
  * block-only device, and a file cut short.
  */
-static struct nt_writer *open_host(FILE *f, int role, bool second)
+/* the synthetic hosts (bench/synth.h), with a block-only device too */
+static struct nt_writer *open_host(FILE *f, int role)
 {
 	struct nt_header h;
-	struct nt_ctrl_info *c;
 	struct nt_writer *w;
 
-	nt_header_init(&h, role);
-	snprintf(h.hostname, sizeof(h.hostname), role == NTBPF_ROLE_TARGET ? "tgt" : "init");
-	snprintf(h.kernel, sizeof(h.kernel), "6.12.0-test");
-	snprintf(h.ntbpf_version, sizeof(h.ntbpf_version), "test");
-	snprintf(h.boot_id, sizeof(h.boot_id), role == NTBPF_ROLE_TARGET ? "t" : "i");
-	h.mono_ns = 1000000000ull;
-	h.real_ns = 1700000000000000000ull;
-	h.sample = 1;
+	synth_header(&h, role);
 	h.ndevs = 2;
-	snprintf(h.devs[0], sizeof(h.devs[0]), "nvme0n1=259:0");
 	snprintf(h.devs[1], sizeof(h.devs[1]), "loop0=7:0");
-	c = nt_header_add_ctrl(&h);
-	c->instance = 0;
-	c->cntlid = 1;
-	(void)second;
 	w = nt_writer_open(f, &h);
 	nt_header_free(&h);
 	assert_non_null(w);
@@ -284,7 +272,7 @@ static void test_files_path_equals_records_path(void **state)
 	synth_init(&s);
 	for (int k = 0; k < NF; k++) {
 		f[k] = open_memstream(&buf[k], &len[k]);
-		w[k] = open_host(f[k], k == 2 ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, k == 1);
+		w[k] = open_host(f[k], k == 2 ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR);
 	}
 	for (uint64_t k = 0; k < N; k++) {
 		struct ntbpf_rec i, g;
