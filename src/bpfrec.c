@@ -14,6 +14,7 @@
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -287,10 +288,18 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (cfg->bpf_stats) {
 		uint64_t ns, runs;
 
+		struct rusage ru;
+
 		if (!nt_probes_run_time(&pr, &ns, &runs))
 			fprintf(stderr, "ntbpf record: BPF run time %.0f ns per recorded I/O (%" PRIu64 " ns in %" PRIu64
 				" program runs, %.0f ns each)\n", tr.stats[ST_EMITTED] ? (double)ns / tr.stats[ST_EMITTED] : 0.0,
 				ns, runs, runs ? (double)ns / runs : 0.0);
+		/* the reader, the encoder and the writing: this process only, not CMD */
+		if (!getrusage(RUSAGE_SELF, &ru) && tr.stats[ST_EMITTED])
+			fprintf(stderr, "ntbpf record: user-space CPU %.0f ns per recorded I/O (%.3f s user, %.3f s system)\n",
+				((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+				 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3) / tr.stats[ST_EMITTED],
+				ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 	}
 	tr.records = tr.stats[ST_EMITTED] - st.lost_user;
 	tr.lost_user = st.lost_user;
