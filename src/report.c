@@ -57,35 +57,52 @@ static int input_scan(struct nt_input *in, FILE *f, const char *name, char *err,
 	return rc;
 }
 
-struct load_ctx {
-	size_t cap;
+/* a growing array of n elements of size sz */
+struct vec {
+	void *v;
+	size_t n, cap, sz;
 };
+
+static int vec_grow(struct vec *a)
+{
+	size_t ncap = a->cap ? a->cap * 2 : 4096;
+	void *p = realloc(a->v, ncap * a->sz);
+
+	if (!p)
+		return -1;
+	nt_advise_huge(p, ncap * a->sz);
+	a->v = p;
+	a->cap = ncap;
+	return 0;
+}
+
+/* room for one more element, or NULL */
+static inline void *vec_push(struct vec *a)
+{
+	if (__builtin_expect(a->n == a->cap, 0) && vec_grow(a))
+		return NULL;
+	return (char *)a->v + a->sz * a->n++;
+}
 
 static int keep_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
 {
-	struct load_ctx *c = ctx;
+	struct vec *v = ctx;
+	struct ntbpf_rec *p = vec_push(v);
 
-	if (in->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 4096;
-		struct ntbpf_rec *p = realloc(in->recs, ncap * sizeof(*p));
-
-		if (!p)
-			return -1;
-		in->recs = p;
-		nt_advise_huge(p, ncap * sizeof(*p));
-		c->cap = ncap;
-	}
-	in->recs[in->n] = *r;
+	if (!p)
+		return -1;
+	*p = *r;
+	in->recs = v->v;
 	return 0;
 }
 
 int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
 {
-	struct load_ctx c = { 0 };
-	int rc = input_scan(in, f, name, err, errlen, keep_record, &c);
+	struct vec v = { .sz = sizeof(struct ntbpf_rec) };
+	int rc = input_scan(in, f, name, err, errlen, keep_record, &v);
 
 	if (rc) {
-		free(in->recs);
+		free(v.v);
 		in->recs = NULL;
 	}
 	return rc;
@@ -344,33 +361,6 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 			return -1;
 	nt_report_finish(rep);
 	return 0;
-}
-
-/* a growing array of n elements of size sz */
-struct vec {
-	void *v;
-	size_t n, cap, sz;
-};
-
-static int vec_grow(struct vec *a)
-{
-	size_t ncap = a->cap ? a->cap * 2 : 4096;
-	void *p = realloc(a->v, ncap * a->sz);
-
-	if (!p)
-		return -1;
-	nt_advise_huge(p, ncap * a->sz);
-	a->v = p;
-	a->cap = ncap;
-	return 0;
-}
-
-/* room for one more element, or NULL */
-static inline void *vec_push(struct vec *a)
-{
-	if (__builtin_expect(a->n == a->cap, 0) && vec_grow(a))
-		return NULL;
-	return (char *)a->v + a->sz * a->n++;
 }
 
 /* the file report's state: per side, each record's item (matching) and summary (stages) */
