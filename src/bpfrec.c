@@ -47,6 +47,11 @@ static bool privileged(void)
 #undef HAS
 }
 
+static double tv_s(const struct timeval *t)
+{
+	return t->tv_sec + t->tv_usec / 1e6;
+}
+
 static int resolve_role(const struct nt_config *cfg, char *err, size_t errlen)
 {
 	bool host, tgt;
@@ -162,6 +167,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct rec_state st = { 0 };
 	struct nt_probes pr = { 0 };
 	struct ring_buffer *rb = NULL;
+	struct rusage ru_start = { 0 };
 	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats,
 				    .verbose = cfg->verbose };
@@ -221,6 +227,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if (cfg->bpf_stats)
+		getrusage(RUSAGE_SELF, &ru_start);	/* from here on: the cost while recording */
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s)\n", nt_role_name(role),
 		cfg->output, pr.nattached, child > 0 ? "" : "; Ctrl-C to stop");
@@ -289,17 +297,24 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		uint64_t ns, runs;
 
 		struct rusage ru;
+		double u, sy;
 
 		if (!nt_probes_run_time(&pr, &ns, &runs))
 			fprintf(stderr, "ntbpf record: BPF run time %.0f ns per recorded I/O (%" PRIu64 " ns in %" PRIu64
 				" program runs, %.0f ns each)\n", tr.stats[ST_EMITTED] ? (double)ns / tr.stats[ST_EMITTED] : 0.0,
 				ns, runs, runs ? (double)ns / runs : 0.0);
-		/* the reader, the encoder and the writing: this process only, not CMD */
-		if (!getrusage(RUSAGE_SELF, &ru) && tr.stats[ST_EMITTED])
-			fprintf(stderr, "ntbpf record: user-space CPU %.0f ns per recorded I/O (%.3f s user, %.3f s system)\n",
-				((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
-				 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3) / tr.stats[ST_EMITTED],
-				ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+		/*
+		 * The reader, the encoder and the writing while recording: this
+		 * process only, not CMD, and not the start (BTF, loading and
+		 * verifying the programs), which is before the workload.
+		 */
+		if (!getrusage(RUSAGE_SELF, &ru) && tr.stats[ST_EMITTED]) {
+			u = tv_s(&ru.ru_utime) - tv_s(&ru_start.ru_utime);
+			sy = tv_s(&ru.ru_stime) - tv_s(&ru_start.ru_stime);
+			fprintf(stderr, "ntbpf record: user-space CPU %.0f ns per recorded I/O while recording (%.3f s user, "
+				"%.3f s system; %.3f s more to start)\n", (u + sy) * 1e9 / tr.stats[ST_EMITTED], u, sy,
+				tv_s(&ru_start.ru_utime) + tv_s(&ru_start.ru_stime));
+		}
 	}
 	tr.records = tr.stats[ST_EMITTED] - st.lost_user;
 	tr.lost_user = st.lost_user;
