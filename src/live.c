@@ -92,6 +92,20 @@ static int dial(const char *host, const char *port, char *err, size_t errlen)
 	return fd;
 }
 
+/* a connection's reader and stream: closed also when the thread is cancelled inside a read */
+struct peer_conn {
+	struct nt_reader *rd;
+	FILE *f;
+};
+
+static void peer_conn_close(void *arg)
+{
+	struct peer_conn *c = arg;
+
+	nt_reader_close(c->rd);
+	fclose(c->f);
+}
+
 static void *peer_main(void *arg)
 {
 	struct peer *p = arg;
@@ -109,9 +123,16 @@ static void *peer_main(void *arg)
 			sleep(1);
 			continue;
 		}
-		p->fd = fd;
-		f = fdopen(fd, "rb");
+		/*
+		 * The header is read with cancellation off (a cancel inside
+		 * nt_reader_open would leak it): peer_stop shuts the socket
+		 * down first, which ends the read, once it sees p->fd.
+		 */
+		__atomic_store_n(&p->fd, fd, __ATOMIC_SEQ_CST);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		f = __atomic_load_n(&p->stop, __ATOMIC_SEQ_CST) ? NULL : fdopen(fd, "rb");
 		rd = f ? nt_reader_open(f, &h, err, sizeof(err)) : NULL;
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		if (!rd) {
 			peer_state(p, "down (%s), retrying", f ? err : strerror(errno));
 			p->fd = -1;
@@ -131,15 +152,19 @@ static void *peer_main(void *arg)
 		snprintf(p->state, sizeof(p->state), "connected");
 		pthread_mutex_unlock(&p->mu);
 		nt_header_free(&h);
-		while (!p->stop && nt_reader_next(rd, &r) == 1) {
-			pthread_mutex_lock(&p->mu);
-			vec_push(&p->incoming, &r);
-			pthread_mutex_unlock(&p->mu);
+		{
+			struct peer_conn c = { rd, f };
+
+			pthread_cleanup_push(peer_conn_close, &c);
+			while (!p->stop && nt_reader_next(rd, &r) == 1) {
+				pthread_mutex_lock(&p->mu);
+				vec_push(&p->incoming, &r);
+				pthread_mutex_unlock(&p->mu);
+			}
+			nt_reader_status(rd, err, sizeof(err));
+			p->fd = -1;
+			pthread_cleanup_pop(1);
 		}
-		nt_reader_status(rd, err, sizeof(err));
-		nt_reader_close(rd);
-		p->fd = -1;
-		fclose(f);
 		if (!p->stop) {
 			peer_state(p, "down (%s), reconnecting", err[0] ? err : "connection closed");
 			sleep(1);
@@ -354,9 +379,12 @@ int nt_live_peer(struct nt_live *l, const char *addr, char *err, size_t errlen)
 
 static void peer_stop(struct peer *p)
 {
-	p->stop = 1;
-	if (p->fd >= 0)
-		shutdown(p->fd, SHUT_RDWR);
+	int fd;
+
+	__atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
+	fd = __atomic_load_n(&p->fd, __ATOMIC_SEQ_CST);
+	if (fd >= 0)
+		shutdown(fd, SHUT_RDWR);
 	pthread_cancel(p->th);	/* it may sleep or block in connect */
 	pthread_join(p->th, NULL);
 	free(p->incoming.v);
