@@ -815,8 +815,14 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	fprintf(out, " \"not_recorded\": {\"in_flight_at_start\": %" PRIu64 ", \"in_flight_at_stop\": %" PRIu64
 		", \"admin\": %" PRIu64 ", \"negative_network\": %" PRIu64 "},\n",
 		rep->no_start, rep->inflight_end, rep->admin, rep->neg_network);
-	fprintf(out, " \"pairing\": {\"by_port\": %zu, \"no_cntlid\": %zu, \"shared_cntlid\": %zu},\n",
-		rep->m.by_port, rep->m.no_cntlid, rep->m.shared_cntlid);
+	fprintf(out, " \"pairing\": {\"by_port\": %zu, \"no_cntlid\": %zu, \"shared_cntlid\": %zu", rep->m.by_port,
+		rep->m.no_cntlid, rep->m.shared_cntlid);
+	if (rep->m.have_offset)
+		fprintf(out, ", \"clock_offset_ns\": %" PRId64 ", \"clock_drift_ns\": %" PRId64 ", \"clock_votes\": %zu",
+			rep->m.offset_ns, rep->m.offset_drift_ns, rep->m.offset_votes);
+	else
+		fprintf(out, ", \"clock_offset_ns\": null, \"clock_drift_ns\": null, \"clock_votes\": 0");
+	fprintf(out, "},\n");
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0);
 	fprintf(out, "]}\n");

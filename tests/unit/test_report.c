@@ -356,6 +356,15 @@ static void test_files_path_equals_records_path(void **state)
 			}
 		}
 		assert_string_equal(out[fmt][0], out[fmt][1]);
+		if (fmt) {	/* the synthetic target clock is 7.777777 ms ahead, and does not drift */
+			const char *c = strstr(out[fmt][0], "\"clock_offset_ns\": ");
+			long long off;
+
+			assert_non_null(c);
+			assert_int_equal(sscanf(c, "\"clock_offset_ns\": %lld", &off), 1);
+			assert_true(off > 7777777 - 120000 && off < 7777777 + 120000);
+			assert_non_null(strstr(out[fmt][0], "\"clock_drift_ns\": "));
+		}
 		assert_non_null(strstr(out[fmt][0], "network_transmission"));
 		assert_non_null(strstr(out[fmt][0], fmt ? "\"stand_in\"" : "stand-in"));
 		free(out[fmt][0]);
