@@ -111,7 +111,8 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_METRICS,
+       OPT_METRICS_REMOTE };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -332,6 +333,10 @@ static const struct argp_option live_opts[] = {
 	{ "peer", OPT_PEER, "ADDR:PORT", 0, "Initiator: merge the target's records from there (reconnects)", 0 },
 	{ "records", OPT_RECORDS, NULL, 0, "Per-I/O records to user space (default without --serve/--peer: "
 	  "histograms in the kernel, percentiles within 1.6 %)", 0 },
+	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve OpenMetrics / Prometheus text at http://ADDR:PORT/metrics, "
+	  "updated every interval (ADDR must be loopback unless --metrics-remote)", 0 },
+	{ "metrics-remote", OPT_METRICS_REMOTE, NULL, 0, "Allow a non-loopback --metrics address (the endpoint has no "
+	  "authentication: firewall it)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O at the end", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf details", 0 },
@@ -353,6 +358,12 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 		return 0;
 	case OPT_RECORDS:
 		cfg->records = true;
+		return 0;
+	case OPT_METRICS:
+		cfg->metrics = arg;
+		return 0;
+	case OPT_METRICS_REMOTE:
+		cfg->metrics_remote = true;
 		return 0;
 	case OPT_FORMAT:
 		if (!strcmp(arg, "csv")) {

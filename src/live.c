@@ -222,6 +222,13 @@ struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header 
 	return l;
 }
 
+void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct nt_report *rep,
+						       const struct nt_interval_info *info), void *ctx)
+{
+	l->o.on_interval = fn;
+	l->o.on_interval_ctx = ctx;
+}
+
 void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r)
 {
 	vec_push(&l->cur, r);

@@ -18,6 +18,8 @@
 #include "recfile.h"
 
 struct nt_live;
+struct nt_report;
+struct nt_interval_info;
 
 /* per-interval aggregation for one host (and its peer's records, if any) */
 struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header *local);
@@ -25,6 +27,9 @@ void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r);
 /* the end of an interval of 'secs' seconds: print it; lost = records lost in it */
 void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost);
 void nt_live_free(struct nt_live *l);
+/* each interval's report also goes to fn(ctx, ...) before it is printed (--metrics) */
+void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct nt_report *rep,
+						       const struct nt_interval_info *info), void *ctx);
 /* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects) */
 int nt_live_peer(struct nt_live *l, const char *addr, char *err, size_t errlen);
 /* "HOST:PORT" or "[v6]:PORT" */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "bpfrec.h"
 #include "live.h"
+#include "metrics.h"
 #include "ntbpf.h"
 #include "ntbpf_stages.h"
 #include "ntbpf_kh.h"
@@ -262,6 +263,16 @@ static uint64_t lost_of(const uint64_t *s)
 	return s[ST_LOST_RINGBUF] + s[ST_LOST_MAP_FULL] + s[ST_NO_COMPLETE] + s[ST_PROG_MISSES];
 }
 
+/* --metrics: the lost records by cause, before each interval is handed over */
+static void metrics_lost(struct nt_metrics *mx, const uint64_t *s)
+{
+	uint64_t l[NT_ML_NR] = { [NT_ML_RINGBUF] = s[ST_LOST_RINGBUF], [NT_ML_MAP_FULL] = s[ST_LOST_MAP_FULL],
+				 [NT_ML_NO_COMPLETE] = s[ST_NO_COMPLETE], [NT_ML_PROG_MISSES] = s[ST_PROG_MISSES] };
+
+	if (mx)
+		nt_metrics_set_lost(mx, l);
+}
+
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -278,6 +289,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct server srv = { .lfd = -1, .cfd = -1 };
 	struct live_state st = { 0 };
 	struct ring_buffer *rb = NULL;
+	struct nt_metrics *mx = NULL;
+	struct nt_metrics_server *mxs = NULL;
 	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last;
 	int role, rc = 1, ticks = 0;
 	bool loaded = false;
@@ -305,6 +318,23 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		goto out;
 	memcpy(ko.pcts, cfg->pcts, sizeof(ko.pcts));
 	local.hdr = hdr;
+	if (cfg->metrics) {
+		/* every interval's report also updates the endpoint (src/metrics.c) */
+		mx = nt_metrics_new(nt_role_name(role));
+		if (!mx)
+			goto out;
+		nt_metrics_set_hooks(mx, pr.nattached);
+		if (cfg->peer)
+			nt_metrics_set_peer(mx, 0);
+		ko.on_interval = nt_metrics_on_interval;
+		ko.on_interval_ctx = mx;
+		nt_live_on_interval(st.l, nt_metrics_on_interval, mx);
+		mxs = nt_metrics_serve(mx, cfg->metrics, cfg->metrics_remote, err, sizeof(err));
+		if (!mxs) {
+			fprintf(stderr, "ntbpf live: %s\n", err);
+			goto out;
+		}
+	}
 	if (cfg->peer && nt_live_peer(st.l, cfg->peer, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		goto out;
@@ -325,9 +355,10 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s%s; Ctrl-C to stop\n",
+	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s%s%s%s%s; Ctrl-C to stop\n",
 		nt_role_name(role), pr.nattached, cfg->interval, cfg->serve ? ", serving on " : "",
-		cfg->serve ? cfg->serve : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
+		cfg->serve ? cfg->serve : "", cfg->metrics ? ", metrics at http://" : "",
+		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
@@ -354,6 +385,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		if (srv.w && nt_writer_flush(srv.w))
 			server_drop(&srv, strerror(errno));
 		nt_probes_stats(&pr, stats);
+		metrics_lost(mx, stats);
 		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
 		lost_before = lost_of(stats);
 		t_last = t;
@@ -371,6 +403,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		if (srv.w)
 			nt_writer_flush(srv.w);
 		nt_probes_stats(&pr, stats);
+		metrics_lost(mx, stats);
 		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
@@ -389,6 +422,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	rc = 0;
 out:
+	nt_metrics_server_stop(mxs);
+	nt_metrics_free(mx);
 	kh_free(kh);
 	ring_buffer__free(rb);
 	if (srv.cfd >= 0) {

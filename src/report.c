@@ -530,6 +530,11 @@ static void dev_name(const struct nt_report *rep, int role, uint32_t dev, char *
 		snprintf(buf, len, "%u:%u", maj, min);
 }
 
+void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
+{
+	dev_name(rep, role, dev, buf, len);
+}
+
 static void queue_name(const struct nt_group *g, char *buf, size_t len)
 {
 	if (!g->has_queue)
@@ -932,6 +937,8 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 {
 	uint64_t n = 0;
 
+	if (rep->o->on_interval)
+		rep->o->on_interval(rep->o->on_interval_ctx, rep, info);
 	for (int gi = 0; gi < rep->ngroups; gi++)
 		n += rep->groups[gi].count;
 	if (rep->o->format == NT_FMT_JSON) {
