@@ -13,7 +13,16 @@ CC      ?= cc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 ARCH    := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+# The release number: "git describe --tags" of a release tag (v0.4.0 -> 0.4.0,
+# 3 commits later 0.4.0-3-gHASH); before any tag BASE_VERSION-dev+gHASH;
+# "unknown" outside git (a tarball).  Releasing: docs/release.md.
+BASE_VERSION := 0.4.0
+GIT_TOP   := $(shell git rev-parse --show-toplevel 2>/dev/null)
+ifeq ($(GIT_TOP),$(CURDIR))
+GIT_DESC  := $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null)
+GIT_HASH  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+endif
+VERSION   ?= $(if $(GIT_DESC),$(patsubst v%,%,$(GIT_DESC)),$(if $(GIT_HASH),$(BASE_VERSION)-dev+g$(GIT_HASH),unknown))
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -std=gnu11 \
@@ -61,7 +70,13 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(OUTPUT)/%.o: src/%.c $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+# the version is compiled in: objects are rebuilt when it changes
+$(OUTPUT)/version.stamp: FORCE | $(OUTPUT)
+	$(Q)[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $@
+
+FORCE:
+
+$(OUTPUT)/%.o: src/%.c $(wildcard src/*.h) $(wildcard include/*.h) $(OUTPUT)/version.stamp | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 

@@ -176,6 +176,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	FILE *out = NULL;
 	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0;
 	bool child_done = false, loaded = false;
+	const char *oname = strcmp(cfg->output, "-") ? cfg->output : "standard output";
 
 	nt_header_init(&hdr, 0);
 	role = nt_record_preflight(cfg, "record", &devs);
@@ -191,9 +192,23 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (pr.fallback[0])
 		fprintf(stderr, "ntbpf record: warning: %s\n", pr.fallback);
 
-	out = fopen(cfg->output, "wb");
+	if (!strcmp(cfg->output, "-")) {
+		/*
+		 * -o -: the record stream takes standard output; from here on fd 1
+		 * is stderr, so that --interval lines and CMD's output stay out of it
+		 */
+		int fd = dup(STDOUT_FILENO);
+
+		out = fd >= 0 ? fdopen(fd, "wb") : NULL;
+		if (out && dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			fclose(out);
+			out = NULL;
+		}
+	} else {
+		out = fopen(cfg->output, "wb");
+	}
 	if (!out) {
-		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));
+		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", oname, strerror(errno));
 		goto out;
 	}
 	if (cfg->cmd_argv) {
@@ -211,7 +226,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
 	st.w = nt_writer_open(out, &hdr);
 	if (!st.w) {
-		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));
+		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", oname, strerror(errno));
 		goto out;
 	}
 	if (cfg->interval > 0) {
@@ -231,7 +246,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		getrusage(RUSAGE_SELF, &ru_start);	/* from here on: the cost while recording */
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s)\n", nt_role_name(role),
-		cfg->output, pr.nattached, child > 0 ? "" : "; Ctrl-C to stop");
+		oname, pr.nattached, child > 0 ? "" : "; Ctrl-C to stop");
 	if (child > 0) {
 		/* Ctrl-C reaches the command too (same process group); let it end first */
 		if (write(go_fd, "g", 1) != 1)
@@ -322,7 +337,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	rc = nt_writer_close(st.w, &tr);
 	st.w = NULL;
 	if (rc || fflush(out) || ferror(out)) {
-		fprintf(stderr, "ntbpf record: writing %s failed: %s\n", cfg->output,
+		fprintf(stderr, "ntbpf record: writing %s failed: %s\n", oname,
 			strerror(st.werr ? st.werr : rc < 0 ? -rc : errno));
 		rc = 1;
 		goto out;
@@ -334,7 +349,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		double size = fstat(fileno(out), &sb) ? 0 : sb.st_size;
 
 		fprintf(stderr, "ntbpf record: %" PRIu64 " records, %" PRIu64 " lost, %.1f KiB written to %s "
-			"(%.1f bytes/record, %s, %d hooks)\n", tr.records, lost, size / 1024, cfg->output,
+			"(%.1f bytes/record, %s, %d hooks)\n", tr.records, lost, size / 1024, oname,
 			tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
 	}
 	rc = st.werr ? 1 : 0;
@@ -355,7 +370,7 @@ out:
 		nt_probes_destroy(&pr);
 	if (out)
 		fclose(out);
-	if (rc && out && !st.w && !tr.end_mono_ns)
+	if (rc && out && !st.w && !tr.end_mono_ns && strcmp(cfg->output, "-"))
 		unlink(cfg->output);	/* nothing was recorded: leave no half file */
 	nt_header_free(&hdr);
 	if (!rc && child > 0) {

@@ -13,6 +13,7 @@
 #ifndef NTBPF_LIVE_H
 #define NTBPF_LIVE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "cli.h"
 #include "recfile.h"
@@ -32,6 +33,8 @@ void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct n
 						       const struct nt_interval_info *info), void *ctx);
 /* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects) */
 int nt_live_peer(struct nt_live *l, const char *addr, char *err, size_t errlen);
+/* now, "HH:MM:SS" (text), or RFC 3339 with milliseconds and zone (JSON Lines): 0, or -1 if it does not fit */
+int nt_time_label(char *buf, size_t len, bool rfc3339);
 /* "HOST:PORT" or "[v6]:PORT" */
 int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
 

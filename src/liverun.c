@@ -103,12 +103,9 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 	struct nt_kh_gkey key, prev;
 	struct nt_report rep;
 	bool first = true;
-	char when[16];
-	time_t t = time(NULL);
-	struct tm tm;
+	char when[40];
 
-	localtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	nt_time_label(when, sizeof(when), o->format == NT_FMT_JSON);
 	nt_report_begin(&rep, local, 1, o);
 	while (!bpf_map_get_next_key(fd, first ? NULL : &prev, &key)) {
 		struct nt_kh_key hk = { .dev = key.dev, .bytes = key.bytes, .op = key.op, .role = key.role };

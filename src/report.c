@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "match.h"
 #include "report.h"
 #include "sysinfo.h"
@@ -898,7 +899,8 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	}
 	memcpy(o.pcts, cfg->pcts, sizeof(o.pcts));
 	for (int i = 0; i < cfg->nfiles; i++) {
-		files[i] = fopen(cfg->files[i], "rb");
+		/* "-": standard input, read front to back like any file (a pipe will do) */
+		files[i] = strcmp(cfg->files[i], "-") ? fopen(cfg->files[i], "rb") : fdopen(dup(STDIN_FILENO), "rb");
 		if (!files[i]) {
 			fprintf(err, "ntbpf report: cannot open %s: %s\n", cfg->files[i], strerror(errno));
 			rc = 1;
