@@ -104,7 +104,8 @@ check: $(TESTS)
 
 # Root integration tests on this machine's kernel (block layer only).
 test-root: all
-	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; exit $$fail
+	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
+		tests/integration/pipes || fail=1; exit $$fail
 
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
 test-lab: all
