@@ -134,9 +134,6 @@ void nt_input_free(struct nt_input *in)
 
 /* ---- grouping ---- */
 
-/* the ten stages of the breakdown, blk_submission .. blk_completion */
-#define NT_TEN_MASK ((1u << (NT_ST_BLK_COMP + 1)) - 1)
-
 /* what a group is keyed on (struct nt_group is large: never build one per record) */
 struct gkey {
 	uint32_t size, dev;
@@ -263,8 +260,8 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 		/* the ten tile end_to_end: a self-check the report carries (lab-tested to be 0) */
 		uint64_t sum = 0, d;
 
-		for (int s = 0; s <= NT_ST_BLK_COMP; s++)
-			sum += vals[s];
+		for (uint32_t left = NT_TEN_MASK; left; left &= left - 1)
+			sum += vals[__builtin_ctz(left)];
 		d = sum > vals[NT_ST_E2E] ? sum - vals[NT_ST_E2E] : vals[NT_ST_E2E] - sum;
 		g->full++;
 		if (d > g->full_resid)
@@ -661,13 +658,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	fputc('\n', out);
 	for (int k = 0; k < NT_ST_NR; k++) {
 		/* the stages that add up, then end_to_end, then the two spans they split */
-		static const int order[NT_ST_NR] = {
-			NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
-			NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
-			NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP, NT_ST_BLK_DEVICE, NT_ST_E2E, NT_ST_REMOTE,
-			NT_ST_TARGET_RES,
-		};
-		int s = order[k];
+		int s = nt_stage_at_row[k];
 		const struct nt_hist *h = &g->h[s];
 
 		if (!h->count && !o->verbose)
