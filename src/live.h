@@ -7,8 +7,9 @@
  *   ntbpf live --peer ADDR:PORT ...           (initiator) merge the target's records: all ten stages
  *   ntbpf record --interval SEC ...           the same lines while recording to a file
  *
- * The stream is the record file format itself (docs/record-format.md): a header, then one
- * chunk per interval; a peer that drops is reported and reconnected.
+ * The stream (stream.h) is the record file format itself (docs/record-format.md) after an
+ * HMAC handshake: a header, then one chunk per interval; a peer that drops is reported and
+ * reconnected.
  */
 #ifndef NTBPF_LIVE_H
 #define NTBPF_LIVE_H
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include "cli.h"
 #include "recfile.h"
+#include "stream.h"
 
 struct nt_live;
 struct nt_report;
@@ -31,12 +33,14 @@ void nt_live_free(struct nt_live *l);
 /* each interval's report also goes to fn(ctx, ...) before it is printed (--metrics) */
 void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct nt_report *rep,
 						       const struct nt_interval_info *info), void *ctx);
-/* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects) */
-int nt_live_peer(struct nt_live *l, const char *addr, char *err, size_t errlen);
 /* now, "HH:MM:SS" (text), or RFC 3339 with milliseconds and zone (JSON Lines): 0, or -1 if it does not fit */
 int nt_time_label(char *buf, size_t len, bool rfc3339);
-/* "HOST:PORT" or "[v6]:PORT" */
-int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
+/* records held per interval and waiting from the peer, each (default NT_STREAM_MAX_RECS); more are dropped */
+void nt_live_set_cap(struct nt_live *l, size_t max_recs);
+/* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects); key NULL: none */
+int nt_live_peer(struct nt_live *l, const char *addr, const struct nt_key *key, char *err, size_t errlen);
+/* the peer's state now (zeroes without a peer) */
+void nt_live_peer_status(struct nt_live *l, struct nt_stream_status *st);
 
 /* "ntbpf live": exit status */
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv);

@@ -24,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "hist.h"
-#include "live.h"
 #include "metrics.h"
 #include "report.h"
 #include "stages.h"
+#include "stream.h"
 
 #define NT_MX_CONNS 8			/* clients served at once; more wait in the backlog */
 #define NT_MX_REQ 8192			/* request head, bytes */

@@ -374,7 +374,7 @@ static void test_loopback_only(void **state)
 	assert_int_equal(nt_metrics_addr_is_loopback("0.0.0.0"), 0);
 	assert_int_equal(nt_metrics_addr_is_loopback("::"), 0);
 	assert_int_equal(nt_metrics_addr_is_loopback("192.0.2.1"), 0);
-	assert_null(nt_metrics_serve(m, "0.0.0.0:0", false, err, sizeof(err)));
+	assert_null(nt_metrics_serve(m, "0.0.0.0:9464", false, err, sizeof(err)));
 	assert_non_null(strstr(err, "not a loopback address"));
 	assert_non_null(strstr(err, "--metrics-remote"));
 	assert_null(nt_metrics_serve(m, ":9464", false, err, sizeof(err)));
@@ -414,10 +414,23 @@ static void test_server(void **state)
 	int port, idle, fd;
 
 	assert_non_null(buf);
-	s = nt_metrics_serve(m, "127.0.0.1:0", false, err, sizeof(err));
-	assert_non_null(s);
-	port = nt_metrics_server_port(s);
-	assert_true(port > 0);
+	{
+		/* a free port: the kernel's pick for a socket of our own */
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		socklen_t al = sizeof(a);
+		int t = socket(AF_INET, SOCK_STREAM, 0);
+		char addr[32];
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(t, (struct sockaddr *)&a, sizeof(a)), 0);
+		assert_int_equal(getsockname(t, (struct sockaddr *)&a, &al), 0);
+		close(t);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(a.sin_port));
+		s = nt_metrics_serve(m, addr, false, err, sizeof(err));
+		assert_non_null(s);
+		port = nt_metrics_server_port(s);
+		assert_int_equal(port, ntohs(a.sin_port));
+	}
 	idle = dial(port);	/* connects and says nothing */
 	fd = dial(port);
 	memset(big, 'A', sizeof(big));
