@@ -298,6 +298,32 @@ static void test_render_formats(void **state)
 	onegroup_free(&x);
 }
 
+/* the live loop's hook: the interval, and the peer's state as live reports it */
+static void test_on_interval(void **state)
+{
+	struct onegroup x;
+	struct nt_metrics *m = nt_metrics_new("initiator");
+	struct nt_interval_info up = { .peer = "connected" }, down = { .peer = "down (connection refused), retrying" };
+	char *t;
+
+	onegroup_init(&x, NULL);
+	nt_hist_add(&x.g.h[NT_ST_NETWORK], 40000);
+	x.g.count = 1;
+	nt_metrics_on_interval(m, &x.rep, &up);
+	t = render(m, false);
+	assert_non_null(strstr(t, "ntbpf_peer_up{role=\"initiator\"} 1\n"));
+	assert_non_null(strstr(t, "ntbpf_stage_latency_seconds_count{stage=\"network_transmission\",op=\"read\","
+				  "size=\"4096\",device=\"259:3\",role=\"initiator\"} 1\n"));
+	free(t);
+	nt_metrics_on_interval(m, &x.rep, &down);
+	t = render(m, false);
+	assert_non_null(strstr(t, "ntbpf_peer_up{role=\"initiator\"} 0\n"));
+	assert_non_null(strstr(t, "ntbpf_intervals_total{role=\"initiator\"} 2\n"));
+	free(t);
+	nt_metrics_free(m);
+	onegroup_free(&x);
+}
+
 /* device names come from the record header (untrusted): escaped, one line per sample */
 static void test_label_escaping(void **state)
 {
@@ -456,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_quantile_error),
 		cmocka_unit_test(test_render_formats),
+		cmocka_unit_test(test_on_interval),
 		cmocka_unit_test(test_label_escaping),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_loopback_only),
