@@ -664,13 +664,7 @@ fail:
 
 int nt_metrics_server_port(const struct nt_metrics_server *s)
 {
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof(ss);
-
-	if (getsockname(s->lfd, (struct sockaddr *)&ss, &l))
-		return -1;
-	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-					      : ((struct sockaddr_in *)&ss)->sin_port);
+	return nt_sock_port(s->lfd);
 }
 
 void nt_metrics_server_stop(struct nt_metrics_server *s)
