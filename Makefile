@@ -39,7 +39,7 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 # Pure modules: no BPF, no root; unit-tested.
-BPF_USER_SRCS := src/bpfrec.c src/hooks.c src/probes.c src/liverun.c
+BPF_USER_SRCS := src/bpfrec.c src/hooks.c src/probes.c src/liverun.c src/recorder.c
 CORE_SRCS := $(filter-out src/main.c $(BPF_USER_SRCS),$(wildcard src/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))

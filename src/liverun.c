@@ -17,13 +17,12 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "bpfrec.h"
 #include "live.h"
 #include "ntbpf.h"
 #include "ntbpf_stages.h"
 #include "ntbpf_kh.h"
-#include "ntbpf.skel.h"
 #include "probes.h"
+#include "recorder.h"
 #include "report.h"
 #include "stream.h"
 #include "sysinfo.h"
@@ -180,11 +179,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t lost_of(const uint64_t *s)
-{
-	return s[ST_LOST_RINGBUF] + s[ST_LOST_MAP_FULL] + s[ST_NO_COMPLETE] + s[ST_PROG_MISSES];
-}
-
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -259,18 +253,15 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
-	(po.kernel_agg ? kh_tick(kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, secs, lost) \
+	(po.kernel_agg ? kh_tick(kh, nt_probes_khist_fd(&pr), &local, &ko, stdout, secs, lost) \
 		       : nt_live_tick(st.l, stdout, secs, lost))
 	t_last = nt_clock_ns(CLOCK_MONOTONIC);
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
 	while (!stop_signal) {
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
-		int n = ring_buffer__poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
+		int n = nt_recorder_poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
 
-		/* BPF wakes us per batch: take the rest every round */
-		if (n >= 0)
-			n = ring_buffer__consume(rb);
-		if (n < 0 && n != -EINTR) {
+		if (n < 0) {
 			fprintf(stderr, "ntbpf live: ring buffer poll failed: %s\n", strerror(-n));
 			goto out;
 		}
@@ -281,8 +272,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 			continue;
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
-		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
-		lost_before = lost_of(stats);
+		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
+		lost_before = nt_lost_sum(stats);
 		t_last = t;
 		t_next += (uint64_t)(cfg->interval * 1e9);
 		if (t_next < t)
@@ -297,7 +288,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		ring_buffer__consume(rb);
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
-		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
+		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
 			sleep(1);

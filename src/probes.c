@@ -192,6 +192,11 @@ int nt_probes_ringbuf_fd(const struct nt_probes *p)
 	return bpf_map__fd(p->skel->maps.events);
 }
 
+int nt_probes_khist_fd(const struct nt_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.khist);
+}
+
 /*
  * A tracing program is not re-entered on a CPU where it is already running
  * (e.g. a completion from an interrupt while the same program runs in task

@@ -46,6 +46,8 @@ int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);
+/* the in-kernel histograms (per-CPU hash, ntbpf_kh.h), for kernel_agg */
+int nt_probes_khist_fd(const struct nt_probes *p);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
 /* BPF counters, in-flight records and skipped program runs into t->stats */
