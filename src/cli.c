@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "stages.h"
 #include "stream.h"
 
 const char *argp_program_version = "ntbpf " NTBPF_VERSION;
@@ -234,11 +235,39 @@ static const char report_doc[] =
 "  # the full breakdown, both hosts:\n"
 "  ntbpf report initiator.ntbpf target.ntbpf\n"
 "  ntbpf report --percentiles 50,99,99.99 --group-by op,queue ntbpf.data\n"
-"  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
-"STAGES (docs/stages.md): blk_submission nvme_tcp_submission\n"
-"  nstack_submission nvmet_tcp_submission target_subsystem\n"
-"  nvmet_tcp_completion network_transmission nstack_completion\n"
-"  nvme_tcp_completion blk_completion end_to_end";
+"  ntbpf report --format json ntbpf.data | jq .groups[0].stages";
+
+/* the doc's end: "STAGES (docs/stages.md):", the ten and end_to_end in the report's order, from the stage table */
+static char *report_help_filter(int key, const char *text, void *input)
+{
+	char *buf, *p;
+	size_t len, line;
+
+	if (key != ARGP_KEY_HELP_POST_DOC || !text)
+		return (char *)text;
+	len = strlen(text) + 32;
+	for (int s = 0; s < NT_ST_NR; s++)
+		len += strlen(nt_stage_name(s)) + 3;
+	buf = malloc(len);
+	if (!buf)
+		return (char *)text;
+	p = buf + sprintf(buf, "%s\nSTAGES (docs/stages.md):", text);
+	line = strlen("STAGES (docs/stages.md):");
+	for (int k = 0; k < NT_ST_NR; k++) {
+		int s = nt_stage_at_row[k];
+		const char *name = nt_stage_name(s);
+
+		if (!(NT_TEN_MASK & (1u << s)) && s != NT_ST_E2E)
+			continue;
+		if (line + 1 + strlen(name) > 61) {
+			p += sprintf(p, "\n ");
+			line = 1;
+		}
+		p += sprintf(p, " %s", name);
+		line += 1 + strlen(name);
+	}
+	return buf;
+}
 
 static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
@@ -478,7 +507,8 @@ static void defaults(struct nt_config *cfg)
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 {
 	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
-	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL, NULL, NULL };
+	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL,
+						 report_help_filter, NULL };
 	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
 	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
 	const struct argp *ap;

@@ -72,11 +72,7 @@ struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header 
 	if (!l)
 		return NULL;
 	l->cfg = cfg;
-	l->o.version = NTBPF_VERSION;
-	l->o.npcts = cfg->npcts;
-	memcpy(l->o.pcts, cfg->pcts, sizeof(l->o.pcts));
-	l->o.format = cfg->format;
-	l->o.group_by = cfg->group_by;
+	nt_report_opts_of(cfg, &l->o);
 	l->local.path = "live";
 	l->local.hdr = *local;	/* shares the caller's arrays: never freed here */
 	l->max_recs = NT_STREAM_MAX_RECS;

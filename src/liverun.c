@@ -189,8 +189,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
 				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records };
 	struct kh_state *kh = NULL;
-	struct nt_report_opts ko = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
-				     .group_by = cfg->group_by };
+	struct nt_report_opts ko;
 	struct nt_input local = { .path = "live" };
 	struct nt_key key = { 0 };
 	struct live_state st = { 0 };
@@ -232,7 +231,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	st.l = nt_live_new(cfg, &hdr);
 	if (!st.l || (po.kernel_agg && !(kh = kh_init())))
 		goto out;
-	memcpy(ko.pcts, cfg->pcts, sizeof(ko.pcts));
+	nt_report_opts_of(cfg, &ko);
 	local.hdr = hdr;
 	if (cfg->peer && nt_live_peer(st.l, cfg->peer, cfg->key ? &key : NULL, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
