@@ -92,8 +92,8 @@ static struct kh_group *kh_group(struct kh_state *k, const struct nt_kh_gkey *ke
 /*
  * Each group's value holds every stage of its role (ntbpf_kh.h): each slot
  * becomes the interval's histogram of one stage, the I/O count the
- * group's NT_ST_NR entry, as the report expects.  Bucket counters are 32
- * bits per CPU: their differences are taken per CPU, modulo 2^32.
+ * group's NT_ST_NR entry, as the report expects.  The differences with the
+ * last interval are live.c's (nt_kh_ios, nt_kh_slot_interval: unit-tested).
  */
 static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const struct nt_report_opts *o, FILE *out,
 		    double secs, uint64_t lost)
@@ -120,8 +120,7 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 			continue;
 		if (bpf_map_lookup_elem(fd, &key, k->pcpu) || !(g = kh_group(k, &key)))
 			continue;
-		for (int c = 0; c < k->ncpu; c++)
-			ios += k->pcpu[c].ios - g->prev[c].ios;
+		ios = nt_kh_ios(k->pcpu, g->prev, k->ncpu);
 		if (!ios)
 			continue;
 		memset(k->b, 0, sizeof(k->b));
@@ -129,21 +128,10 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 		hk.stage = NT_ST_NR;	/* the group's I/O count */
 		nt_report_add_kh(&rep, &hk, k->b, ios, 0);
 		for (int i = 0; i < NT_KH_SLOTS && nt_kh_slot_stage(key.role, i) != NT_KH_NONE; i++) {
-			uint64_t count = 0, sum = 0;
+			uint64_t count, sum;
 
-			for (int c = 0; c < k->ncpu; c++) {
-				count += k->pcpu[c].count[i] - g->prev[c].count[i];
-				sum += k->pcpu[c].sum[i] - g->prev[c].sum[i];
-			}
-			if (!count)
+			if (!nt_kh_slot_interval(k->pcpu, g->prev, k->ncpu, i, &count, &sum, k->b))
 				continue;
-			memset(k->b, 0, sizeof(k->b));
-			for (int c = 0; c < k->ncpu; c++) {
-				const uint32_t *now = k->pcpu[c].b[i], *then = g->prev[c].b[i];
-
-				for (uint32_t b = 0; b < NT_KH_NB32; b++)
-					k->b[b] += (uint32_t)(now[b] - then[b]);
-			}
 			hk.stage = nt_kh_slot_stage(key.role, i);
 			nt_report_add_kh(&rep, &hk, k->b, count, sum);
 		}
