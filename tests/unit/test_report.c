@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Report rendering against golden files (tests/unit/golden/), and the exit
- * status of "ntbpf report" on good, cut and unreadable files.
+ * "ntbpf report" as main() runs it (nt_cli_parse, nt_report_cmd) against
+ * golden files (tests/unit/golden/): a block-only recording, and a two-host
+ * pair with all ten stages; the exit status on good, cut and unreadable
+ * files; the in-memory path against the files path.
  * NTBPF_UPDATE_GOLDEN=1 rewrites the golden files (review the diff!).
  */
 #include <stdarg.h>
@@ -294,7 +296,8 @@ static void test_exit_status(void **state)
 
 /*
  * "ntbpf report" reads files once and keeps summaries (nt_report_build_files);
- * live and the tests build from records in memory (nt_report_build).  Both
+ * nt_report_build pairs records held in memory and adds them one I/O at a
+ * time (nt_report_add, as live does).  Both
  * must print the same report, byte for byte, on a varied two-host set:
  * matched and unmatched I/Os on both sides, two initiator files, admin
  * commands, R2T writes, stand-in boundaries, events out of order, a
