@@ -3,7 +3,7 @@
  * probes - the BPF side's lifecycle for one recorder: open the skeleton, set
  * rodata and autoload from the hook choices, load (falling back from fentry
  * to kprobes when the kernel refuses fentry), attach hook by hook, read the
- * counters, detach.  Used by "ntbpf record" (and later "ntbpf live").
+ * counters, detach.  Used by "ntbpf record" and "ntbpf live".
  */
 #ifndef NTBPF_PROBES_H
 #define NTBPF_PROBES_H

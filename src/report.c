@@ -2,7 +2,7 @@
 /*
  * report.c - aggregation and rendering.  Each I/O contributes one value per
  * stage it has to its group's histograms; groups are few (op x size x device
- * x queue), so they live in a small array found by linear probing.
+ * x queue), so they live in a small array, searched from the last one used.
  */
 #include <errno.h>
 #include <inttypes.h>
