@@ -107,7 +107,8 @@ test: deps
 deps:
 	$(Q)scripts/deps
 
-demo: all
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo
 
 lab-shell: all
