@@ -3,7 +3,7 @@
  * Hook choice, without root: the BPF object really has every program the
  * hook table names (opened from the embedded skeleton, not loaded), and the
  * choice on each kernel follows from that kernel's facts, captured with
- * "ntbpf probe --facts" (tests/unit/facts-*.txt: 6.1 and 6.12 in the lab's
+ * "ntbpf probe --facts" (tests/unit/facts-*.txt: 6.1, 6.12 and 7.2 in the lab's
  * guests with nvme_tcp and nvmet_tcp loaded, 6.18 on this project's machine
  * without nvme, tracefs unmounted and mounted).  The expected choices on 6.1
  * and 6.12 are what main's "ntbpf probe" printed in the same guests.
@@ -205,6 +205,12 @@ static void test_choice_6_12(void **state)
 	check_choices("facts-6.12.txt", 0, false, k612, NE(k612));
 }
 
+static void test_choice_7_2(void **state)
+{
+	/* Debian sid's 7.2 in the lab (lab branch's build-image): the same choices as 6.12 */
+	check_choices("facts-7.2.txt", 0, false, k612, NE(k612));
+}
+
 static void test_choice_6_1(void **state)
 {
 	check_choices("facts-6.1.txt", 0, false, k61, NE(k61));
@@ -375,6 +381,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_object_has_every_program),
 		cmocka_unit_test(test_choice_6_12),
+		cmocka_unit_test(test_choice_7_2),
 		cmocka_unit_test(test_choice_6_1),
 		cmocka_unit_test(test_choice_6_18_no_nvme),
 		cmocka_unit_test(test_role_and_kprobes),
