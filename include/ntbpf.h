@@ -102,6 +102,12 @@ struct ntbpf_rec {
 	__u16 reserved[3];	/* 0 */
 };
 
+/* An in-flight record in the BPF object's slot array (not on disk). */
+struct nt_slot {
+	__u64 key;		/* the request's address, 0: free */
+	struct ntbpf_rec r;
+};
+
 /* Counters kept by the BPF side (per-CPU array, index = enum). */
 enum ntbpf_stat {
 	ST_EMITTED = 0,		/* records handed to the ring buffer */
