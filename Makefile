@@ -21,7 +21,7 @@ CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -s
 	   -Iinclude -Isrc -I$(OUTPUT) -DNTBPF_VERSION='"$(VERSION)"'
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	   -Iinclude -Ivmlinux -Ibpf
-LDLIBS  := -lbpf -lelf -lz
+LDLIBS  := -lbpf -lelf -lz -lcrypto
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 LDLIBS  += -lzstd
@@ -78,7 +78,7 @@ $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lm -lpthread
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lcrypto -lm -lpthread
 
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 check: $(TESTS)

@@ -36,6 +36,7 @@ struct nt_config {
 	int count;			/* live [count]: intervals, 0 = until stopped */
 	const char *serve;		/* live --serve ADDR:PORT (target) */
 	const char *peer;		/* live --peer ADDR:PORT (initiator) */
+	const char *key;		/* live --key FILE: the stream's shared secret */
 	bool records;			/* live --records: per-I/O records, not in-kernel histograms */
 	/* report */
 	int npcts;

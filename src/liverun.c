@@ -25,6 +25,7 @@
 #include "ntbpf.skel.h"
 #include "probes.h"
 #include "report.h"
+#include "stream.h"
 #include "sysinfo.h"
 
 /* ---- in-kernel histograms: read, per-CPU differences with the last interval, summed ---- */
@@ -154,88 +155,11 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 	nt_report_free(&rep);
 }
 
-/* ---- the server side: stream every record to one connected peer ---- */
-
-struct server {
-	int lfd;
-	int cfd;
-	FILE *cf;
-	struct nt_writer *w;
-	const struct nt_header *hdr;
-};
-
-static int server_listen(struct server *s, const char *addr, char *err, size_t errlen)
-{
-	char host[128], port[16];
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
-	int one = 1, rc;
-
-	s->lfd = s->cfd = -1;
-	if (nt_split_addr(addr, host, sizeof(host), port, sizeof(port))) {
-		snprintf(err, errlen, "bad --serve '%s' (want ADDR:PORT)", addr);
-		return -1;
-	}
-	rc = getaddrinfo(strcmp(host, "*") ? host : NULL, port, &hints, &ai);
-	if (rc) {
-		snprintf(err, errlen, "--serve %s: %s", addr, gai_strerror(rc));
-		return -1;
-	}
-	s->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(s->lfd, ai->ai_addr, ai->ai_addrlen) || listen(s->lfd, 1)) {
-		snprintf(err, errlen, "--serve %s: %s", addr, strerror(errno));
-		freeaddrinfo(ai);
-		return -1;
-	}
-	freeaddrinfo(ai);
-	return 0;
-}
-
-static void server_drop(struct server *s, const char *why)
-{
-	if (s->cfd < 0)
-		return;
-	fprintf(stderr, "ntbpf live: peer dropped (%s); waiting for it again\n", why);
-	if (s->w)
-		nt_writer_close(s->w, NULL);
-	s->w = NULL;
-	fclose(s->cf);
-	s->cf = NULL;
-	s->cfd = -1;
-}
-
-static void server_accept(struct server *s)
-{
-	struct timeval tv = { .tv_sec = 2 };
-	int one = 1, fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	if (s->cfd >= 0)
-		server_drop(s, "replaced by a new connection");
-	/* a stalled peer must not stall recording: writes give up after 2 s */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	s->cf = fdopen(fd, "wb");
-	s->w = s->cf ? nt_writer_open(s->cf, s->hdr) : NULL;
-	if (!s->w) {
-		if (s->cf)
-			fclose(s->cf);
-		else
-			close(fd);
-		s->cf = NULL;
-		return;
-	}
-	s->cfd = fd;
-	nt_writer_flush(s->w);
-	fprintf(stderr, "ntbpf live: peer connected\n");
-}
-
 /* ---- "ntbpf live" ---- */
 
 struct live_state {
 	struct nt_live *l;
-	struct server *srv;
+	struct nt_stream_server *srv;
 };
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -245,8 +169,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(struct ntbpf_rec))
 		return 0;
 	nt_live_push(st->l, data);
-	if (st->srv && st->srv->w && nt_writer_add(st->srv->w, data))
-		server_drop(st->srv, strerror(errno));
+	nt_stream_server_add(st->srv, data);
 	return 0;
 }
 
@@ -272,10 +195,9 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
 				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records };
 	struct kh_state *kh = NULL;
-	struct nt_report_opts ko = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
-				     .group_by = cfg->group_by };
+	struct nt_report_opts ko;
 	struct nt_input local = { .path = "live" };
-	struct server srv = { .lfd = -1, .cfd = -1 };
+	struct nt_key key = { 0 };
 	struct live_state st = { 0 };
 	struct ring_buffer *rb = NULL;
 	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last;
@@ -283,16 +205,28 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	bool loaded = false;
 
 	nt_header_init(&hdr, 0);
+	if (cfg->key && nt_key_load(cfg->key, &key, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf live: %s\n", err);
+		return 1;
+	}
+	/* a bad address or a missing key fails before the probes load (hdr is filled before the first poll) */
+	if (cfg->serve) {
+		st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &key : NULL, &hdr, stderr, err, sizeof(err));
+		if (!st.srv) {
+			fprintf(stderr, "ntbpf live: %s\n", err);
+			return 1;
+		}
+	}
 	role = nt_record_preflight(cfg, "live", &devs);
 	if (role < 0)
-		return 1;
+		goto out;
 	if (cfg->peer && role != NTBPF_ROLE_INITIATOR) {
 		fprintf(stderr, "ntbpf live: --peer is for the initiator (this host records as %s)\n", nt_role_name(role));
-		return 1;
+		goto out;
 	}
 	if (cfg->serve && role != NTBPF_ROLE_TARGET) {
 		fprintf(stderr, "ntbpf live: --serve is for the target (this host records as %s)\n", nt_role_name(role));
-		return 1;
+		goto out;
 	}
 	po.role = role;
 	if (nt_probes_load(&pr, &po, err, sizeof(err)) || (loaded = true, nt_probes_attach(&pr, err, sizeof(err)))) {
@@ -303,20 +237,13 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	st.l = nt_live_new(cfg, &hdr);
 	if (!st.l || (po.kernel_agg && !(kh = kh_init())))
 		goto out;
-	memcpy(ko.pcts, cfg->pcts, sizeof(ko.pcts));
+	nt_report_opts_of(cfg, &ko);
 	local.hdr = hdr;
-	if (cfg->peer && nt_live_peer(st.l, cfg->peer, err, sizeof(err))) {
+	if (cfg->peer && nt_live_peer(st.l, cfg->peer, cfg->key ? &key : NULL, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		goto out;
 	}
-	if (cfg->serve) {
-		srv.hdr = &hdr;
-		if (server_listen(&srv, cfg->serve, err, sizeof(err))) {
-			fprintf(stderr, "ntbpf live: %s\n", err);
-			goto out;
-		}
-		st.srv = &srv;
-	}
+
 	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
 	if (!rb) {
 		fprintf(stderr, "ntbpf live: cannot set up the ring buffer: %s\n", strerror(errno));
@@ -346,13 +273,12 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 			fprintf(stderr, "ntbpf live: ring buffer poll failed: %s\n", strerror(-n));
 			goto out;
 		}
-		if (srv.lfd >= 0)
-			server_accept(&srv);
+		if (st.srv)
+			nt_stream_server_poll(st.srv);
 		t = nt_clock_ns(CLOCK_MONOTONIC);
 		if (t < t_next)
 			continue;
-		if (srv.w && nt_writer_flush(srv.w))
-			server_drop(&srv, strerror(errno));
+		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
 		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
 		lost_before = lost_of(stats);
@@ -368,8 +294,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		ring_buffer__consume(rb);
-		if (srv.w)
-			nt_writer_flush(srv.w);
+		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
 		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
 		if (cfg->peer) {
@@ -391,12 +316,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 out:
 	kh_free(kh);
 	ring_buffer__free(rb);
-	if (srv.cfd >= 0) {
-		nt_writer_close(srv.w, NULL);
-		fclose(srv.cf);
-	}
-	if (srv.lfd >= 0)
-		close(srv.lfd);
+	nt_stream_server_free(st.srv);
 	nt_live_free(st.l);
 	if (loaded)
 		nt_probes_destroy(&pr);

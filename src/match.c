@@ -3,7 +3,7 @@
 #include <string.h>
 #include "match.h"
 #include "recfile.h"
-#include "report.h"
+#include "input.h"
 #include "sysinfo.h"
 
 #define SAMPLE_INITS 4000	/* initiator I/Os used to estimate the clock offset finely */

@@ -24,119 +24,7 @@ const char *nt_op_name(uint8_t op)
 	return op < NTBPF_OP_NR ? op_names[op] : "other";
 }
 
-/* ---- loading ---- */
-
-/* read a record file, handing each record to each(); status and trailer into in */
-static int input_scan(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen,
-		      int (*each)(void *ctx, struct nt_input *in, const struct ntbpf_rec *r), void *ctx)
-{
-	struct nt_reader *rd;
-	const struct nt_trailer *t;
-	const struct ntbpf_rec *r;
-	size_t n;
-	int rc = 0;
-
-	memset(in, 0, sizeof(*in));
-	in->path = name;
-	rd = nt_reader_open(f, &in->hdr, err, errlen);
-	if (!rd)
-		return -1;
-	while (!rc && (n = nt_reader_chunk(rd, &r)))
-		for (size_t k = 0; k < n; k++, in->n++)
-			if (each(ctx, in, &r[k])) {
-				snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
-				rc = -1;
-				break;
-			}
-	in->status = nt_reader_status(rd, in->status_msg, sizeof(in->status_msg));
-	t = nt_reader_trailer(rd);
-	if (t) {
-		in->has_trailer = true;
-		in->trailer = *t;
-	}
-	nt_reader_close(rd);
-	return rc;
-}
-
-/* a growing array of n elements of size sz */
-struct vec {
-	void *v;
-	size_t n, cap, sz;
-};
-
-static int vec_grow(struct vec *a)
-{
-	size_t ncap = a->cap ? a->cap * 2 : 4096;
-	void *p = realloc(a->v, ncap * a->sz);
-
-	if (!p)
-		return -1;
-	nt_advise_huge(p, ncap * a->sz);
-	a->v = p;
-	a->cap = ncap;
-	return 0;
-}
-
-/* room for one more element, or NULL */
-static inline void *vec_push(struct vec *a)
-{
-	if (__builtin_expect(a->n == a->cap, 0) && vec_grow(a))
-		return NULL;
-	return (char *)a->v + a->sz * a->n++;
-}
-
-static int keep_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
-{
-	struct vec *v = ctx;
-	struct ntbpf_rec *p = vec_push(v);
-
-	if (!p)
-		return -1;
-	*p = *r;
-	in->recs = v->v;
-	return 0;
-}
-
-int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
-{
-	struct vec v = { .sz = sizeof(struct ntbpf_rec) };
-	int rc = input_scan(in, f, name, err, errlen, keep_record, &v);
-
-	if (rc) {
-		free(v.v);
-		in->recs = NULL;
-	}
-	return rc;
-}
-
-int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	char sub[200];
-	int rc;
-
-	if (!f) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	rc = nt_input_load_stream(in, f, path, sub, sizeof(sub));
-	if (rc)
-		snprintf(err, errlen, "%s: %s", path, sub);
-	fclose(f);
-	return rc;
-}
-
-void nt_input_free(struct nt_input *in)
-{
-	free(in->recs);
-	nt_header_free(&in->hdr);
-	memset(in, 0, sizeof(*in));
-}
-
 /* ---- grouping ---- */
-
-/* the ten stages of the breakdown, blk_submission .. blk_completion */
-#define NT_TEN_MASK ((1u << (NT_ST_BLK_COMP + 1)) - 1)
 
 /* what a group is keyed on (struct nt_group is large: never build one per record) */
 struct gkey {
@@ -264,8 +152,8 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 		/* the ten tile end_to_end: a self-check the report carries (lab-tested to be 0) */
 		uint64_t sum = 0, d;
 
-		for (int s = 0; s <= NT_ST_BLK_COMP; s++)
-			sum += vals[s];
+		for (uint32_t left = NT_TEN_MASK; left; left &= left - 1)
+			sum += vals[__builtin_ctz(left)];
 		d = sum > vals[NT_ST_E2E] ? sum - vals[NT_ST_E2E] : vals[NT_ST_E2E] - sum;
 		g->full++;
 		if (d > g->full_resid)
@@ -367,7 +255,7 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 /* the file report's state: per side, each record's item (matching) and summary (stages) */
 struct stream {
 	struct nt_report *rep;
-	struct vec ii, si, ti, st;
+	struct nt_vec ii, si, ti, st;
 };
 
 static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
@@ -383,8 +271,8 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 	}
 	/* straight into the arrays */
 	tgt = r->role == NTBPF_ROLE_TARGET;
-	x = vec_push(tgt ? &c->ti : &c->ii);
-	s = vec_push(tgt ? &c->st : &c->si);
+	x = nt_vec_push(tgt ? &c->ti : &c->ii);
+	s = nt_vec_push(tgt ? &c->st : &c->si);
 	if (!x || !s)
 		return -1;
 	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
@@ -412,7 +300,7 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 	for (int i = 0; i < n; i++) {
 		char sub[200];
 
-		if (input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
+		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
 			char path[256];
 
 			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
@@ -674,13 +562,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	fputc('\n', out);
 	for (int k = 0; k < NT_ST_NR; k++) {
 		/* the stages that add up, then end_to_end, then the two spans they split */
-		static const int order[NT_ST_NR] = {
-			NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
-			NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
-			NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP, NT_ST_BLK_DEVICE, NT_ST_E2E, NT_ST_REMOTE,
-			NT_ST_TARGET_RES,
-		};
-		int s = order[k];
+		int s = nt_stage_at_row[k];
 		const struct nt_hist *h = &g->h[s];
 
 		if (!h->count && !o->verbose)
@@ -886,12 +768,23 @@ void nt_report_print(FILE *out, const struct nt_report *rep)
 	}
 }
 
+void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->version = NTBPF_VERSION;
+	o->npcts = cfg->npcts;
+	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
+	o->format = cfg->format;
+	o->group_by = cfg->group_by;
+	/* -v of record and live is about libbpf, not the report */
+	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
+}
+
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins));
 	FILE **files = calloc(cfg->nfiles, sizeof(*files));
-	struct nt_report_opts o = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
-				    .group_by = cfg->group_by, .verbose = cfg->verbose };
+	struct nt_report_opts o;
 	struct nt_report rep;
 	char msg[400];
 	int rc = 0;
@@ -901,7 +794,7 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		free(files);
 		return 1;
 	}
-	memcpy(o.pcts, cfg->pcts, sizeof(o.pcts));
+	nt_report_opts_of(cfg, &o);
 	for (int i = 0; i < cfg->nfiles; i++) {
 		files[i] = fopen(cfg->files[i], "rb");
 		if (!files[i]) {
