@@ -56,7 +56,8 @@ int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only)
 		return 0;
 	}
 	if (p->facts.root == 1) {
-		struct nt_probe_opts o = { .force_kprobe = force_kprobe, .quiet = true };
+		struct nt_facts f = p->facts;
+		struct nt_probe_opts o = { .force_kprobe = force_kprobe, .quiet = true, .facts = &f };
 
 		/* verify: load what was chosen, through record's retry loop (nothing is attached) */
 		if (nt_probes_load(p, &o, msg, sizeof(msg)))
