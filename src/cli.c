@@ -316,11 +316,7 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		cfg->verbose = true;
 		break;
 	case ARGP_KEY_ARG:
-		if (cfg->nfiles == NT_MAX_FILES) {
-			fail(pc, "at most %d record files", NT_MAX_FILES);
-			return EINVAL;
-		}
-		cfg->files[cfg->nfiles++] = arg;
+		cfg->files[cfg->nfiles++] = arg;	/* room for every argument */
 		break;
 	case ARGP_KEY_END:
 		if (!cfg->nfiles) {
@@ -512,6 +508,13 @@ static void defaults(struct nt_config *cfg)
 	cfg->group_by = NT_GB_OP | NT_GB_SIZE | NT_GB_DEV;
 }
 
+void nt_config_free(struct nt_config *cfg)
+{
+	free(cfg->files);
+	cfg->files = NULL;
+	cfg->nfiles = 0;
+}
+
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 {
 	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
@@ -542,6 +545,11 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	} else if (!strcmp(sub, "report")) {
 		cfg->cmd = NT_CMD_REPORT;
 		ap = &report_argp;
+		cfg->files = calloc(argc, sizeof(*cfg->files));	/* no limit but argc */
+		if (!cfg->files) {
+			fprintf(err, "ntbpf: out of memory\n");
+			return -1;
+		}
 	} else if (!strcmp(sub, "probe")) {
 		cfg->cmd = NT_CMD_PROBE;
 		ap = &probe_argp;

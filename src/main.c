@@ -12,13 +12,17 @@ int main(int argc, char **argv)
 	struct nt_config cfg;
 	int rc = nt_cli_parse(argc, argv, &cfg, stderr);
 
-	if (rc)
+	if (rc) {
+		nt_config_free(&cfg);
 		return rc < 0 ? 2 : 0;
+	}
 	switch (cfg.cmd) {
 	case NT_CMD_RECORD:
 		return nt_record_run(&cfg, argc, argv);
 	case NT_CMD_REPORT:
-		return nt_report_cmd(&cfg, stdout, stderr);
+		rc = nt_report_cmd(&cfg, stdout, stderr);
+		nt_config_free(&cfg);
+		return rc;
 	case NT_CMD_LIVE:
 		return nt_live_run(&cfg, argc, argv);
 	case NT_CMD_PROBE:

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ntbpf.h"
 #include "ntbpf.skel.h"
 #include "facts.h"
 #include "probes.h"
@@ -312,6 +313,11 @@ int nt_probes_ringbuf_fd(const struct nt_probes *p)
 	return bpf_map__fd(p->skel->maps.events);
 }
 
+int nt_probes_khist_fd(const struct nt_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.khist);
+}
+
 /*
  * A tracing program is not re-entered on a CPU where it is already running
  * (e.g. a completion from an interrupt while the same program runs in task
@@ -355,7 +361,10 @@ void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR])
 			stats[k] += vals[c];
 	}
 	free(vals);
-	while (!bpf_map__get_next_key(p->skel->maps.inflight, inflight ? &key : NULL, &next, sizeof(next))) {
+	/* the slots are the object's .bss, mapped into this process */
+	for (unsigned int i = 0; p->skel->bss && i < sizeof(p->skel->bss->slots) / sizeof(p->skel->bss->slots[0]); i++)
+		inflight += p->skel->bss->slots[i].key != 0;
+	while (!bpf_map__get_next_key(p->skel->maps.inflight, key ? &key : NULL, &next, sizeof(next))) {
 		key = next;
 		inflight++;
 	}

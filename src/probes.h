@@ -4,7 +4,7 @@
  * choose hooks, open the skeleton, set rodata and autoload, load in one retry
  * loop (a program the kernel refuses turns its hook off, a refused fentry
  * turns functions over to kprobes; the rest load), attach hook by hook, read
- * the counters, detach.  Used by "ntbpf record" (and later "ntbpf live").
+ * the counters, detach.  Used by "ntbpf record" and "ntbpf live".
  */
 #ifndef NTBPF_PROBES_H
 #define NTBPF_PROBES_H
@@ -51,6 +51,8 @@ int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);
+/* the in-kernel histograms (per-CPU hash, ntbpf_kh.h), for kernel_agg */
+int nt_probes_khist_fd(const struct nt_probes *p);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
 /* BPF counters, in-flight records and skipped program runs into t->stats */
