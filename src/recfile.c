@@ -51,9 +51,10 @@
  * CHUNK_RECS_PER_BYTE per byte the chunk takes in the file.  A column that
  * does not change costs no bits, so without the second bound a crafted file
  * of a few KB whose columns are constant decoded into hundreds of MB; an
- * honest chunk takes 10-40 bytes per record (docs/record-format.md), and one
- * of 4096 identical records a few hundred bytes.  So memory follows the
- * file's size: at most 16 records (1.8 KB decoded) per byte.
+ * honest chunk takes 10-40 bytes per record (docs/record-format.md), but one
+ * of 4096 identical records only ~60 (our writer splits those: write_recs).
+ * So memory follows the file's size: at most 16 records (1.8 KB decoded) per
+ * byte.
  */
 #define MAX_CHUNK_NREC	NT_CHUNK_RECS
 /* deflate cannot expand more than 1032:1 (258-byte matches in 2 bits) */
