@@ -385,6 +385,32 @@ static void test_strings_escaped(void **state)
 	free(err);
 }
 
+/* live's interval line names the peer, whose state may carry its hostname */
+static void test_peer_escaped(void **state)
+{
+	struct nt_report_opts o = { .npcts = 1, .pcts = { 50 }, .format = NT_FMT_JSON };
+	struct nt_interval_info info = { .peer = "connected to evil\n\x1b[2J\"\xff" };
+	struct nt_report rep;
+	char *out;
+	size_t len;
+	FILE *f;
+
+	nt_report_begin(&rep, NULL, 0, &o);
+	nt_report_finish(&rep);
+	for (int fmt = 0; fmt < 2; fmt++) {
+		o.format = fmt ? NT_FMT_JSON : NT_FMT_TEXT;
+		f = open_memstream(&out, &len);
+		nt_report_print_interval(f, &rep, "12:00:00", 1.0, &info);
+		fclose(f);
+		assert_printable(out);
+		assert_int_equal(lines(out), fmt ? 1 : 2);	/* text: the line, then an empty one */
+		assert_non_null(strstr(out, fmt ? "\"peer\": \"connected to evil\\u000a\\u001b[2J\\\"\\ufffd\""
+						: "peer connected to evil\\x0a\\x1b[2J\"\\xff:"));
+		free(out);
+	}
+	nt_report_free(&rep);
+}
+
 static void test_escape_functions(void **state)
 {
 	char buf[16];
@@ -503,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_constant_columns_bounded),
 		cmocka_unit_test(test_many_controllers),
 		cmocka_unit_test(test_strings_escaped),
+		cmocka_unit_test(test_peer_escaped),
 		cmocka_unit_test(test_escape_functions),
 		cmocka_unit_test(test_directory),
 		cmocka_unit_test(test_damage_keeps_what_precedes),
