@@ -40,7 +40,7 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 # Pure modules: no BPF, no root; unit-tested.
-BPF_USER_SRCS := src/bpfrec.c src/hooks.c src/probes.c src/liverun.c
+BPF_USER_SRCS := src/bpfrec.c src/facts.c src/probes.c src/probecmd.c src/liverun.c src/recorder.c
 CORE_SRCS := $(filter-out src/main.c $(BPF_USER_SRCS),$(wildcard src/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
@@ -80,6 +80,11 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lcrypto -lm -lpthread
 
+# test_hooks opens the embedded BPF object (no load, no root): it needs the skeleton and libbpf
+$(OUTPUT)/tests/test_hooks: tests/unit/test_hooks.c $(OUTPUT)/libntcore.a $(SKELS) $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka $(LDLIBS) -lm -lpthread
+
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 check: $(TESTS)
 	$(Q)fail=0; for t in $(TESTS); do \
@@ -103,7 +108,8 @@ test: deps
 deps:
 	$(Q)scripts/deps
 
-demo: all
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo
 
 lab-shell: all

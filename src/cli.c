@@ -113,7 +113,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -450,6 +450,7 @@ static const char probe_doc[] =
 
 static const struct argp_option probe_opts[] = {
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Show what kprobes would attach (instead of fentry)", 0 },
+	{ "facts", OPT_FACTS, NULL, OPTION_HIDDEN, "Print the facts hook choice is made from", 0 },
 	{},
 };
 
@@ -463,6 +464,9 @@ static error_t probe_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_KPROBE:
 		pc->cfg->force_kprobe = true;
+		break;
+	case OPT_FACTS:
+		pc->cfg->probe_facts = true;
 		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s'", arg);

@@ -24,6 +24,7 @@ struct nt_config {
 	bool verbose;
 	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
 	bool bpf_stats;			/* --bpf-stats: measure the BPF programs' run time */
+	bool probe_facts;		/* probe --facts (hidden): print the kernel's facts (tests/unit/facts-*.txt) */
 	/* record */
 	const char *output;		/* -o, default "ntbpf.data" */
 	int role;			/* 0 = auto, else enum ntbpf_role */

@@ -1548,6 +1548,13 @@ int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t)
 	return err;
 }
 
+void nt_writer_recover(struct nt_writer *w)
+{
+	w->err = 0;
+	w->n = 0;
+	clearerr(w->f);
+}
+
 uint64_t nt_writer_bytes(const struct nt_writer *w)
 {
 	return w->bytes;

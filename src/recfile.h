@@ -118,6 +118,13 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a 
 int nt_writer_flush(struct nt_writer *w);	/* writes the pending records as a chunk (none: no-op), fflush */
 int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t);	/* flush, trailer, free; not fclose */
 uint64_t nt_writer_bytes(const struct nt_writer *w);	/* bytes written so far */
+/*
+ * After a failed write on an unbuffered stream (setvbuf _IONBF: every block is
+ * one write, counted only when whole), the caller cut the file back to
+ * nt_writer_bytes(): forget the failure and the pending records, so that
+ * nt_writer_close() can end the file with a trailer counting what it holds.
+ */
+void nt_writer_recover(struct nt_writer *w);
 
 /* reader */
 struct nt_reader;

@@ -2,7 +2,7 @@
 /*
  * report.c - aggregation and rendering.  Each I/O contributes one value per
  * stage it has to its group's histograms; groups are few (op x size x device
- * x queue), so they live in a small array found by linear probing.
+ * x queue), so they live in a small array, searched from the last one used.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -613,7 +613,8 @@ static void json_str(FILE *out, const char *s)
 }
 
 /* the "groups" array's members; secs > 0 adds "iops" (live intervals) */
-static void print_groups_json(FILE *out, const struct nt_report *rep, double secs)
+/* the groups as a JSON array's elements: laid out on lines (report), or on one line (live) */
+static void print_groups_json(FILE *out, const struct nt_report *rep, double secs, bool one_line)
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
@@ -624,7 +625,7 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 
 		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 		queue_name(g, q, sizeof(q));
-		fprintf(out, "%s\n  {\"op\": ", gi ? "," : "");
+		fprintf(out, "%s%s{\"op\": ", gi ? "," : "", one_line ? "" : "\n  ");
 		json_str(out, g->op == 0xff ? "all" : nt_op_name(g->op));
 		fprintf(out, ", \"size\": %u, \"device\": ", g->size);
 		json_str(out, (o->group_by & NT_GB_DEV) ? name : "all");
@@ -637,15 +638,15 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 			g->full, g->full_resid);
 		if (secs > 0)
 			fprintf(out, ", \"iops\": %.1f", g->count / secs);
-		fprintf(out, ",\n   \"stages\": {");
+		fprintf(out, ",%s\"stages\": {", one_line ? "" : "\n   ");
 		first = true;
 		for (int s = 0; s < NT_ST_NR; s++) {
 			const struct nt_hist *h = &g->h[s];
 
 			if (!h->count)
 				continue;
-			fprintf(out, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
-				nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
+			fprintf(out, "%s%s\"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
+				one_line ? "" : "\n    ", nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
 			for (int p = 0; p < o->npcts; p++) {
 				pct_key(o->pcts[p], key, sizeof(key));
 				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
@@ -716,7 +717,7 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		fprintf(out, ", \"clock_offset_ns\": null, \"clock_drift_ns\": null, \"clock_votes\": 0");
 	fprintf(out, "},\n");
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
-	print_groups_json(out, rep, 0);
+	print_groups_json(out, rep, 0, false);
 	fprintf(out, "]}\n");
 }
 
@@ -849,26 +850,7 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 			json_str(out, info->peer);
 		}
 		fprintf(out, ", \"groups\": [");
-		{
-			/* one line per interval, for pipelines: render, then drop the layout */
-			char *buf = NULL;
-			size_t len = 0;
-			FILE *m = open_memstream(&buf, &len);
-
-			if (m) {
-				print_groups_json(m, rep, secs);
-				fclose(m);
-				for (char *c = buf; c && *c; c++) {
-					if (*c != '\n') {
-						fputc(*c, out);
-						continue;
-					}
-					while (c[1] == ' ')
-						c++;
-				}
-				free(buf);
-			}
-		}
+		print_groups_json(out, rep, secs, true);	/* one line per interval, for pipelines */
 		fprintf(out, "]}\n");
 	} else {
 		fprintf(out, "%s  IOPS %.0f", when, n / secs);

@@ -736,7 +736,9 @@ static int next_block(struct nt_stream_client *c)
 				pthread_mutex_unlock(&c->mu);
 				continue;
 			} else {
-				snprintf(c->err, sizeof(c->err), "not a record stream (a block '%.4s')", c->frame);
+				/* hex: bytes from the socket never reach a terminal or the JSON */
+				snprintf(c->err, sizeof(c->err), "not a record stream (a block %02x%02x%02x%02x)",
+					 c->frame[0], c->frame[1], c->frame[2], c->frame[3]);
 				return -1;
 			}
 		}
