@@ -2,7 +2,7 @@
 /*
  * report.c - aggregation and rendering.  Each I/O contributes one value per
  * stage it has to its group's histograms; groups are few (op x size x device
- * x queue), so they live in a small array found by linear probing.
+ * x queue), so they live in a small array, searched from the last one used.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include "match.h"
 #include "report.h"
+#include "escape.h"
 #include "sysinfo.h"
 
 static const char *const op_names[NTBPF_OP_NR] = {
@@ -300,12 +301,19 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 		char sub[200];
 
 		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
-			snprintf(err, errlen, "%s: %s", names[i], sub);
+			char path[256];
+
+			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
 			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
 			goto out;
 		}
-		if (ins[i].status != NT_READ_OK && warn)
-			fprintf(warn, "ntbpf report: warning: %s: %s\n", names[i], ins[i].status_msg);
+		if (ins[i].status != NT_READ_OK && warn) {
+			fputs("ntbpf report: warning: ", warn);
+			nt_put_term(warn, names[i]);
+			fputs(": ", warn);
+			nt_put_term(warn, ins[i].status_msg);
+			fputc('\n', warn);
+		}
 		hdrs[i] = &ins[i].hdr;
 		init_at[i + 1] = c.ii.n;
 		tgt_at[i + 1] = c.ti.n;
@@ -504,10 +512,15 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		const struct nt_header *h = &rep->ins[i].hdr;
 
 		for (uint32_t k = 0; k < h->nhooks; k++)
-			if (strcmp(h->hooks[k].status, "attached"))
-				fprintf(out, "# %s: hook %s not attached (%s); %s\n", nt_role_name(h->role),
-					h->hooks[k].name, h->hooks[k].status,
-					h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");
+			if (strcmp(h->hooks[k].status, "attached")) {
+				fprintf(out, "# %s: hook ", nt_role_name(h->role));
+				nt_put_term(out, h->hooks[k].name);
+				fputs(" not attached (", out);
+				nt_put_term(out, h->hooks[k].status);
+				fputs("); ", out);
+				nt_put_term(out, h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");
+				fputc('\n', out);
+			}
 	}
 	if (!(rep->stages_seen & ~((1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E))) &&
 	    rep->n_init)
@@ -531,8 +544,8 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 		snprintf(q, sizeof(q), "%u", g->size);
 	else
 		snprintf(q, sizeof(q), "all");
-	fprintf(out, "group: op=%s size=%s dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
-		q, (o->group_by & NT_GB_DEV) ? name : "all");
+	fprintf(out, "group: op=%s size=%s dev=", g->op == 0xff ? "all" : nt_op_name(g->op), q);
+	nt_put_term(out, (o->group_by & NT_GB_DEV) ? name : "all");	/* a name from a file */
 	queue_name(g, q, sizeof(q));
 	if (o->group_by & NT_GB_QUEUE)
 		fprintf(out, " queue=%s", q);
@@ -571,9 +584,16 @@ static void print_text(FILE *out, const struct nt_report *rep)
 	for (int i = 0; i < rep->nins; i++) {
 		const struct nt_input *in = &rep->ins[i];
 
-		fprintf(out, "# input %s: %s on %s, kernel %s, %zu records%s%s\n", in->path,
-			nt_role_name(in->hdr.role), in->hdr.hostname, in->hdr.kernel, in->n,
-			in->status == NT_READ_OK ? "" : ", ", in->status == NT_READ_OK ? "" : in->status_msg);
+		/* the strings come from the file: escaped, so that they cannot make lines or drive the terminal */
+		fputs("# input ", out);
+		nt_put_term(out, in->path);
+		fprintf(out, ": %s on ", nt_role_name(in->hdr.role));
+		nt_put_term(out, in->hdr.hostname);
+		fputs(", kernel ", out);
+		nt_put_term(out, in->hdr.kernel);
+		fprintf(out, ", %zu records%s", in->n, in->status == NT_READ_OK ? "" : ", ");
+		nt_put_term(out, in->status == NT_READ_OK ? "" : in->status_msg);
+		fputc('\n', out);
 	}
 	print_notes_text(out, rep);
 	for (int gi = 0; gi < rep->ngroups; gi++) {
@@ -586,20 +606,10 @@ static void print_text(FILE *out, const struct nt_report *rep)
 
 /* ---- JSON ---- */
 
+/* strings from files are untrusted: valid UTF-8 and valid JSON whatever they hold (escape.c) */
 static void json_str(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+	nt_put_json(out, s);
 }
 
 /* the "groups" array's members; secs > 0 adds "iops" (live intervals) */
@@ -734,9 +744,9 @@ static void print_csv(FILE *out, const struct nt_report *rep)
 
 			if (!h->count)
 				continue;
-			fprintf(out, "%s,%u,%s,%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f",
-				g->op == 0xff ? "all" : nt_op_name(g->op), g->size,
-				(o->group_by & NT_GB_DEV) ? name : "all", q, g->count, nt_stage_name(s),
+			fprintf(out, "%s,%u,", g->op == 0xff ? "all" : nt_op_name(g->op), g->size);
+			nt_put_csv(out, (o->group_by & NT_GB_DEV) ? name : "all");	/* a name from a file */
+			fprintf(out, ",%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f", q, g->count, nt_stage_name(s),
 				h->count, nt_hist_mean(h) / 1000.0);
 			for (int p = 0; p < o->npcts; p++)
 				fprintf(out, ",%.3f", us(nt_hist_percentile(h, o->pcts[p])));
@@ -789,7 +799,10 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	for (int i = 0; i < cfg->nfiles; i++) {
 		files[i] = fopen(cfg->files[i], "rb");
 		if (!files[i]) {
-			fprintf(err, "ntbpf report: cannot open %s: %s\n", cfg->files[i], strerror(errno));
+			char path[256];
+
+			fprintf(err, "ntbpf report: cannot open %s: %s\n", nt_esc_term(path, sizeof(path), cfg->files[i]),
+				strerror(errno));
 			rc = 1;
 			goto out;
 		}
