@@ -6,6 +6,7 @@
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
 # make demo-exact one guest on QEMU's instruction clock: deterministic microseconds
 # make bench      benchmarks
+# make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60)
 # make deps       install every Debian package needed (root)
 # V=1             show the commands
 
@@ -21,7 +22,7 @@ CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -s
 	   -Iinclude -Isrc -I$(OUTPUT) -DNTBPF_VERSION='"$(VERSION)"'
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	   -Iinclude -Ivmlinux -Ibpf
-LDLIBS  := -lbpf -lelf -lz
+LDLIBS  := -lbpf -lelf -lz -lcrypto
 ifeq ($(STATIC),1)
 LDFLAGS += -static
 LDLIBS  += -lzstd
@@ -40,13 +41,13 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 # Pure modules: no BPF, no root; unit-tested.
-BPF_USER_SRCS := src/bpfrec.c src/hooks.c src/probes.c src/liverun.c
+BPF_USER_SRCS := src/bpfrec.c src/facts.c src/probes.c src/probecmd.c src/liverun.c src/recorder.c
 CORE_SRCS := $(filter-out src/main.c $(BPF_USER_SRCS),$(wildcard src/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all check test test-root test-lab deps demo demo-exact bench clean lab-shell vmlinux
+.PHONY: all check test test-root test-lab deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge
 .DELETE_ON_ERROR:
 
 all: $(OUTPUT)/ntbpf
@@ -78,7 +79,12 @@ $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lm -lpthread
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lcrypto -lm -lpthread
+
+# test_hooks opens the embedded BPF object (no load, no root): it needs the skeleton and libbpf
+$(OUTPUT)/tests/test_hooks: tests/unit/test_hooks.c $(OUTPUT)/libntcore.a $(SKELS) $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka $(LDLIBS) -lm -lpthread
 
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 check: $(TESTS)
@@ -103,10 +109,12 @@ test: deps
 deps:
 	$(Q)scripts/deps
 
-demo: all
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo
 
-demo-exact: all
+demo-exact: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo --exact
 
 lab-shell: all
@@ -126,6 +134,29 @@ bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile
 	$(Q)cat $(OUTPUT)/bench-recfile.md
 	$(Q)bench/run
 	$(Q)cat $(OUTPUT)/bench-recfile.md >> $(OUTPUT)/bench/results.md
+
+# libFuzzer over the record file reader (tests/fuzz/fuzz_recfile.c), Debian's clang.  It starts from
+# tests/fuzz/corpus (committed, replayed by make check) and tests/fuzz/seeds, and writes what it
+# finds to $(OUTPUT)/fuzz/corpus; make fuzz-merge minimizes that into tests/fuzz/corpus.  One job:
+# the machine is shared.
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS := -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	       -Iinclude -Isrc -DNT_FUZZ_MAIN
+FUZZ_SRCS := src/recfile.c
+$(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) -lz
+
+fuzz: $(OUTPUT)/fuzz-recfile
+	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus $(OUTPUT)/fuzz/crashes
+	$(Q)$(OUTPUT)/fuzz-recfile -jobs=1 -workers=1 -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 \
+		-max_len=65536 -print_final_stats=1 -artifact_prefix=$(OUTPUT)/fuzz/crashes/ \
+		$(OUTPUT)/fuzz/corpus tests/fuzz/corpus tests/fuzz/seeds
+
+fuzz-merge: $(OUTPUT)/fuzz-recfile
+	$(Q)mkdir -p $(OUTPUT)/fuzz/merged
+	$(Q)$(OUTPUT)/fuzz-recfile -merge=1 $(OUTPUT)/fuzz/merged tests/fuzz/seeds tests/fuzz/corpus $(OUTPUT)/fuzz/corpus
+	$(Q)rm -rf tests/fuzz/corpus && mv $(OUTPUT)/fuzz/merged tests/fuzz/corpus
 
 # Regenerate vmlinux/vmlinux.h from the pinned Debian kernel package.
 vmlinux:

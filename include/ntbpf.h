@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * ntbpf.h - the one boundary between the BPF programs and user space.
+ * ntbpf.h - the per-I/O record and the counters, shared by the BPF programs
+ * and user space (with ntbpf_stages.h, the stage table, and ntbpf_kh.h, the
+ * in-kernel histograms).
  *
  * Fixed-width types only.  The per-I/O record defined here is what the BPF
  * programs assemble in a map while a request is in flight and emit once, at
@@ -79,8 +81,9 @@ enum ntbpf_op {
 #define NTBPF_NO_DEV 0xffffffffu
 
 /*
- * One record per I/O per host: 104 bytes, little endian, no holes.
- * Field order and sizes are the on-disk layout (version 1).
+ * One record per I/O per host: 112 bytes, no holes, as the ring buffer
+ * carries it.  The file stores its fields column by column
+ * (docs/record-format.md, src/recfile.c).
  */
 struct ntbpf_rec {
 	__u64 t0;		/* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) of the first event */
@@ -100,6 +103,13 @@ struct ntbpf_rec {
 	__u16 port;		/* the queue's TCP connection: the initiator's port, as both hosts
 				 * see it (initiator: local, target: remote); 0 unknown */
 	__u16 reserved[3];	/* 0 */
+};
+_Static_assert(sizeof(struct ntbpf_rec) == 112, "struct ntbpf_rec: update the size above and the record format");
+
+/* An in-flight record in the BPF object's slot array (not on disk). */
+struct nt_slot {
+	__u64 key;		/* the request's address, 0: free */
+	struct ntbpf_rec r;
 };
 
 /* Counters kept by the BPF side (per-CPU array, index = enum). */

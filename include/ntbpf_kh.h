@@ -4,11 +4,51 @@
  * records, as the BPF side keeps them: one per-CPU map value per group
  * (op, size, device, role) with every stage of that role in it, so that a
  * finished I/O costs one map lookup.  User space (src/liverun.c) turns each
- * slot back into the per-stage histogram of ntbpf_stages.h (struct
- * nt_kh_key / nt_kh_val, same buckets).  Include after ntbpf_stages.h.
+ * slot back into one stage's histogram (struct nt_kh_key, nt_kh_value() in
+ * src/stages.h).  Which stage a slot holds comes from the stage table
+ * (ntbpf_stages.h, column SLOT).  Include after ntbpf_stages.h.
  */
 #ifndef NTBPF_KH_H
 #define NTBPF_KH_H
+
+/*
+ * In-kernel histogram buckets ("ntbpf live" without per-I/O records):
+ * log-linear with 2^NT_KH_SUB_BITS sub-buckets per power of two, so a
+ * bucket's midpoint is within 1/64 (1.6 %) of any value in it; values under
+ * 2^NT_KH_SUB_BITS ns are exact.  Up to 2^NT_KH_MAX_EXP ns (68 s).
+ */
+#define NT_KH_SUB_BITS 5
+#define NT_KH_SUB (1u << NT_KH_SUB_BITS)
+#define NT_KH_MAX_EXP 36
+#define NT_KH_NB ((NT_KH_MAX_EXP - NT_KH_SUB_BITS + 2) * NT_KH_SUB)
+
+/* floor(log2(v)) for v > 0, without a clz instruction */
+static inline __u32 nt_log2(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+static inline __u32 nt_kh_bucket(__u64 v)
+{
+	__u32 e;
+
+	if (v < NT_KH_SUB)
+		return (__u32)v;
+	e = nt_log2(v);
+	if (e > NT_KH_MAX_EXP) {
+		e = NT_KH_MAX_EXP;
+		v = (1ull << (NT_KH_MAX_EXP + 1)) - 1;
+	}
+	return (e - NT_KH_SUB_BITS + 1) * NT_KH_SUB + (__u32)((v >> (e - NT_KH_SUB_BITS)) & (NT_KH_SUB - 1));
+}
 
 /*
  * Stage values are differences of 32-bit event offsets (< 2^32 ns), so
@@ -36,29 +76,17 @@ struct nt_kh_gval {
 
 #define NT_KH_NONE 0xff
 
-/* which stage slot i of a group of this role holds; NT_KH_NONE past the last (a switch: no data for BPF) */
+/*
+ * which stage slot i of a group of this role holds; NT_KH_NONE past the
+ * last.  Unrolled compares on constants from the stage table: no data for BPF.
+ */
 static inline int nt_kh_slot_stage(int role, int i)
 {
-	if (role == NTBPF_ROLE_INITIATOR) {
-		switch (i) {
-		case 0: return NT_ST_BLK_SUB;
-		case 1: return NT_ST_NVME_TCP_SUB;
-		case 2: return NT_ST_NSTACK_COMP;
-		case 3: return NT_ST_NVME_TCP_COMP;
-		case 4: return NT_ST_BLK_COMP;
-		case 5: return NT_ST_BLK_DEVICE;
-		case 6: return NT_ST_REMOTE;
-		case 7: return NT_ST_E2E;
-		}
-	} else if (role == NTBPF_ROLE_TARGET) {
-		switch (i) {
-		case 0: return NT_ST_NSTACK_SUB;
-		case 1: return NT_ST_NVMET_TCP_SUB;
-		case 2: return NT_ST_TARGET_SUBSYS;
-		case 3: return NT_ST_NVMET_TCP_COMP;
-		case 4: return NT_ST_TARGET_RES;
-		}
-	}
+#define NT_X_KH_SLOT(id, name, role_, from, to, afrom, ato, slot, ...) \
+	if ((role_) && role == (role_) && i == (slot)) \
+		return NT_ST_##id;
+	NT_STAGES(NT_X_KH_SLOT)
+#undef NT_X_KH_SLOT
 	return NT_KH_NONE;
 }
 

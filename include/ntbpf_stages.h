@@ -10,22 +10,64 @@
 #ifndef NTBPF_STAGES_SHARED_H
 #define NTBPF_STAGES_SHARED_H
 
-/* In pipeline order; the order of the report's rows. */
+/*
+ * THE stage table: one row per stage, everything about it.  The rest is
+ * derived from it (tests/unit/test_stages.c checks the derived views):
+ *   enum nt_stage, nt_spans[]           here (also compiled into the BPF side)
+ *   nt_kh_slot_stage()                  include/ntbpf_kh.h (BPF and user space)
+ *   names, summaries, nt_sum_slot[],
+ *   the report's row order, the ten     src/stages.c
+ *   the stage list in "report --help"   src/cli.c
+ * Columns:
+ *   ID      enum nt_stage is NT_ST_<ID>; rows are in pipeline order
+ *   NAME    the report's name (ntprof's)
+ *   ROLE    the host whose two events bound it (0: network, from both hosts)
+ *   FROM TO its two events on that host; AFROM ATO stand in when FROM or TO
+ *           was not seen (-1: none)
+ *   SLOT    its slot among its role's stages: in a report's per-record
+ *           summary (struct nt_sum) and in an in-kernel histogram group
+ *           (struct nt_kh_gval); -1: none
+ *   TEN     one of the ten stages that tile end_to_end
+ *   ROW     its row in the report's table
+ *   HELP    one line: what it spans
+ * Only ID, ROLE, FROM..ATO and SLOT reach the BPF side; the other columns
+ * are never expanded there.  The two exceptions (blk_device, writes through
+ * R2T) are below the table, each coded once.
+ */
+#define NT_STAGES(X) \
+	X(BLK_SUB, blk_submission, NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_QUEUE_RQ, -1, EV_I_BLK_ISSUE, 0, 1, 0, \
+	  "request allocated in blk-mq -> handed to the nvme_tcp driver (block_rq_issue stands in on other drivers)") \
+	X(NVME_TCP_SUB, nvme_tcp_submission, NTBPF_ROLE_INITIATOR, EV_I_QUEUE_RQ, EV_I_CMD_SENT, -1, -1, 1, 1, 1, \
+	  "nvme_tcp_queue_rq -> command PDU handed to the socket") \
+	X(NSTACK_SUB, nstack_submission, NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_CMD_PICKUP, -1, -1, 0, 1, 2, \
+	  "command PDU arrives at the target socket -> nvmet_tcp picks it up") \
+	X(NVMET_TCP_SUB, nvmet_tcp_submission, NTBPF_ROLE_TARGET, EV_T_CMD_PICKUP, EV_T_EXEC, -1, -1, 1, 1, 3, \
+	  "nvmet_tcp picks the PDU up -> request handed to the target backend") \
+	X(TARGET_SUBSYS, target_subsystem, NTBPF_ROLE_TARGET, EV_T_EXEC, EV_T_SUBSYS_DONE, -1, -1, 2, 1, 4, \
+	  "request handed to the backend -> nvmet core completes it") \
+	X(NVMET_TCP_COMP, nvmet_tcp_completion, NTBPF_ROLE_TARGET, EV_T_SUBSYS_DONE, EV_T_RESP_SENT, -1, -1, 3, 1, 5, \
+	  "nvmet core completion -> response (and C2H data) handed to the socket") \
+	X(NETWORK, network_transmission, 0, 0, 0, -1, -1, -1, 1, 6, \
+	  "remote (initiator) - target_residence (target): the wire and both TCP stacks") \
+	X(NSTACK_COMP, nstack_completion, NTBPF_ROLE_INITIATOR, EV_I_RESP_ARRIVE, EV_I_RESP_PROC, -1, -1, 2, 1, 7, \
+	  "response arrives at the initiator socket -> nvme_tcp processes it") \
+	X(NVME_TCP_COMP, nvme_tcp_completion, NTBPF_ROLE_INITIATOR, EV_I_RESP_PROC, EV_I_NVME_DONE, -1, -1, 3, 1, 8, \
+	  "nvme_tcp processes the response -> nvme request completed") \
+	X(BLK_COMP, blk_completion, NTBPF_ROLE_INITIATOR, EV_I_NVME_DONE, EV_I_BLK_DONE, -1, -1, 4, 1, 9, \
+	  "nvme request completed -> block request completed") \
+	X(BLK_DEVICE, blk_device, NTBPF_ROLE_INITIATOR, EV_I_BLK_ISSUE, EV_I_BLK_DONE, -1, -1, 5, 0, 10, \
+	  "block_rq_issue -> block_rq_complete, on devices without nvme_tcp hooks (driver + device)") \
+	X(REMOTE, remote, NTBPF_ROLE_INITIATOR, EV_I_CMD_SENT, EV_I_RESP_ARRIVE, -1, -1, 6, 0, 12, \
+	  "command sent -> response arrives, seen from the initiator (network + target)") \
+	X(TARGET_RES, target_residence, NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_RESP_SENT, -1, -1, 4, 0, 13, \
+	  "command arrives at the target -> response handed to the socket") \
+	X(E2E, end_to_end, NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_BLK_DONE, EV_I_BLK_ISSUE, -1, 7, 0, 11, \
+	  "request allocated in blk-mq -> block request completed")
+
 enum nt_stage {
-	NT_ST_BLK_SUB = 0,	/* blk_submission */
-	NT_ST_NVME_TCP_SUB,	/* nvme_tcp_submission */
-	NT_ST_NSTACK_SUB,	/* nstack_submission (target) */
-	NT_ST_NVMET_TCP_SUB,	/* nvmet_tcp_submission */
-	NT_ST_TARGET_SUBSYS,	/* target_subsystem */
-	NT_ST_NVMET_TCP_COMP,	/* nvmet_tcp_completion */
-	NT_ST_NETWORK,		/* network_transmission (needs both hosts) */
-	NT_ST_NSTACK_COMP,	/* nstack_completion (initiator) */
-	NT_ST_NVME_TCP_COMP,	/* nvme_tcp_completion */
-	NT_ST_BLK_COMP,		/* blk_completion */
-	NT_ST_BLK_DEVICE,	/* blk_device: issue -> complete, devices without nvme_tcp hooks */
-	NT_ST_REMOTE,		/* remote: initiator's wait for the target (network + target) */
-	NT_ST_TARGET_RES,	/* target_residence: target arrival -> response sent */
-	NT_ST_E2E,		/* end_to_end */
+#define NT_X_ENUM(id, ...) NT_ST_##id,
+	NT_STAGES(NT_X_ENUM)
+#undef NT_X_ENUM
 	NT_ST_NR
 };
 
@@ -36,23 +78,11 @@ struct nt_span {
 	__s8 alt_from, alt_to;
 };
 
-#define NT_SPAN(r, f, t, af, at) { .role = (r), .from = (f), .to = (t), .alt_from = (af), .alt_to = (at) }
-
 static const struct nt_span nt_spans[NT_ST_NR] = {
-	[NT_ST_BLK_SUB] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_QUEUE_RQ, -1, EV_I_BLK_ISSUE),
-	[NT_ST_NVME_TCP_SUB] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_QUEUE_RQ, EV_I_CMD_SENT, -1, -1),
-	[NT_ST_NSTACK_SUB] = NT_SPAN(NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_CMD_PICKUP, -1, -1),
-	[NT_ST_NVMET_TCP_SUB] = NT_SPAN(NTBPF_ROLE_TARGET, EV_T_CMD_PICKUP, EV_T_EXEC, -1, -1),
-	[NT_ST_TARGET_SUBSYS] = NT_SPAN(NTBPF_ROLE_TARGET, EV_T_EXEC, EV_T_SUBSYS_DONE, -1, -1),
-	[NT_ST_NVMET_TCP_COMP] = NT_SPAN(NTBPF_ROLE_TARGET, EV_T_SUBSYS_DONE, EV_T_RESP_SENT, -1, -1),
-	[NT_ST_NETWORK] = NT_SPAN(0, 0, 0, -1, -1),
-	[NT_ST_NSTACK_COMP] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_RESP_ARRIVE, EV_I_RESP_PROC, -1, -1),
-	[NT_ST_NVME_TCP_COMP] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_RESP_PROC, EV_I_NVME_DONE, -1, -1),
-	[NT_ST_BLK_COMP] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_NVME_DONE, EV_I_BLK_DONE, -1, -1),
-	[NT_ST_BLK_DEVICE] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_BLK_ISSUE, EV_I_BLK_DONE, -1, -1),
-	[NT_ST_REMOTE] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_CMD_SENT, EV_I_RESP_ARRIVE, -1, -1),
-	[NT_ST_TARGET_RES] = NT_SPAN(NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_RESP_SENT, -1, -1),
-	[NT_ST_E2E] = NT_SPAN(NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_BLK_DONE, EV_I_BLK_ISSUE, -1),
+#define NT_X_SPAN(id, name, role_, from_, to_, afrom, ato, ...) \
+	[NT_ST_##id] = { .role = (role_), .from = (from_), .to = (to_), .alt_from = (afrom), .alt_to = (ato) },
+	NT_STAGES(NT_X_SPAN)
+#undef NT_X_SPAN
 };
 
 /*
@@ -110,234 +140,101 @@ NT_SPAN_FN int nt_span_value(const struct ntbpf_rec *r, int s, __u64 *ns)
 	return rc;
 }
 
-/* a write through R2T: the initiator's handling of the R2T (r2t_arrive -> data_sent), or 0 */
-static inline __u64 nt_r2t_host(const struct ntbpf_rec *r)
+/*
+ * Exception 1, blk_device: reported only where nothing finer is known, an
+ * initiator record with no event but the block layer's (any block device
+ * other than NVMe/TCP).
+ */
+#define NT_BLK_ONLY_EVS ((1u << EV_I_BLK_START) | (1u << EV_I_BLK_ISSUE) | (1u << EV_I_BLK_DONE))
+
+static inline int nt_blk_device_applies(const struct ntbpf_rec *r)
 {
-	if (r->role != NTBPF_ROLE_INITIATOR || !nt_seen(r, EV_I_R2T_ARRIVE) || !nt_seen(r, EV_I_DATA_SENT) ||
-	    r->ev[EV_I_DATA_SENT] < r->ev[EV_I_R2T_ARRIVE])
-		return 0;
-	return r->ev[EV_I_DATA_SENT] - r->ev[EV_I_R2T_ARRIVE];
+	return r->role != NTBPF_ROLE_INITIATOR || !(r->ev_mask & ~NT_BLK_ONLY_EVS);
 }
 
-/* ... and the target's wait for the data (r2t_sent -> data_arrive), or 0 */
-static inline __u64 nt_r2t_wait(const struct ntbpf_rec *r)
+/*
+ * Exception 2, writes through R2T.  The initiator's handling of the R2T
+ * (r2t_arrive -> data_sent) is nvme_tcp work, not waiting for the target:
+ * it moves from remote (x) to nvme_tcp_submission (y), when remote can give
+ * it up.  The target's wait for the data (r2t_sent -> data_arrive) is
+ * network, not nvmet work: it is taken out of nvmet_tcp_submission (x) and
+ * target_residence (y), when both can give it up.  Moving both keeps every
+ * sum exact.  nt_r2t_adj is the span moved (0: none, or events out of
+ * order); nt_r2t_move applies it to the role's x and y stage values, each
+ * present or not.
+ */
+#define NT_R2T_X(role) ((role) == NTBPF_ROLE_INITIATOR ? NT_ST_REMOTE : NT_ST_NVMET_TCP_SUB)
+#define NT_R2T_Y(role) ((role) == NTBPF_ROLE_INITIATOR ? NT_ST_NVME_TCP_SUB : NT_ST_TARGET_RES)
+
+/* ev[b] - ev[a], or 0 where one was not seen or they are out of order */
+static inline __u64 nt_ev_gap(const struct ntbpf_rec *r, int a, int b)
 {
-	if (r->role != NTBPF_ROLE_TARGET || !nt_seen(r, EV_T_R2T_SENT) || !nt_seen(r, EV_T_DATA_ARRIVE) ||
-	    r->ev[EV_T_DATA_ARRIVE] < r->ev[EV_T_R2T_SENT])
+	if (!nt_seen(r, a) || !nt_seen(r, b) || r->ev[b] < r->ev[a])
 		return 0;
-	return r->ev[EV_T_DATA_ARRIVE] - r->ev[EV_T_R2T_SENT];
+	return r->ev[b] - r->ev[a];
+}
+
+static inline __u64 nt_r2t_adj(const struct ntbpf_rec *r)
+{
+	if (r->role == NTBPF_ROLE_INITIATOR)
+		return nt_ev_gap(r, EV_I_R2T_ARRIVE, EV_I_DATA_SENT);
+	if (r->role == NTBPF_ROLE_TARGET)
+		return nt_ev_gap(r, EV_T_R2T_SENT, EV_T_DATA_ARRIVE);
+	return 0;
+}
+
+static inline void nt_r2t_move(int role, __u64 adj, int have_x, __u64 *x, int have_y, __u64 *y)
+{
+	if (!adj || !have_x || *x < adj)
+		return;
+	if (role == NTBPF_ROLE_INITIATOR) {
+		*x -= adj;
+		*y += adj;
+	} else if (have_y && *y >= adj) {
+		*x -= adj;
+		*y -= adj;
+	}
+}
+
+/* stage s (xs or ys, of value v) with the R2T move applied (nt_stage_of) */
+static inline __attribute__((always_inline)) __u64 nt_r2t_stage(const struct ntbpf_rec *r, int s, __u64 v, int xs, int ys)
+{
+	__u64 adj = nt_r2t_adj(r), x = v, y = v;
+	int hx, hy;
+
+	if (!adj)
+		return v;
+	hx = s == xs || nt_span_value(r, xs, &x) > 0;
+	hy = s == ys || nt_span_value(r, ys, &y) > 0;
+	nt_r2t_move(r->role, adj, hx, &x, hy, &y);
+	return s == xs ? x : y;
 }
 
 /*
  * Stage s of one host's record, as reported (network needs both hosts: not
- * here).  Return as nt_span_value.  On top of the two events:
- *  - blk_device only where nothing finer is known (no nvme event);
- *  - writes through R2T: the initiator's handling of the R2T is nvme_tcp
- *    work, not waiting for the target (moved from remote to
- *    nvme_tcp_submission); the target's wait for the data is network, not
- *    nvmet work (taken out of nvmet_tcp_submission and target_residence).
- *    Moving both keeps every sum exact.
+ * here): its span with the two exceptions.  Return as nt_span_value.  The
+ * BPF side's per-stage path (in-kernel histograms); the report's per-record
+ * path is nt_host_raw() (src/stages.c), and tests/unit/test_stages.c checks
+ * that the two agree on random records.
  */
 NT_SPAN_FN int nt_stage_of(const struct ntbpf_rec *r, int s, __u64 *ns)
 {
-	__u64 v = 0, other = 0, adj;
+	__u64 v = 0;
 	int rc;
 
 	if (!r || !ns)
 		return 0;
-	if (s == NT_ST_BLK_DEVICE && r->role == NTBPF_ROLE_INITIATOR &&
-	    (r->ev_mask & ~((1u << EV_I_BLK_START) | (1u << EV_I_BLK_ISSUE) | (1u << EV_I_BLK_DONE))))
+	if (s == NT_ST_BLK_DEVICE && !nt_blk_device_applies(r))
 		return 0;
 	rc = nt_span_value(r, s, &v);
 	if (rc <= 0)
 		return rc;
-	if (s == NT_ST_REMOTE || s == NT_ST_NVME_TCP_SUB) {
-		adj = nt_r2t_host(r);
-		/* only when remote can give it up */
-		if (adj && nt_span_value(r, NT_ST_REMOTE, &other) > 0 && other >= adj)
-			v = s == NT_ST_REMOTE ? v - adj : v + adj;
-	} else if (s == NT_ST_NVMET_TCP_SUB || s == NT_ST_TARGET_RES) {
-		__u64 sub = 0, res = 0;
-
-		adj = nt_r2t_wait(r);
-		if (adj && nt_span_value(r, NT_ST_NVMET_TCP_SUB, &sub) > 0 && sub >= adj &&
-		    nt_span_value(r, NT_ST_TARGET_RES, &res) > 0 && res >= adj)
-			v -= adj;
-	}
+	if (s == NT_ST_REMOTE || s == NT_ST_NVME_TCP_SUB)
+		v = nt_r2t_stage(r, s, v, NT_ST_REMOTE, NT_ST_NVME_TCP_SUB);
+	else if (s == NT_ST_NVMET_TCP_SUB || s == NT_ST_TARGET_RES)
+		v = nt_r2t_stage(r, s, v, NT_ST_NVMET_TCP_SUB, NT_ST_TARGET_RES);
 	*ns = v;
 	return rc;
 }
-
-/*
- * Every stage one host's record gives.  Returns the mask of stages set in
- * vals; *stand_in gets those computed with a stand-in boundary.
- */
-#if defined(__GNUC__) && !defined(__bpf__)
-/*
- * The report's common case, without a branch per stage: every stage of the
- * role has its own two events (no stand-in) and they are in order.  Both
- * loops unroll over the constant table, so they compile to the role's
- * subtractions.  blk_device never applies here (nvme events are seen).
- * 1 and the stages in raw/mask, or 0: take the general path.
- */
-static inline int nt_host_fast(const struct ntbpf_rec *r, int role, __u64 raw[NT_ST_NR], __u32 *maskp)
-{
-	__u32 need = 0, mask = 0;
-	__s64 bad = 0;
-
-#pragma GCC unroll 16
-	for (int s = 0; s < NT_ST_NR; s++)
-		if (nt_spans[s].role == role && s != NT_ST_BLK_DEVICE)
-			need |= 1u << nt_spans[s].from | 1u << nt_spans[s].to;
-	if ((r->ev_mask & need) != need)
-		return 0;
-#pragma GCC unroll 16
-	for (int s = 0; s < NT_ST_NR; s++) {
-		__s64 d;
-
-		if (nt_spans[s].role != role || s == NT_ST_BLK_DEVICE)
-			continue;
-		d = (__s64)r->ev[nt_spans[s].to] - (__s64)r->ev[nt_spans[s].from];
-		bad |= d;
-		raw[s] = (__u64)d;
-		mask |= 1u << s;
-	}
-	*maskp = mask;
-	return bad >= 0;
-}
-#endif
-
-/*
- * nt_stage_of() for every stage, with each span read once: the report calls
- * this for every record (tests/unit/test_stages.c checks the two agree on
- * random records).  raw[s] is stage s where bit s of the result is set
- * (raw comes in zeroed); *stand_in the stages from a stand-in boundary.
- */
-static inline __u32 nt_host_raw(const struct ntbpf_rec *r, __u64 raw[NT_ST_NR], __u32 *stand_in)
-{
-	int rc[NT_ST_NR];
-	__u32 mask = 0, si = 0;
-	__u64 adj;
-
-#if defined(__GNUC__) && !defined(__bpf__)
-	if (!(r->role == NTBPF_ROLE_INITIATOR && nt_host_fast(r, NTBPF_ROLE_INITIATOR, raw, &mask)) &&
-	    !(r->role == NTBPF_ROLE_TARGET && nt_host_fast(r, NTBPF_ROLE_TARGET, raw, &mask)))
-#endif
-	{
-		/* unrolled, every span's events are constants: a few instructions per stage */
-#if defined(__GNUC__) && !defined(__bpf__)
-#pragma GCC unroll 16
-#endif
-		for (int s = 0; s < NT_ST_NR; s++)
-			rc[s] = nt_spans[s].role == r->role ? nt_span_value(r, s, &raw[s]) : 0;
-		if (r->role == NTBPF_ROLE_INITIATOR &&
-		    (r->ev_mask & ~((1u << EV_I_BLK_START) | (1u << EV_I_BLK_ISSUE) | (1u << EV_I_BLK_DONE))))
-			rc[NT_ST_BLK_DEVICE] = 0;
-		mask = 0;
-		for (int s = 0; s < NT_ST_NR; s++) {
-			if (rc[s] <= 0)
-				continue;
-			mask |= 1u << s;
-			if (rc[s] == 2)
-				si |= 1u << s;
-		}
-	}
-	if (r->role == NTBPF_ROLE_INITIATOR) {
-		adj = nt_r2t_host(r);
-		if (adj && (mask & (1u << NT_ST_REMOTE)) && raw[NT_ST_REMOTE] >= adj) {
-			raw[NT_ST_REMOTE] -= adj;
-			raw[NT_ST_NVME_TCP_SUB] += adj;
-		}
-	} else if (r->role == NTBPF_ROLE_TARGET) {
-		adj = nt_r2t_wait(r);
-		if (adj && (mask & (1u << NT_ST_NVMET_TCP_SUB)) && raw[NT_ST_NVMET_TCP_SUB] >= adj &&
-		    (mask & (1u << NT_ST_TARGET_RES)) && raw[NT_ST_TARGET_RES] >= adj) {
-			raw[NT_ST_NVMET_TCP_SUB] -= adj;
-			raw[NT_ST_TARGET_RES] -= adj;
-		}
-	}
-	*stand_in = si;
-	return mask;
-}
-
-/* the same into vals[], set where bit s of the result is */
-static inline __u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in)
-{
-	__u64 raw[NT_ST_NR] = { 0 };
-	__u32 mask = nt_host_raw(r, raw, stand_in);
-
-	for (__u32 left = mask; left; left &= left - 1)
-		vals[__builtin_ctz(left)] = raw[__builtin_ctz(left)];
-	return mask;
-}
-
-/*
- * In-kernel histogram buckets ("ntbpf live" without per-I/O records):
- * log-linear with 2^NT_KH_SUB_BITS sub-buckets per power of two, so a
- * bucket's midpoint is within 1/64 (1.6 %) of any value in it; values under
- * 2^NT_KH_SUB_BITS ns are exact.  Up to 2^NT_KH_MAX_EXP ns (68 s).
- */
-#define NT_KH_SUB_BITS 5
-#define NT_KH_SUB (1u << NT_KH_SUB_BITS)
-#define NT_KH_MAX_EXP 36
-#define NT_KH_NB ((NT_KH_MAX_EXP - NT_KH_SUB_BITS + 2) * NT_KH_SUB)
-
-/* floor(log2(v)) for v > 0, without a clz instruction */
-static inline __u32 nt_log2(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) r += 1;
-	return r;
-}
-
-static inline __u32 nt_kh_bucket(__u64 v)
-{
-	__u32 e;
-
-	if (v < NT_KH_SUB)
-		return (__u32)v;
-	e = nt_log2(v);
-	if (e > NT_KH_MAX_EXP) {
-		e = NT_KH_MAX_EXP;
-		v = (1ull << (NT_KH_MAX_EXP + 1)) - 1;
-	}
-	return (e - NT_KH_SUB_BITS + 1) * NT_KH_SUB + (__u32)((v >> (e - NT_KH_SUB_BITS)) & (NT_KH_SUB - 1));
-}
-
-/* the midpoint of bucket b (user space turns buckets back into values) */
-static inline __u64 nt_kh_value(__u32 b)
-{
-	__u32 e, sub;
-	__u64 lo;
-
-	if (b < NT_KH_SUB)
-		return b;
-	e = b / NT_KH_SUB + NT_KH_SUB_BITS - 1;
-	sub = b % NT_KH_SUB;
-	lo = ((__u64)(NT_KH_SUB + sub)) << (e - NT_KH_SUB_BITS);
-	return lo + ((1ull << (e - NT_KH_SUB_BITS)) >> 1);
-}
-
-/* key of one in-kernel histogram: a group (op, size, device) and a stage */
-struct nt_kh_key {
-	__u32 dev;
-	__u32 bytes;
-	__u8 op;
-	__u8 stage;	/* enum nt_stage, or NT_ST_NR for the group's I/O count */
-	__u8 role;
-	__u8 pad;
-};
-
-struct nt_kh_val {
-	__u64 count;
-	__u64 sum;
-	__u64 b[NT_KH_NB];
-};
 
 #endif

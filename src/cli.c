@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "stages.h"
+#include "stream.h"
 
 const char *argp_program_version = "ntbpf " NTBPF_VERSION;
 const char *argp_program_bug_address = NULL;
@@ -111,7 +113,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -233,11 +235,39 @@ static const char report_doc[] =
 "  # the full breakdown, both hosts:\n"
 "  ntbpf report initiator.ntbpf target.ntbpf\n"
 "  ntbpf report --percentiles 50,99,99.99 --group-by op,queue ntbpf.data\n"
-"  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
-"STAGES (docs/stages.md): blk_submission nvme_tcp_submission\n"
-"  nstack_submission nvmet_tcp_submission target_subsystem\n"
-"  nvmet_tcp_completion network_transmission nstack_completion\n"
-"  nvme_tcp_completion blk_completion end_to_end";
+"  ntbpf report --format json ntbpf.data | jq .groups[0].stages";
+
+/* the doc's end: "STAGES (docs/stages.md):", the ten and end_to_end in the report's order, from the stage table */
+static char *report_help_filter(int key, const char *text, void *input)
+{
+	char *buf, *p;
+	size_t len, line;
+
+	if (key != ARGP_KEY_HELP_POST_DOC || !text)
+		return (char *)text;
+	len = strlen(text) + 32;
+	for (int s = 0; s < NT_ST_NR; s++)
+		len += strlen(nt_stage_name(s)) + 3;
+	buf = malloc(len);
+	if (!buf)
+		return (char *)text;
+	p = buf + sprintf(buf, "%s\nSTAGES (docs/stages.md):", text);
+	line = strlen("STAGES (docs/stages.md):");
+	for (int k = 0; k < NT_ST_NR; k++) {
+		int s = nt_stage_at_row[k];
+		const char *name = nt_stage_name(s);
+
+		if (!(NT_TEN_MASK & (1u << s)) && s != NT_ST_E2E)
+			continue;
+		if (line + 1 + strlen(name) > 61) {
+			p += sprintf(p, "\n ");
+			line = 1;
+		}
+		p += sprintf(p, " %s", name);
+		line += 1 + strlen(name);
+	}
+	return buf;
+}
 
 static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
@@ -286,11 +316,7 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		cfg->verbose = true;
 		break;
 	case ARGP_KEY_ARG:
-		if (cfg->nfiles == NT_MAX_FILES) {
-			fail(pc, "at most %d record files", NT_MAX_FILES);
-			return EINVAL;
-		}
-		cfg->files[cfg->nfiles++] = arg;
+		cfg->files[cfg->nfiles++] = arg;	/* room for every argument */
 		break;
 	case ARGP_KEY_END:
 		if (!cfg->nfiles) {
@@ -317,8 +343,8 @@ static const char live_doc[] =
 "  # every 5 s, 12 times:\n"
 "  ntbpf live -d nvme1n1 5 12\n"
 "  # all ten stages every second: on the target, then on the initiator\n"
-"  ntbpf live --serve 0.0.0.0:4430\n"
-"  ntbpf live --peer target-host:4430 -d nvme1n1\n"
+"  ntbpf live --serve 0.0.0.0:4430 --key ~/.ntbpf.key\n"
+"  ntbpf live --peer target-host:4430 --key ~/.ntbpf.key -d nvme1n1\n"
 "  ntbpf live --format json | jq .groups[0].stages.end_to_end";
 
 static const struct argp_option live_opts[] = {
@@ -330,6 +356,8 @@ static const struct argp_option live_opts[] = {
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here", 0 },
 	{ "peer", OPT_PEER, "ADDR:PORT", 0, "Initiator: merge the target's records from there (reconnects)", 0 },
+	{ "key", OPT_KEY, "FILE", 0, "Shared secret of --serve and --peer (a file of 16+ bytes, mode 0600, yours); "
+	  "without it --serve takes only a loopback address", 0 },
 	{ "records", OPT_RECORDS, NULL, 0, "Per-I/O records to user space (default without --serve/--peer: "
 	  "histograms in the kernel, percentiles within 1.6 %)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
@@ -342,6 +370,7 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 {
 	struct parse_ctx *pc = st->input;
 	struct nt_config *cfg = pc->cfg;
+	char host[128], port[16];
 	double d;
 
 	switch (key) {
@@ -350,6 +379,9 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 		return 0;
 	case OPT_PEER:
 		cfg->peer = arg;
+		return 0;
+	case OPT_KEY:
+		cfg->key = arg;
 		return 0;
 	case OPT_RECORDS:
 		cfg->records = true;
@@ -391,6 +423,16 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 			fail(pc, "--serve (target) and --peer (initiator) exclude each other");
 			return EINVAL;
 		}
+		if ((cfg->serve || cfg->peer) &&
+		    nt_split_addr(cfg->serve ? cfg->serve : cfg->peer, host, sizeof(host), port, sizeof(port))) {
+			fail(pc, "bad %s '%s' (want ADDR:PORT, port 1-65535)", cfg->serve ? "--serve" : "--peer",
+			     cfg->serve ? cfg->serve : cfg->peer);
+			return EINVAL;
+		}
+		if (cfg->key && !cfg->serve && !cfg->peer) {
+			fail(pc, "--key is for --serve or --peer");
+			return EINVAL;
+		}
 		return 0;
 	default:
 		return record_parse(key, arg, st);
@@ -408,6 +450,7 @@ static const char probe_doc[] =
 
 static const struct argp_option probe_opts[] = {
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Show what kprobes would attach (instead of fentry)", 0 },
+	{ "facts", OPT_FACTS, NULL, OPTION_HIDDEN, "Print the facts hook choice is made from", 0 },
 	{},
 };
 
@@ -421,6 +464,9 @@ static error_t probe_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_KPROBE:
 		pc->cfg->force_kprobe = true;
+		break;
+	case OPT_FACTS:
+		pc->cfg->probe_facts = true;
 		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s'", arg);
@@ -458,10 +504,18 @@ static void defaults(struct nt_config *cfg)
 	cfg->group_by = NT_GB_OP | NT_GB_SIZE | NT_GB_DEV;
 }
 
+void nt_config_free(struct nt_config *cfg)
+{
+	free(cfg->files);
+	cfg->files = NULL;
+	cfg->nfiles = 0;
+}
+
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 {
 	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
-	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL, NULL, NULL };
+	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL,
+						 report_help_filter, NULL };
 	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
 	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
 	const struct argp *ap;
@@ -487,6 +541,11 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	} else if (!strcmp(sub, "report")) {
 		cfg->cmd = NT_CMD_REPORT;
 		ap = &report_argp;
+		cfg->files = calloc(argc, sizeof(*cfg->files));	/* no limit but argc */
+		if (!cfg->files) {
+			fprintf(err, "ntbpf: out of memory\n");
+			return -1;
+		}
 	} else if (!strcmp(sub, "probe")) {
 		cfg->cmd = NT_CMD_PROBE;
 		ap = &probe_argp;

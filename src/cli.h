@@ -9,7 +9,6 @@
 #include "ntbpf.h"
 
 #define NT_MAX_PCTS 16
-#define NT_MAX_FILES 64
 
 enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE };
 enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV };
@@ -25,6 +24,7 @@ struct nt_config {
 	bool verbose;
 	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
 	bool bpf_stats;			/* --bpf-stats: measure the BPF programs' run time */
+	bool probe_facts;		/* probe --facts (hidden): print the kernel's facts (tests/unit/facts-*.txt) */
 	/* record */
 	const char *output;		/* -o, default "ntbpf.data" */
 	int role;			/* 0 = auto, else enum ntbpf_role */
@@ -37,6 +37,7 @@ struct nt_config {
 	int count;			/* live [count]: intervals, 0 = until stopped */
 	const char *serve;		/* live --serve ADDR:PORT (target) */
 	const char *peer;		/* live --peer ADDR:PORT (initiator) */
+	const char *key;		/* live --key FILE: the stream's shared secret */
 	bool records;			/* live --records: per-I/O records, not in-kernel histograms */
 	/* report */
 	int npcts;
@@ -44,7 +45,7 @@ struct nt_config {
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
 	int nfiles;
-	const char *files[NT_MAX_FILES];
+	const char **files;		/* nfiles pointers into argv, any number; nt_config_free() */
 };
 
 /*
@@ -53,6 +54,7 @@ struct nt_config {
  * bad command line; the one-line cause is printed to err.
  */
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err);
+void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated */
 
 /* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);

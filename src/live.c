@@ -6,26 +6,20 @@
  * and histograms.  With --peer, the initiator also receives the target's
  * records (a thread reads the peer's record stream) and pairs them with its
  * own, so every line carries all ten stages; an initiator interval is held
- * back one interval so that its target records have time to arrive.
+ * back one interval so that its target records have time to arrive.  The
+ * stream itself (both ends) is in stream.c.  Memory is capped: this host's
+ * records per interval and the peer's waiting records each hold at most
+ * NT_STREAM_MAX_RECS (more are dropped, counted and shown).
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 #include "live.h"
 #include "match.h"
 #include "report.h"
+#include "stream.h"
 
 #define POOL_AGE_MAX 3	/* intervals a target record waits for its initiator partner */
 
@@ -34,8 +28,10 @@ struct recvec {
 	size_t n, cap;
 };
 
-static int vec_push(struct recvec *v, const struct ntbpf_rec *r)
+static int vec_push(struct recvec *v, const struct ntbpf_rec *r, size_t max)
 {
+	if (v->n >= max)
+		return -1;
 	if (v->n == v->cap) {
 		size_t ncap = v->cap ? v->cap * 2 : 1024;
 		struct ntbpf_rec *p = realloc(v->v, ncap * sizeof(*p));
@@ -46,145 +42,6 @@ static int vec_push(struct recvec *v, const struct ntbpf_rec *r)
 		v->cap = ncap;
 	}
 	v->v[v->n++] = *r;
-	return 0;
-}
-
-/* ---- the peer: a thread reading the target's record stream ---- */
-
-struct peer {
-	char host[128], port[16];
-	pthread_t th;
-	pthread_mutex_t mu;
-	struct recvec incoming;	/* received, not yet taken by the main thread */
-	struct nt_header hdr;	/* the peer's scalars (boot id, clocks) */
-	char state[128];
-	int fd;
-	volatile int stop;
-};
-
-static void peer_state(struct peer *p, const char *fmt, const char *arg)
-{
-	pthread_mutex_lock(&p->mu);
-	snprintf(p->state, sizeof(p->state), fmt, arg);
-	pthread_mutex_unlock(&p->mu);
-}
-
-static int dial(const char *host, const char *port, char *err, size_t errlen)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL, *a;
-	int fd = -1, rc = getaddrinfo(host, port, &hints, &ai);
-
-	if (rc) {
-		snprintf(err, errlen, "%s", gai_strerror(rc));
-		return -1;
-	}
-	for (a = ai; a; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (!connect(fd, a->ai_addr, a->ai_addrlen))
-			break;
-		snprintf(err, errlen, "%s", strerror(errno));
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(ai);
-	return fd;
-}
-
-/* a connection's reader and stream: closed also when the thread is cancelled inside a read */
-struct peer_conn {
-	struct nt_reader *rd;
-	FILE *f;
-};
-
-static void peer_conn_close(void *arg)
-{
-	struct peer_conn *c = arg;
-
-	nt_reader_close(c->rd);
-	fclose(c->f);
-}
-
-static void *peer_main(void *arg)
-{
-	struct peer *p = arg;
-
-	while (!p->stop) {
-		char err[256] = "";
-		struct nt_header h;
-		struct nt_reader *rd;
-		struct ntbpf_rec r;
-		FILE *f;
-		int fd = dial(p->host, p->port, err, sizeof(err));
-
-		if (fd < 0) {
-			peer_state(p, "down (%s), retrying", err);
-			sleep(1);
-			continue;
-		}
-		/*
-		 * The header is read with cancellation off (a cancel inside
-		 * nt_reader_open would leak it): peer_stop shuts the socket
-		 * down first, which ends the read, once it sees p->fd.
-		 */
-		__atomic_store_n(&p->fd, fd, __ATOMIC_SEQ_CST);
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-		f = __atomic_load_n(&p->stop, __ATOMIC_SEQ_CST) ? NULL : fdopen(fd, "rb");
-		rd = f ? nt_reader_open(f, &h, err, sizeof(err)) : NULL;
-		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		if (!rd) {
-			peer_state(p, "down (%s), retrying", f ? err : strerror(errno));
-			p->fd = -1;
-			if (f)
-				fclose(f);
-			else
-				close(fd);
-			sleep(1);
-			continue;
-		}
-		pthread_mutex_lock(&p->mu);
-		memcpy(p->hdr.boot_id, h.boot_id, sizeof(h.boot_id));
-		memcpy(p->hdr.hostname, h.hostname, sizeof(h.hostname));
-		p->hdr.mono_ns = h.mono_ns;
-		p->hdr.real_ns = h.real_ns;
-		p->hdr.role = h.role;
-		snprintf(p->state, sizeof(p->state), "connected");
-		pthread_mutex_unlock(&p->mu);
-		nt_header_free(&h);
-		{
-			struct peer_conn c = { rd, f };
-
-			pthread_cleanup_push(peer_conn_close, &c);
-			while (!p->stop && nt_reader_next(rd, &r) == 1) {
-				pthread_mutex_lock(&p->mu);
-				vec_push(&p->incoming, &r);
-				pthread_mutex_unlock(&p->mu);
-			}
-			nt_reader_status(rd, err, sizeof(err));
-			p->fd = -1;
-			pthread_cleanup_pop(1);
-		}
-		if (!p->stop) {
-			peer_state(p, "down (%s), reconnecting", err[0] ? err : "connection closed");
-			sleep(1);
-		}
-	}
-	return NULL;
-}
-
-int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl)
-{
-	const char *c = strrchr(s, ':');
-
-	if (!c || c == s || !c[1] || (size_t)(c - s) >= hl || strlen(c + 1) >= pl)
-		return -1;
-	snprintf(host, hl, "%.*s", (int)(c - s), s);
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		memmove(host, host + 1, strlen(host));
-		host[strlen(host) - 1] = 0;
-	}
-	snprintf(port, pl, "%s", c + 1);
 	return 0;
 }
 
@@ -202,7 +59,10 @@ struct nt_live {
 	struct recvec pool;		/* peer mode: target records waiting for a partner */
 	uint8_t *pool_age;
 	size_t pool_age_cap;
-	struct peer *peer;
+	struct recvec in;		/* peer mode: taken from the stream */
+	struct nt_stream_client *peer;
+	size_t max_recs;
+	uint64_t dropped;		/* records over the caps here (this host's and the peer's) */
 };
 
 struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header *local)
@@ -212,19 +72,22 @@ struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header 
 	if (!l)
 		return NULL;
 	l->cfg = cfg;
-	l->o.version = NTBPF_VERSION;
-	l->o.npcts = cfg->npcts;
-	memcpy(l->o.pcts, cfg->pcts, sizeof(l->o.pcts));
-	l->o.format = cfg->format;
-	l->o.group_by = cfg->group_by;
+	nt_report_opts_of(cfg, &l->o);
 	l->local.path = "live";
 	l->local.hdr = *local;	/* shares the caller's arrays: never freed here */
+	l->max_recs = NT_STREAM_MAX_RECS;
 	return l;
+}
+
+void nt_live_set_cap(struct nt_live *l, size_t max_recs)
+{
+	l->max_recs = max_recs;
 }
 
 void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r)
 {
-	vec_push(&l->cur, r);
+	if (vec_push(&l->cur, r, l->max_recs))
+		l->dropped++;
 }
 
 static void now_label(char *buf, size_t len)
@@ -240,9 +103,10 @@ static void now_label(char *buf, size_t len)
 static void tick_local(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 {
 	struct nt_report rep;
-	struct nt_interval_info info = { .lost = lost };
+	struct nt_interval_info info = { .lost = lost + l->dropped };
 	char when[16];
 
+	l->dropped = 0;	/* over the cap: lost in this interval */
 	now_label(when, sizeof(when));
 	nt_report_begin(&rep, &l->local, 1, &l->o);
 	for (size_t k = 0; k < l->cur.n; k++) {
@@ -259,24 +123,27 @@ static void tick_local(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 	l->cur.n = 0;
 }
 
-/* take what the peer thread received into the pool */
+/* take what the peer thread received into the pool (capped) */
 static void pool_take(struct nt_live *l)
 {
-	struct peer *p = l->peer;
-
-	pthread_mutex_lock(&p->mu);
-	for (size_t k = 0; k < p->incoming.n; k++)
-		vec_push(&l->pool, &p->incoming.v[k]);
-	p->incoming.n = 0;
-	pthread_mutex_unlock(&p->mu);
+	nt_stream_client_take(l->peer, &l->in.v, &l->in.n, &l->in.cap);
+	for (size_t k = 0; k < l->in.n; k++)
+		if (vec_push(&l->pool, &l->in.v[k], l->max_recs)) {
+			l->dropped += l->in.n - k;
+			break;
+		}
+	l->in.n = 0;
 	if (l->pool.n > l->pool_age_cap) {
 		uint8_t *a = realloc(l->pool_age, l->pool.cap);
 
-		if (a) {
-			memset(a + l->pool_age_cap, 0, l->pool.cap - l->pool_age_cap);
-			l->pool_age = a;
-			l->pool_age_cap = l->pool.cap;
+		if (!a) {	/* the records without an age are dropped */
+			l->dropped += l->pool.n - l->pool_age_cap;
+			l->pool.n = l->pool_age_cap;
+			return;
 		}
+		memset(a + l->pool_age_cap, 0, l->pool.cap - l->pool_age_cap);
+		l->pool_age = a;
+		l->pool_age_cap = l->pool.cap;
 	}
 }
 
@@ -287,18 +154,28 @@ static void tick_peer(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 	struct nt_matching m;
 	struct nt_report rep;
 	struct nt_interval_info info = { 0 };
-	char state[128];
+	struct nt_stream_status ps;
+	char state[256];
 	size_t keep = 0, expired = 0;
 
 	pool_take(l);
-	pthread_mutex_lock(&l->peer->mu);
-	snprintf(state, sizeof(state), "%s", l->peer->state);
+	nt_stream_client_status(l->peer, &ps);
 	memset(&in, 0, sizeof(in));
 	in[1].hdr.role = NTBPF_ROLE_TARGET;
-	memcpy(in[1].hdr.boot_id, l->peer->hdr.boot_id, sizeof(in[1].hdr.boot_id));
-	in[1].hdr.mono_ns = l->peer->hdr.mono_ns;
-	in[1].hdr.real_ns = l->peer->hdr.real_ns;
-	pthread_mutex_unlock(&l->peer->mu);
+	memcpy(in[1].hdr.boot_id, ps.boot_id, sizeof(in[1].hdr.boot_id));
+	in[1].hdr.mono_ns = ps.mono_ns;
+	in[1].hdr.real_ns = ps.real_ns;
+	/* the peer's state, and what was dropped on either end (whole run) */
+	{
+		int len = snprintf(state, sizeof(state), "%s", ps.state);
+
+		if (ps.dropped_there && len < (int)sizeof(state))
+			len += snprintf(state + len, sizeof(state) - len, ", %" PRIu64 " records dropped by the target",
+					ps.dropped_there);
+		if (ps.dropped_here + l->dropped && len < (int)sizeof(state))
+			snprintf(state + len, sizeof(state) - len, ", %" PRIu64 " records dropped here (over the cap)",
+				 ps.dropped_here + l->dropped);
+	}
 	in[0].hdr = l->local.hdr;
 	in[0].recs = l->pending.v;
 	in[0].n = l->pending.n;
@@ -354,50 +231,25 @@ void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 		tick_local(l, out, secs, lost);
 }
 
-int nt_live_peer(struct nt_live *l, const char *addr, char *err, size_t errlen)
+int nt_live_peer(struct nt_live *l, const char *addr, const struct nt_key *key, char *err, size_t errlen)
 {
-	struct peer *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return -1;
-	if (nt_split_addr(addr, p->host, sizeof(p->host), p->port, sizeof(p->port))) {
-		snprintf(err, errlen, "bad --peer '%s' (want HOST:PORT)", addr);
-		free(p);
-		return -1;
-	}
-	pthread_mutex_init(&p->mu, NULL);
-	p->fd = -1;
-	snprintf(p->state, sizeof(p->state), "connecting");
-	if (pthread_create(&p->th, NULL, peer_main, p)) {
-		snprintf(err, errlen, "cannot start the peer thread");
-		free(p);
-		return -1;
-	}
-	l->peer = p;
-	return 0;
+	l->peer = nt_stream_client_start(addr, key, l->cfg->interval, l->max_recs, err, errlen);
+	return l->peer ? 0 : -1;
 }
 
-static void peer_stop(struct peer *p)
+void nt_live_peer_status(struct nt_live *l, struct nt_stream_status *st)
 {
-	int fd;
-
-	__atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
-	fd = __atomic_load_n(&p->fd, __ATOMIC_SEQ_CST);
-	if (fd >= 0)
-		shutdown(fd, SHUT_RDWR);
-	pthread_cancel(p->th);	/* it may sleep or block in connect */
-	pthread_join(p->th, NULL);
-	free(p->incoming.v);
-	pthread_mutex_destroy(&p->mu);
-	free(p);
+	memset(st, 0, sizeof(*st));
+	if (l->peer)
+		nt_stream_client_status(l->peer, st);
 }
 
 void nt_live_free(struct nt_live *l)
 {
 	if (!l)
 		return;
-	if (l->peer)
-		peer_stop(l->peer);
+	nt_stream_client_stop(l->peer);
+	free(l->in.v);
 	free(l->cur.v);
 	free(l->pending.v);
 	free(l->pool.v);
@@ -405,3 +257,32 @@ void nt_live_free(struct nt_live *l)
 	free(l);
 }
 
+
+uint64_t nt_kh_ios(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu)
+{
+	uint64_t ios = 0;
+
+	for (int c = 0; c < ncpu; c++)
+		ios += now[c].ios - prev[c].ios;
+	return ios;
+}
+
+uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, int slot,
+			     uint64_t *count, uint64_t *sum, uint64_t *b)
+{
+	*count = *sum = 0;
+	for (int c = 0; c < ncpu; c++) {
+		*count += now[c].count[slot] - prev[c].count[slot];
+		*sum += now[c].sum[slot] - prev[c].sum[slot];
+	}
+	if (!*count)
+		return 0;
+	memset(b, 0, NT_KH_NB * sizeof(*b));
+	for (int c = 0; c < ncpu; c++) {
+		const uint32_t *n = now[c].b[slot], *t = prev[c].b[slot];
+
+		for (uint32_t k = 0; k < NT_KH_NB32; k++)
+			b[k] += (uint32_t)(n[k] - t[k]);
+	}
+	return *count;
+}

@@ -7,8 +7,9 @@
  *   ntbpf live --peer ADDR:PORT ...           (initiator) merge the target's records: all ten stages
  *   ntbpf record --interval SEC ...           the same lines while recording to a file
  *
- * The stream is the record file format itself (docs/record-format.md): a header, then one
- * chunk per interval; a peer that drops is reported and reconnected.
+ * The stream (stream.h) is the record file format itself (docs/record-format.md) after an
+ * HMAC handshake: a header, then one chunk per interval; a peer that drops is reported and
+ * reconnected.
  */
 #ifndef NTBPF_LIVE_H
 #define NTBPF_LIVE_H
@@ -16,6 +17,9 @@
 #include <stdio.h>
 #include "cli.h"
 #include "recfile.h"
+#include "stream.h"
+#include "ntbpf_stages.h"
+#include "ntbpf_kh.h"
 
 struct nt_live;
 
@@ -25,10 +29,22 @@ void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r);
 /* the end of an interval of 'secs' seconds: print it; lost = records lost in it */
 void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost);
 void nt_live_free(struct nt_live *l);
-/* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects) */
-int nt_live_peer(struct nt_live *l, const char *addr, char *err, size_t errlen);
-/* "HOST:PORT" or "[v6]:PORT" */
-int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
+/* records held per interval and waiting from the peer, each (default NT_STREAM_MAX_RECS); more are dropped */
+void nt_live_set_cap(struct nt_live *l, size_t max_recs);
+/* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects); key NULL: none */
+int nt_live_peer(struct nt_live *l, const char *addr, const struct nt_key *key, char *err, size_t errlen);
+/* the peer's state now (zeroes without a peer) */
+void nt_live_peer_status(struct nt_live *l, struct nt_stream_status *st);
+
+/*
+ * In-kernel histograms (ntbpf_kh.h), one group: the interval's values from every
+ * CPU's value now and at the last interval.  Bucket counters are 32 bits per
+ * CPU: their differences are taken per CPU, modulo 2^32, then summed.
+ */
+uint64_t nt_kh_ios(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu);
+/* slot i: values added, their sum and the buckets (NT_KH_NB, zeroed first); the count */
+uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, int slot,
+			     uint64_t *count, uint64_t *sum, uint64_t *b);
 
 /* "ntbpf live": exit status */
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv);

@@ -17,14 +17,14 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "bpfrec.h"
 #include "live.h"
 #include "ntbpf.h"
 #include "ntbpf_stages.h"
 #include "ntbpf_kh.h"
-#include "ntbpf.skel.h"
 #include "probes.h"
+#include "recorder.h"
 #include "report.h"
+#include "stream.h"
 #include "sysinfo.h"
 
 /* ---- in-kernel histograms: read, per-CPU differences with the last interval, summed ---- */
@@ -92,8 +92,8 @@ static struct kh_group *kh_group(struct kh_state *k, const struct nt_kh_gkey *ke
 /*
  * Each group's value holds every stage of its role (ntbpf_kh.h): each slot
  * becomes the interval's histogram of one stage, the I/O count the
- * group's NT_ST_NR entry, as the report expects.  Bucket counters are 32
- * bits per CPU: their differences are taken per CPU, modulo 2^32.
+ * group's NT_ST_NR entry, as the report expects.  The differences with the
+ * last interval are live.c's (nt_kh_ios, nt_kh_slot_interval: unit-tested).
  */
 static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const struct nt_report_opts *o, FILE *out,
 		    double secs, uint64_t lost)
@@ -120,8 +120,7 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 			continue;
 		if (bpf_map_lookup_elem(fd, &key, k->pcpu) || !(g = kh_group(k, &key)))
 			continue;
-		for (int c = 0; c < k->ncpu; c++)
-			ios += k->pcpu[c].ios - g->prev[c].ios;
+		ios = nt_kh_ios(k->pcpu, g->prev, k->ncpu);
 		if (!ios)
 			continue;
 		memset(k->b, 0, sizeof(k->b));
@@ -129,21 +128,10 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 		hk.stage = NT_ST_NR;	/* the group's I/O count */
 		nt_report_add_kh(&rep, &hk, k->b, ios, 0);
 		for (int i = 0; i < NT_KH_SLOTS && nt_kh_slot_stage(key.role, i) != NT_KH_NONE; i++) {
-			uint64_t count = 0, sum = 0;
+			uint64_t count, sum;
 
-			for (int c = 0; c < k->ncpu; c++) {
-				count += k->pcpu[c].count[i] - g->prev[c].count[i];
-				sum += k->pcpu[c].sum[i] - g->prev[c].sum[i];
-			}
-			if (!count)
+			if (!nt_kh_slot_interval(k->pcpu, g->prev, k->ncpu, i, &count, &sum, k->b))
 				continue;
-			memset(k->b, 0, sizeof(k->b));
-			for (int c = 0; c < k->ncpu; c++) {
-				const uint32_t *now = k->pcpu[c].b[i], *then = g->prev[c].b[i];
-
-				for (uint32_t b = 0; b < NT_KH_NB32; b++)
-					k->b[b] += (uint32_t)(now[b] - then[b]);
-			}
 			hk.stage = nt_kh_slot_stage(key.role, i);
 			nt_report_add_kh(&rep, &hk, k->b, count, sum);
 		}
@@ -154,88 +142,11 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 	nt_report_free(&rep);
 }
 
-/* ---- the server side: stream every record to one connected peer ---- */
-
-struct server {
-	int lfd;
-	int cfd;
-	FILE *cf;
-	struct nt_writer *w;
-	const struct nt_header *hdr;
-};
-
-static int server_listen(struct server *s, const char *addr, char *err, size_t errlen)
-{
-	char host[128], port[16];
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
-	int one = 1, rc;
-
-	s->lfd = s->cfd = -1;
-	if (nt_split_addr(addr, host, sizeof(host), port, sizeof(port))) {
-		snprintf(err, errlen, "bad --serve '%s' (want ADDR:PORT)", addr);
-		return -1;
-	}
-	rc = getaddrinfo(strcmp(host, "*") ? host : NULL, port, &hints, &ai);
-	if (rc) {
-		snprintf(err, errlen, "--serve %s: %s", addr, gai_strerror(rc));
-		return -1;
-	}
-	s->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(s->lfd, ai->ai_addr, ai->ai_addrlen) || listen(s->lfd, 1)) {
-		snprintf(err, errlen, "--serve %s: %s", addr, strerror(errno));
-		freeaddrinfo(ai);
-		return -1;
-	}
-	freeaddrinfo(ai);
-	return 0;
-}
-
-static void server_drop(struct server *s, const char *why)
-{
-	if (s->cfd < 0)
-		return;
-	fprintf(stderr, "ntbpf live: peer dropped (%s); waiting for it again\n", why);
-	if (s->w)
-		nt_writer_close(s->w, NULL);
-	s->w = NULL;
-	fclose(s->cf);
-	s->cf = NULL;
-	s->cfd = -1;
-}
-
-static void server_accept(struct server *s)
-{
-	struct timeval tv = { .tv_sec = 2 };
-	int one = 1, fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	if (s->cfd >= 0)
-		server_drop(s, "replaced by a new connection");
-	/* a stalled peer must not stall recording: writes give up after 2 s */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	s->cf = fdopen(fd, "wb");
-	s->w = s->cf ? nt_writer_open(s->cf, s->hdr) : NULL;
-	if (!s->w) {
-		if (s->cf)
-			fclose(s->cf);
-		else
-			close(fd);
-		s->cf = NULL;
-		return;
-	}
-	s->cfd = fd;
-	nt_writer_flush(s->w);
-	fprintf(stderr, "ntbpf live: peer connected\n");
-}
-
 /* ---- "ntbpf live" ---- */
 
 struct live_state {
 	struct nt_live *l;
-	struct server *srv;
+	struct nt_stream_server *srv;
 };
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -245,8 +156,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(struct ntbpf_rec))
 		return 0;
 	nt_live_push(st->l, data);
-	if (st->srv && st->srv->w && nt_writer_add(st->srv->w, data))
-		server_drop(st->srv, strerror(errno));
+	nt_stream_server_add(st->srv, data);
 	return 0;
 }
 
@@ -255,11 +165,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static uint64_t lost_of(const uint64_t *s)
-{
-	return s[ST_LOST_RINGBUF] + s[ST_LOST_MAP_FULL] + s[ST_NO_COMPLETE] + s[ST_PROG_MISSES];
 }
 
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
@@ -272,10 +177,9 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
 				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records };
 	struct kh_state *kh = NULL;
-	struct nt_report_opts ko = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
-				     .group_by = cfg->group_by };
+	struct nt_report_opts ko;
 	struct nt_input local = { .path = "live" };
-	struct server srv = { .lfd = -1, .cfd = -1 };
+	struct nt_key key = { 0 };
 	struct live_state st = { 0 };
 	struct ring_buffer *rb = NULL;
 	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last;
@@ -283,16 +187,28 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	bool loaded = false;
 
 	nt_header_init(&hdr, 0);
+	if (cfg->key && nt_key_load(cfg->key, &key, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf live: %s\n", err);
+		return 1;
+	}
+	/* a bad address or a missing key fails before the probes load (hdr is filled before the first poll) */
+	if (cfg->serve) {
+		st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &key : NULL, &hdr, stderr, err, sizeof(err));
+		if (!st.srv) {
+			fprintf(stderr, "ntbpf live: %s\n", err);
+			return 1;
+		}
+	}
 	role = nt_record_preflight(cfg, "live", &devs);
 	if (role < 0)
-		return 1;
+		goto out;
 	if (cfg->peer && role != NTBPF_ROLE_INITIATOR) {
 		fprintf(stderr, "ntbpf live: --peer is for the initiator (this host records as %s)\n", nt_role_name(role));
-		return 1;
+		goto out;
 	}
 	if (cfg->serve && role != NTBPF_ROLE_TARGET) {
 		fprintf(stderr, "ntbpf live: --serve is for the target (this host records as %s)\n", nt_role_name(role));
-		return 1;
+		goto out;
 	}
 	po.role = role;
 	if (nt_probes_load(&pr, &po, err, sizeof(err)) || (loaded = true, nt_probes_attach(&pr, err, sizeof(err)))) {
@@ -303,20 +219,13 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	st.l = nt_live_new(cfg, &hdr);
 	if (!st.l || (po.kernel_agg && !(kh = kh_init())))
 		goto out;
-	memcpy(ko.pcts, cfg->pcts, sizeof(ko.pcts));
+	nt_report_opts_of(cfg, &ko);
 	local.hdr = hdr;
-	if (cfg->peer && nt_live_peer(st.l, cfg->peer, err, sizeof(err))) {
+	if (cfg->peer && nt_live_peer(st.l, cfg->peer, cfg->key ? &key : NULL, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		goto out;
 	}
-	if (cfg->serve) {
-		srv.hdr = &hdr;
-		if (server_listen(&srv, cfg->serve, err, sizeof(err))) {
-			fprintf(stderr, "ntbpf live: %s\n", err);
-			goto out;
-		}
-		st.srv = &srv;
-	}
+
 	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
 	if (!rb) {
 		fprintf(stderr, "ntbpf live: cannot set up the ring buffer: %s\n", strerror(errno));
@@ -331,31 +240,27 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
-	(po.kernel_agg ? kh_tick(kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, secs, lost) \
+	(po.kernel_agg ? kh_tick(kh, nt_probes_khist_fd(&pr), &local, &ko, stdout, secs, lost) \
 		       : nt_live_tick(st.l, stdout, secs, lost))
 	t_last = nt_clock_ns(CLOCK_MONOTONIC);
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
 	while (!stop_signal) {
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
-		int n = ring_buffer__poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
+		int n = nt_recorder_poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
 
-		/* BPF wakes us per batch: take the rest every round */
-		if (n >= 0)
-			n = ring_buffer__consume(rb);
-		if (n < 0 && n != -EINTR) {
+		if (n < 0) {
 			fprintf(stderr, "ntbpf live: ring buffer poll failed: %s\n", strerror(-n));
 			goto out;
 		}
-		if (srv.lfd >= 0)
-			server_accept(&srv);
+		if (st.srv)
+			nt_stream_server_poll(st.srv);
 		t = nt_clock_ns(CLOCK_MONOTONIC);
 		if (t < t_next)
 			continue;
-		if (srv.w && nt_writer_flush(srv.w))
-			server_drop(&srv, strerror(errno));
+		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
-		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
-		lost_before = lost_of(stats);
+		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
+		lost_before = nt_lost_sum(stats);
 		t_last = t;
 		t_next += (uint64_t)(cfg->interval * 1e9);
 		if (t_next < t)
@@ -368,10 +273,9 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		ring_buffer__consume(rb);
-		if (srv.w)
-			nt_writer_flush(srv.w);
+		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
-		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
+		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
 			sleep(1);
@@ -391,12 +295,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 out:
 	kh_free(kh);
 	ring_buffer__free(rb);
-	if (srv.cfd >= 0) {
-		nt_writer_close(srv.w, NULL);
-		fclose(srv.cf);
-	}
-	if (srv.lfd >= 0)
-		close(srv.lfd);
+	nt_stream_server_free(st.srv);
 	nt_live_free(st.l);
 	if (loaded)
 		nt_probes_destroy(&pr);

@@ -2,7 +2,7 @@
 /*
  * report.c - aggregation and rendering.  Each I/O contributes one value per
  * stage it has to its group's histograms; groups are few (op x size x device
- * x queue), so they live in a small array found by linear probing.
+ * x queue), so they live in a small array, searched from the last one used.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include "match.h"
 #include "report.h"
+#include "escape.h"
 #include "sysinfo.h"
 
 static const char *const op_names[NTBPF_OP_NR] = {
@@ -23,119 +24,7 @@ const char *nt_op_name(uint8_t op)
 	return op < NTBPF_OP_NR ? op_names[op] : "other";
 }
 
-/* ---- loading ---- */
-
-/* read a record file, handing each record to each(); status and trailer into in */
-static int input_scan(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen,
-		      int (*each)(void *ctx, struct nt_input *in, const struct ntbpf_rec *r), void *ctx)
-{
-	struct nt_reader *rd;
-	const struct nt_trailer *t;
-	const struct ntbpf_rec *r;
-	size_t n;
-	int rc = 0;
-
-	memset(in, 0, sizeof(*in));
-	in->path = name;
-	rd = nt_reader_open(f, &in->hdr, err, errlen);
-	if (!rd)
-		return -1;
-	while (!rc && (n = nt_reader_chunk(rd, &r)))
-		for (size_t k = 0; k < n; k++, in->n++)
-			if (each(ctx, in, &r[k])) {
-				snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
-				rc = -1;
-				break;
-			}
-	in->status = nt_reader_status(rd, in->status_msg, sizeof(in->status_msg));
-	t = nt_reader_trailer(rd);
-	if (t) {
-		in->has_trailer = true;
-		in->trailer = *t;
-	}
-	nt_reader_close(rd);
-	return rc;
-}
-
-/* a growing array of n elements of size sz */
-struct vec {
-	void *v;
-	size_t n, cap, sz;
-};
-
-static int vec_grow(struct vec *a)
-{
-	size_t ncap = a->cap ? a->cap * 2 : 4096;
-	void *p = realloc(a->v, ncap * a->sz);
-
-	if (!p)
-		return -1;
-	nt_advise_huge(p, ncap * a->sz);
-	a->v = p;
-	a->cap = ncap;
-	return 0;
-}
-
-/* room for one more element, or NULL */
-static inline void *vec_push(struct vec *a)
-{
-	if (__builtin_expect(a->n == a->cap, 0) && vec_grow(a))
-		return NULL;
-	return (char *)a->v + a->sz * a->n++;
-}
-
-static int keep_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
-{
-	struct vec *v = ctx;
-	struct ntbpf_rec *p = vec_push(v);
-
-	if (!p)
-		return -1;
-	*p = *r;
-	in->recs = v->v;
-	return 0;
-}
-
-int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
-{
-	struct vec v = { .sz = sizeof(struct ntbpf_rec) };
-	int rc = input_scan(in, f, name, err, errlen, keep_record, &v);
-
-	if (rc) {
-		free(v.v);
-		in->recs = NULL;
-	}
-	return rc;
-}
-
-int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	char sub[200];
-	int rc;
-
-	if (!f) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	rc = nt_input_load_stream(in, f, path, sub, sizeof(sub));
-	if (rc)
-		snprintf(err, errlen, "%s: %s", path, sub);
-	fclose(f);
-	return rc;
-}
-
-void nt_input_free(struct nt_input *in)
-{
-	free(in->recs);
-	nt_header_free(&in->hdr);
-	memset(in, 0, sizeof(*in));
-}
-
 /* ---- grouping ---- */
-
-/* the ten stages of the breakdown, blk_submission .. blk_completion */
-#define NT_TEN_MASK ((1u << (NT_ST_BLK_COMP + 1)) - 1)
 
 /* what a group is keyed on (struct nt_group is large: never build one per record) */
 struct gkey {
@@ -263,8 +152,8 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 		/* the ten tile end_to_end: a self-check the report carries (lab-tested to be 0) */
 		uint64_t sum = 0, d;
 
-		for (int s = 0; s <= NT_ST_BLK_COMP; s++)
-			sum += vals[s];
+		for (uint32_t left = NT_TEN_MASK; left; left &= left - 1)
+			sum += vals[__builtin_ctz(left)];
 		d = sum > vals[NT_ST_E2E] ? sum - vals[NT_ST_E2E] : vals[NT_ST_E2E] - sum;
 		g->full++;
 		if (d > g->full_resid)
@@ -366,7 +255,7 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 /* the file report's state: per side, each record's item (matching) and summary (stages) */
 struct stream {
 	struct nt_report *rep;
-	struct vec ii, si, ti, st;
+	struct nt_vec ii, si, ti, st;
 };
 
 static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
@@ -382,8 +271,8 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 	}
 	/* straight into the arrays */
 	tgt = r->role == NTBPF_ROLE_TARGET;
-	x = vec_push(tgt ? &c->ti : &c->ii);
-	s = vec_push(tgt ? &c->st : &c->si);
+	x = nt_vec_push(tgt ? &c->ti : &c->ii);
+	s = nt_vec_push(tgt ? &c->st : &c->si);
 	if (!x || !s)
 		return -1;
 	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
@@ -411,13 +300,20 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 	for (int i = 0; i < n; i++) {
 		char sub[200];
 
-		if (input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
-			snprintf(err, errlen, "%s: %s", names[i], sub);
+		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
+			char path[256];
+
+			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
 			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
 			goto out;
 		}
-		if (ins[i].status != NT_READ_OK && warn)
-			fprintf(warn, "ntbpf report: warning: %s: %s\n", names[i], ins[i].status_msg);
+		if (ins[i].status != NT_READ_OK && warn) {
+			fputs("ntbpf report: warning: ", warn);
+			nt_put_term(warn, names[i]);
+			fputs(": ", warn);
+			nt_put_term(warn, ins[i].status_msg);
+			fputc('\n', warn);
+		}
 		hdrs[i] = &ins[i].hdr;
 		init_at[i + 1] = c.ii.n;
 		tgt_at[i + 1] = c.ti.n;
@@ -616,10 +512,15 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		const struct nt_header *h = &rep->ins[i].hdr;
 
 		for (uint32_t k = 0; k < h->nhooks; k++)
-			if (strcmp(h->hooks[k].status, "attached"))
-				fprintf(out, "# %s: hook %s not attached (%s); %s\n", nt_role_name(h->role),
-					h->hooks[k].name, h->hooks[k].status,
-					h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");
+			if (strcmp(h->hooks[k].status, "attached")) {
+				fprintf(out, "# %s: hook ", nt_role_name(h->role));
+				nt_put_term(out, h->hooks[k].name);
+				fputs(" not attached (", out);
+				nt_put_term(out, h->hooks[k].status);
+				fputs("); ", out);
+				nt_put_term(out, h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");
+				fputc('\n', out);
+			}
 	}
 	if (!(rep->stages_seen & ~((1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E))) &&
 	    rep->n_init)
@@ -643,8 +544,8 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 		snprintf(q, sizeof(q), "%u", g->size);
 	else
 		snprintf(q, sizeof(q), "all");
-	fprintf(out, "group: op=%s size=%s dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
-		q, (o->group_by & NT_GB_DEV) ? name : "all");
+	fprintf(out, "group: op=%s size=%s dev=", g->op == 0xff ? "all" : nt_op_name(g->op), q);
+	nt_put_term(out, (o->group_by & NT_GB_DEV) ? name : "all");	/* a name from a file */
 	queue_name(g, q, sizeof(q));
 	if (o->group_by & NT_GB_QUEUE)
 		fprintf(out, " queue=%s", q);
@@ -661,13 +562,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	fputc('\n', out);
 	for (int k = 0; k < NT_ST_NR; k++) {
 		/* the stages that add up, then end_to_end, then the two spans they split */
-		static const int order[NT_ST_NR] = {
-			NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB,
-			NT_ST_TARGET_SUBSYS, NT_ST_NVMET_TCP_COMP, NT_ST_NETWORK, NT_ST_NSTACK_COMP,
-			NT_ST_NVME_TCP_COMP, NT_ST_BLK_COMP, NT_ST_BLK_DEVICE, NT_ST_E2E, NT_ST_REMOTE,
-			NT_ST_TARGET_RES,
-		};
-		int s = order[k];
+		int s = nt_stage_at_row[k];
 		const struct nt_hist *h = &g->h[s];
 
 		if (!h->count && !o->verbose)
@@ -689,9 +584,16 @@ static void print_text(FILE *out, const struct nt_report *rep)
 	for (int i = 0; i < rep->nins; i++) {
 		const struct nt_input *in = &rep->ins[i];
 
-		fprintf(out, "# input %s: %s on %s, kernel %s, %zu records%s%s\n", in->path,
-			nt_role_name(in->hdr.role), in->hdr.hostname, in->hdr.kernel, in->n,
-			in->status == NT_READ_OK ? "" : ", ", in->status == NT_READ_OK ? "" : in->status_msg);
+		/* the strings come from the file: escaped, so that they cannot make lines or drive the terminal */
+		fputs("# input ", out);
+		nt_put_term(out, in->path);
+		fprintf(out, ": %s on ", nt_role_name(in->hdr.role));
+		nt_put_term(out, in->hdr.hostname);
+		fputs(", kernel ", out);
+		nt_put_term(out, in->hdr.kernel);
+		fprintf(out, ", %zu records%s", in->n, in->status == NT_READ_OK ? "" : ", ");
+		nt_put_term(out, in->status == NT_READ_OK ? "" : in->status_msg);
+		fputc('\n', out);
 	}
 	print_notes_text(out, rep);
 	for (int gi = 0; gi < rep->ngroups; gi++) {
@@ -704,24 +606,15 @@ static void print_text(FILE *out, const struct nt_report *rep)
 
 /* ---- JSON ---- */
 
+/* strings from files are untrusted: valid UTF-8 and valid JSON whatever they hold (escape.c) */
 static void json_str(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+	nt_put_json(out, s);
 }
 
 /* the "groups" array's members; secs > 0 adds "iops" (live intervals) */
-static void print_groups_json(FILE *out, const struct nt_report *rep, double secs)
+/* the groups as a JSON array's elements: laid out on lines (report), or on one line (live) */
+static void print_groups_json(FILE *out, const struct nt_report *rep, double secs, bool one_line)
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
@@ -732,7 +625,7 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 
 		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 		queue_name(g, q, sizeof(q));
-		fprintf(out, "%s\n  {\"op\": ", gi ? "," : "");
+		fprintf(out, "%s%s{\"op\": ", gi ? "," : "", one_line ? "" : "\n  ");
 		json_str(out, g->op == 0xff ? "all" : nt_op_name(g->op));
 		fprintf(out, ", \"size\": %u, \"device\": ", g->size);
 		json_str(out, (o->group_by & NT_GB_DEV) ? name : "all");
@@ -745,15 +638,15 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 			g->full, g->full_resid);
 		if (secs > 0)
 			fprintf(out, ", \"iops\": %.1f", g->count / secs);
-		fprintf(out, ",\n   \"stages\": {");
+		fprintf(out, ",%s\"stages\": {", one_line ? "" : "\n   ");
 		first = true;
 		for (int s = 0; s < NT_ST_NR; s++) {
 			const struct nt_hist *h = &g->h[s];
 
 			if (!h->count)
 				continue;
-			fprintf(out, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
-				nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
+			fprintf(out, "%s%s\"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
+				one_line ? "" : "\n    ", nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
 			for (int p = 0; p < o->npcts; p++) {
 				pct_key(o->pcts[p], key, sizeof(key));
 				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
@@ -824,7 +717,7 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		fprintf(out, ", \"clock_offset_ns\": null, \"clock_drift_ns\": null, \"clock_votes\": 0");
 	fprintf(out, "},\n");
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
-	print_groups_json(out, rep, 0);
+	print_groups_json(out, rep, 0, false);
 	fprintf(out, "]}\n");
 }
 
@@ -851,9 +744,9 @@ static void print_csv(FILE *out, const struct nt_report *rep)
 
 			if (!h->count)
 				continue;
-			fprintf(out, "%s,%u,%s,%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f",
-				g->op == 0xff ? "all" : nt_op_name(g->op), g->size,
-				(o->group_by & NT_GB_DEV) ? name : "all", q, g->count, nt_stage_name(s),
+			fprintf(out, "%s,%u,", g->op == 0xff ? "all" : nt_op_name(g->op), g->size);
+			nt_put_csv(out, (o->group_by & NT_GB_DEV) ? name : "all");	/* a name from a file */
+			fprintf(out, ",%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f", q, g->count, nt_stage_name(s),
 				h->count, nt_hist_mean(h) / 1000.0);
 			for (int p = 0; p < o->npcts; p++)
 				fprintf(out, ",%.3f", us(nt_hist_percentile(h, o->pcts[p])));
@@ -876,12 +769,23 @@ void nt_report_print(FILE *out, const struct nt_report *rep)
 	}
 }
 
+void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->version = NTBPF_VERSION;
+	o->npcts = cfg->npcts;
+	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
+	o->format = cfg->format;
+	o->group_by = cfg->group_by;
+	/* -v of record and live is about libbpf, not the report */
+	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
+}
+
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins));
 	FILE **files = calloc(cfg->nfiles, sizeof(*files));
-	struct nt_report_opts o = { .version = NTBPF_VERSION, .npcts = cfg->npcts, .format = cfg->format,
-				    .group_by = cfg->group_by, .verbose = cfg->verbose };
+	struct nt_report_opts o;
 	struct nt_report rep;
 	char msg[400];
 	int rc = 0;
@@ -891,11 +795,14 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		free(files);
 		return 1;
 	}
-	memcpy(o.pcts, cfg->pcts, sizeof(o.pcts));
+	nt_report_opts_of(cfg, &o);
 	for (int i = 0; i < cfg->nfiles; i++) {
 		files[i] = fopen(cfg->files[i], "rb");
 		if (!files[i]) {
-			fprintf(err, "ntbpf report: cannot open %s: %s\n", cfg->files[i], strerror(errno));
+			char path[256];
+
+			fprintf(err, "ntbpf report: cannot open %s: %s\n", nt_esc_term(path, sizeof(path), cfg->files[i]),
+				strerror(errno));
 			rc = 1;
 			goto out;
 		}
@@ -941,26 +848,7 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 		if (info->peer)
 			fprintf(out, ", \"peer\": \"%s\"", info->peer);
 		fprintf(out, ", \"groups\": [");
-		{
-			/* one line per interval, for pipelines: render, then drop the layout */
-			char *buf = NULL;
-			size_t len = 0;
-			FILE *m = open_memstream(&buf, &len);
-
-			if (m) {
-				print_groups_json(m, rep, secs);
-				fclose(m);
-				for (char *c = buf; c && *c; c++) {
-					if (*c != '\n') {
-						fputc(*c, out);
-						continue;
-					}
-					while (c[1] == ' ')
-						c++;
-				}
-				free(buf);
-			}
-		}
+		print_groups_json(out, rep, secs, true);	/* one line per interval, for pipelines */
 		fprintf(out, "]}\n");
 	} else {
 		fprintf(out, "%s  IOPS %.0f", when, n / secs);

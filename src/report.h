@@ -2,7 +2,9 @@
 /*
  * report - turn record files into the per-stage breakdown (pure: no BPF).
  *
- *   nt_input_load()    read one file completely (keeps what a cut file holds)
+ *   nt_report_build_files()  read record files (src/input.h), pair I/Os across
+ *                      hosts (src/match.h), group, fill histograms, collect
+ *                      what could not be seen ("ntbpf report")
  *   nt_report_build()  pair I/Os across hosts, group, fill histograms, collect
  *                      what could not be seen
  *   nt_report_print()  text (ntprof-like table), JSON (docs/report-json.md), CSV
@@ -14,26 +16,10 @@
 #include <stdio.h>
 #include "cli.h"
 #include "hist.h"
+#include "input.h"
 #include "recfile.h"
 #include "stages.h"
 #include "match.h"
-
-struct nt_input {
-	const char *path;
-	struct nt_header hdr;
-	struct ntbpf_rec *recs;
-	size_t n;
-	enum nt_read_status status;
-	char status_msg[256];	/* why not OK */
-	bool has_trailer;
-	struct nt_trailer trailer;
-};
-
-/* 0, or -1 with a one-line cause in err (file not loaded at all) */
-int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen);
-/* the same from an already open stream (tests) */
-int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen);
-void nt_input_free(struct nt_input *in);
 
 struct nt_group {
 	uint8_t op;
@@ -58,6 +44,9 @@ struct nt_report_opts {
 	unsigned int group_by;
 	bool verbose;
 };
+
+/* the report's options from the command line: "ntbpf report", live intervals, record --interval */
+void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o);
 
 struct nt_report {
 	const struct nt_report_opts *o;

@@ -2,37 +2,26 @@
 #include <string.h>
 #include "stages.h"
 
+/* the columns of the stage table (include/ntbpf_stages.h) that only user space needs */
 static const struct {
 	const char *name, *summary;
 } names[NT_ST_NR] = {
-	[NT_ST_BLK_SUB] = { "blk_submission",
-		"request allocated in blk-mq -> handed to the nvme_tcp driver (block_rq_issue stands in on other drivers)" },
-	[NT_ST_NVME_TCP_SUB] = { "nvme_tcp_submission",
-		"nvme_tcp_queue_rq -> command PDU handed to the socket" },
-	[NT_ST_NSTACK_SUB] = { "nstack_submission",
-		"command PDU arrives at the target socket -> nvmet_tcp picks it up" },
-	[NT_ST_NVMET_TCP_SUB] = { "nvmet_tcp_submission",
-		"nvmet_tcp picks the PDU up -> request handed to the target backend" },
-	[NT_ST_TARGET_SUBSYS] = { "target_subsystem",
-		"request handed to the backend -> nvmet core completes it" },
-	[NT_ST_NVMET_TCP_COMP] = { "nvmet_tcp_completion",
-		"nvmet core completion -> response (and C2H data) handed to the socket" },
-	[NT_ST_NETWORK] = { "network_transmission",
-		"remote (initiator) - target_residence (target): the wire and both TCP stacks" },
-	[NT_ST_NSTACK_COMP] = { "nstack_completion",
-		"response arrives at the initiator socket -> nvme_tcp processes it" },
-	[NT_ST_NVME_TCP_COMP] = { "nvme_tcp_completion",
-		"nvme_tcp processes the response -> nvme request completed" },
-	[NT_ST_BLK_COMP] = { "blk_completion",
-		"nvme request completed -> block request completed" },
-	[NT_ST_BLK_DEVICE] = { "blk_device",
-		"block_rq_issue -> block_rq_complete, on devices without nvme_tcp hooks (driver + device)" },
-	[NT_ST_REMOTE] = { "remote",
-		"command sent -> response arrives, seen from the initiator (network + target)" },
-	[NT_ST_TARGET_RES] = { "target_residence",
-		"command arrives at the target -> response handed to the socket" },
-	[NT_ST_E2E] = { "end_to_end",
-		"request allocated in blk-mq -> block request completed" },
+#define NT_X_NAME(id, name_, role, from, to, afrom, ato, slot, ten, row, help) \
+	[NT_ST_##id] = { #name_, help },
+	NT_STAGES(NT_X_NAME)
+#undef NT_X_NAME
+};
+
+const int8_t nt_sum_slot[NT_ST_NR] = {
+#define NT_X_SLOT(id, name, role, from, to, afrom, ato, slot, ...) [NT_ST_##id] = (slot),
+	NT_STAGES(NT_X_SLOT)
+#undef NT_X_SLOT
+};
+
+const int8_t nt_stage_at_row[NT_ST_NR] = {
+#define NT_X_ROW(id, name, role, from, to, afrom, ato, slot, ten, row, help) [row] = NT_ST_##id,
+	NT_STAGES(NT_X_ROW)
+#undef NT_X_ROW
 };
 
 static const char *const ev_init_names[EV_I_NR] = {
@@ -88,16 +77,93 @@ int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns)
 	return rc;
 }
 
-const int8_t nt_sum_slot[NT_ST_NR] = {
-	/* initiator */
-	[NT_ST_BLK_SUB] = 0, [NT_ST_NVME_TCP_SUB] = 1, [NT_ST_NSTACK_COMP] = 2, [NT_ST_NVME_TCP_COMP] = 3,
-	[NT_ST_BLK_COMP] = 4, [NT_ST_BLK_DEVICE] = 5, [NT_ST_REMOTE] = 6, [NT_ST_E2E] = 7,
-	/* target */
-	[NT_ST_NSTACK_SUB] = 0, [NT_ST_NVMET_TCP_SUB] = 1, [NT_ST_TARGET_SUBSYS] = 2, [NT_ST_NVMET_TCP_COMP] = 3,
-	[NT_ST_TARGET_RES] = 4,
-	/* both */
-	[NT_ST_NETWORK] = -1,
-};
+/*
+ * Every stage one host's record gives.  Returns the mask of stages set in
+ * vals; *stand_in gets those computed with a stand-in boundary.
+ */
+/*
+ * The report's common case, without a branch per stage: every stage of the
+ * role has its own two events (no stand-in) and they are in order.  Both
+ * loops unroll over the constant table, so they compile to the role's
+ * subtractions.  blk_device never applies here (nvme events are seen).
+ * 1 and the stages in raw/mask, or 0: take the general path.
+ */
+static inline int nt_host_fast(const struct ntbpf_rec *r, int role, __u64 raw[NT_ST_NR], __u32 *maskp)
+{
+	__u32 need = 0, mask = 0;
+	__s64 bad = 0;
+
+#pragma GCC unroll 16
+	for (int s = 0; s < NT_ST_NR; s++)
+		if (nt_spans[s].role == role && s != NT_ST_BLK_DEVICE)
+			need |= 1u << nt_spans[s].from | 1u << nt_spans[s].to;
+	if ((r->ev_mask & need) != need)
+		return 0;
+#pragma GCC unroll 16
+	for (int s = 0; s < NT_ST_NR; s++) {
+		__s64 d;
+
+		if (nt_spans[s].role != role || s == NT_ST_BLK_DEVICE)
+			continue;
+		d = (__s64)r->ev[nt_spans[s].to] - (__s64)r->ev[nt_spans[s].from];
+		bad |= d;
+		raw[s] = (__u64)d;
+		mask |= 1u << s;
+	}
+	*maskp = mask;
+	return bad >= 0;
+}
+
+/*
+ * nt_stage_of() for every stage, with each span read once: the report calls
+ * this for every record (tests/unit/test_stages.c checks the two agree on
+ * random records).  raw[s] is stage s where bit s of the result is set
+ * (raw comes in zeroed); *stand_in the stages from a stand-in boundary.
+ */
+static inline __u32 nt_host_raw(const struct ntbpf_rec *r, __u64 raw[NT_ST_NR], __u32 *stand_in)
+{
+	int rc[NT_ST_NR];
+	__u32 mask = 0, si = 0;
+	__u64 adj;
+
+	if (!(r->role == NTBPF_ROLE_INITIATOR && nt_host_fast(r, NTBPF_ROLE_INITIATOR, raw, &mask)) &&
+	    !(r->role == NTBPF_ROLE_TARGET && nt_host_fast(r, NTBPF_ROLE_TARGET, raw, &mask)))
+	{
+		/* unrolled, every span's events are constants: a few instructions per stage */
+#pragma GCC unroll 16
+		for (int s = 0; s < NT_ST_NR; s++)
+			rc[s] = nt_spans[s].role == r->role ? nt_span_value(r, s, &raw[s]) : 0;
+		if (!nt_blk_device_applies(r))
+			rc[NT_ST_BLK_DEVICE] = 0;
+		mask = 0;
+		for (int s = 0; s < NT_ST_NR; s++) {
+			if (rc[s] <= 0)
+				continue;
+			mask |= 1u << s;
+			if (rc[s] == 2)
+				si |= 1u << s;
+		}
+	}
+	adj = nt_r2t_adj(r);
+	if (adj) {
+		int xs = NT_R2T_X(r->role), ys = NT_R2T_Y(r->role);
+
+		nt_r2t_move(r->role, adj, !!(mask & (1u << xs)), &raw[xs], !!(mask & (1u << ys)), &raw[ys]);
+	}
+	*stand_in = si;
+	return mask;
+}
+
+/* the same into vals[], set where bit s of the result is */
+__u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in)
+{
+	__u64 raw[NT_ST_NR] = { 0 };
+	__u32 mask = nt_host_raw(r, raw, stand_in);
+
+	for (__u32 left = mask; left; left &= left - 1)
+		vals[__builtin_ctz(left)] = raw[__builtin_ctz(left)];
+	return mask;
+}
 
 /* a role's stages into their slots: unrolled over the constant table, a store per stage */
 #define PACK_ROLE(ROLE)								\

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * stages - every stage ntbpf reports, defined by its two events
+ * stages - every stage ntbpf reports, user space's side of the stage table
  * (include/ntbpf_stages.h, shared with the BPF side; docs/stages.md;
- * tests/unit/test_stages.c checks that the doc and the table agree).
+ * tests/unit/test_stages.c checks that the doc, the table and every view
+ * derived from it agree): names, the report's row order, per-record
+ * summaries, and the values of in-kernel histogram buckets.
  */
 #ifndef NTBPF_STAGES_H
 #define NTBPF_STAGES_H
@@ -11,6 +13,7 @@
 #include <stdint.h>
 #include "ntbpf.h"
 #include "ntbpf_stages.h"
+#include "ntbpf_kh.h"
 
 const char *nt_stage_name(int s);
 const char *nt_stage_summary(int s);	/* one line for --help and the docs */
@@ -19,6 +22,45 @@ const char *nt_ev_name(uint8_t role, int ev);	/* "blk_start", "cmd_arrive", ... 
 
 /* single-host stage s of r: see nt_span_value() */
 int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns);
+
+/* the ten stages that tile end_to_end (column TEN) */
+#define NT_X_TEN(id, name, role, from, to, afrom, ato, slot, ten, ...) | ((ten) ? 1u << NT_ST_##id : 0u)
+#define NT_TEN_MASK (0u NT_STAGES(NT_X_TEN))
+
+/* the stage in row k of the report's table (column ROW) */
+extern const int8_t nt_stage_at_row[NT_ST_NR];
+
+/*
+ * nt_stage_of() for every stage of r, each span read once (the report's
+ * per-record path).  vals[s] is set where bit s of the result is set;
+ * *stand_in gets the stages computed from a stand-in boundary.
+ */
+__u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in);
+
+/* one in-kernel histogram as the report takes it: a group (op, size, device) and a stage */
+struct nt_kh_key {
+	__u32 dev;
+	__u32 bytes;
+	__u8 op;
+	__u8 stage;	/* enum nt_stage, or NT_ST_NR for the group's I/O count */
+	__u8 role;
+	__u8 pad;
+};
+
+/* the midpoint of bucket b (user space turns buckets back into values) */
+static inline __u64 nt_kh_value(__u32 b)
+{
+	__u32 e, sub;
+	__u64 lo;
+
+	if (b < NT_KH_SUB)
+		return b;
+	e = b / NT_KH_SUB + NT_KH_SUB_BITS - 1;
+	sub = b % NT_KH_SUB;
+	lo = ((__u64)(NT_KH_SUB + sub)) << (e - NT_KH_SUB_BITS);
+	return lo + ((1ull << (e - NT_KH_SUB_BITS)) >> 1);
+}
+
 
 /*
  * One host's own stages of one I/O, 40 bytes (what "ntbpf report" keeps per

@@ -191,6 +191,29 @@ static void test_help_is_not_an_error(void **state)
 	assert_string_equal(err, "");
 }
 
+/* report --help ends with the stages, in the report's order, from the stage table */
+static void test_report_help_lists_stages(void **state)
+{
+	struct nt_config cfg;
+	char err[256], buf[8192];
+	FILE *saved = stdout, *f = tmpfile();
+	size_t n;
+
+	assert_non_null(f);
+	stdout = f;
+	assert_int_equal(parse("ntbpf report --help", &cfg, err, sizeof(err)), 1);
+	stdout = saved;
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	assert_non_null(strstr(buf, "  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
+				    "STAGES (docs/stages.md): blk_submission nvme_tcp_submission\n"
+				    "  nstack_submission nvmet_tcp_submission target_subsystem\n"
+				    "  nvmet_tcp_completion network_transmission nstack_completion\n"
+				    "  nvme_tcp_completion blk_completion end_to_end\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +225,7 @@ int main(void)
 		cmocka_unit_test(test_live),
 		cmocka_unit_test(test_top_level),
 		cmocka_unit_test(test_help_is_not_an_error),
+		cmocka_unit_test(test_report_help_lists_stages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "live.h"
+#include "stream.h"
 
 static struct nt_config cfg_for(const char *fmt)
 {
@@ -123,52 +124,75 @@ static void test_local_intervals(void **state)
 	nt_header_free(&h);
 }
 
-/* a one-shot record-stream server on 127.0.0.1 */
+/* a one-shot record-stream server on 127.0.0.1 (stream.c's, with a key) */
 struct srv {
-	int lfd, port;
+	int port;
 	int nrec;
 	uint64_t base;
 	int64_t off;
 	int close_after;	/* close the connection after this many records */
 };
 
+static const struct nt_key test_key = { .n = 16, .k = "0123456789abcdef" };
+
 static void *serve(void *arg)
 {
 	struct srv *s = arg;
-	int fd = accept(s->lfd, NULL, NULL);
-	FILE *f = fdopen(fd, "wb");
+	struct nt_stream_server *ss;
 	struct nt_header h;
-	struct nt_writer *w;
+	char addr[64], err[128];
+	FILE *log = fopen("/dev/null", "w");
 
 	nt_header_init(&h, NTBPF_ROLE_TARGET);
 	snprintf(h.boot_id, sizeof(h.boot_id), "tgt-boot");
 	h.mono_ns = 1000000000ull + s->off;
 	h.real_ns = 1700000000000000000ull;
-	w = nt_writer_open(f, &h);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", s->port);
+	ss = nt_stream_server_new(addr, &test_key, &h, log, err, sizeof(err));
+	assert_non_null(ss);
+	/* wait for the peer to connect and authenticate (10 s at most) */
+	for (int i = 0; i < 10000 && !nt_stream_server_connected(ss); i++) {
+		nt_stream_server_poll(ss);
+		usleep(1000);
+	}
+	assert_true(nt_stream_server_connected(ss));
 	for (int k = 0; k < s->nrec && k < s->close_after; k++) {
 		struct ntbpf_rec r = tgt_rec(s->base + k * 200000ull, (uint16_t)(k % 16) << 12, s->off);
 
-		nt_writer_add(w, &r);
+		nt_stream_server_add(ss, &r);
 	}
-	nt_writer_flush(w);
-	nt_writer_close(w, NULL);
-	fclose(f);
+	nt_stream_server_tick(ss);
+	nt_stream_server_free(ss);
 	nt_header_free(&h);
+	fclose(log);
 	return NULL;
 }
 
-static int listen_any(int *port)
+static int free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 1), 0);
 	getsockname(fd, (struct sockaddr *)&a, &len);
-	*port = ntohs(a.sin_port);
-	return fd;
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* waits (10 s at most) until the peer thread received n records in all and its state starts with 'want' */
+static void wait_peer(struct nt_live *l, uint64_t n, const char *want)
+{
+	struct nt_stream_status st;
+
+	for (int i = 0; i < 1000; i++) {
+		nt_live_peer_status(l, &st);
+		if (st.received >= n && !strncmp(st.state, want, strlen(want)))
+			return;
+		usleep(10000);
+	}
+	fail_msg("peer: %llu records received, state '%s'; want %llu, '%s'", (unsigned long long)st.received,
+		 st.state, (unsigned long long)n, want);
 }
 
 static void test_peer_stream_pairs(void **state)
@@ -180,14 +204,14 @@ static void test_peer_stream_pairs(void **state)
 	pthread_t th;
 	char addr[64], err[128], *out;
 
-	s.lfd = listen_any(&s.port);
+	s.port = free_port();
 	pthread_create(&th, NULL, serve, &s);
 	local_header(&h);
 	l = nt_live_new(&cfg, &h);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", s.port);
-	assert_int_equal(nt_live_peer(l, addr, err, sizeof(err)), 0);
+	assert_int_equal(nt_live_peer(l, addr, &test_key, err, sizeof(err)), 0);
 	pthread_join(th, NULL);
-	usleep(200000);	/* the peer thread reads what was sent */
+	wait_peer(l, 200, "down");	/* the peer thread read all that was sent, to the end */
 	for (int k = 0; k < 200; k++) {
 		struct ntbpf_rec r = init_rec(s.base + k * 200000ull, (uint16_t)(k % 16) << 12);
 
@@ -205,7 +229,6 @@ static void test_peer_stream_pairs(void **state)
 	free(out);
 	nt_live_free(l);
 	nt_header_free(&h);
-	close(s.lfd);
 }
 
 static void test_peer_drops_and_returns(void **state)
@@ -217,14 +240,14 @@ static void test_peer_drops_and_returns(void **state)
 	pthread_t th;
 	char addr[64], err[128], *out;
 
-	s.lfd = listen_any(&s.port);
+	s.port = free_port();
 	pthread_create(&th, NULL, serve, &s);
 	local_header(&h);
 	l = nt_live_new(&cfg, &h);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", s.port);
-	assert_int_equal(nt_live_peer(l, addr, err, sizeof(err)), 0);
+	assert_int_equal(nt_live_peer(l, addr, &test_key, err, sizeof(err)), 0);
 	pthread_join(th, NULL);
-	usleep(300000);	/* the stream ended: the peer is down and retrying */
+	wait_peer(l, 100, "down");	/* the stream ended: the peer is down and retrying */
 	out = tick(l, 1.0);
 	free(out);
 	out = tick(l, 1.0);
@@ -233,8 +256,8 @@ static void test_peer_drops_and_returns(void **state)
 	/* it comes back: the next records pair again */
 	s.base = 9000000000ull;
 	pthread_create(&th, NULL, serve, &s);
-	pthread_join(th, NULL);
-	sleep(2);	/* the thread retries once a second */
+	pthread_join(th, NULL);	/* returns once the peer connected again and got everything sent */
+	wait_peer(l, 200, "down");
 	for (int k = 0; k < 100; k++) {
 		struct ntbpf_rec r = init_rec(s.base + k * 200000ull, (uint16_t)(k % 16) << 12);
 
@@ -248,13 +271,55 @@ static void test_peer_drops_and_returns(void **state)
 	free(out);
 	nt_live_free(l);
 	nt_header_free(&h);
-	close(s.lfd);
+}
+
+/* in-kernel histograms: per-CPU differences, 32-bit bucket counters wrapping around between intervals */
+static void test_kh_wraparound(void **state)
+{
+	struct nt_kh_gval *now = calloc(2, sizeof(*now)), *prev = calloc(2, sizeof(*prev));
+	uint64_t *b = calloc(NT_KH_NB, sizeof(*b)), count, sum;
+
+	prev[0].ios = 100;
+	now[0].ios = 130;
+	prev[1].ios = 7;
+	now[1].ios = 17;
+	assert_int_equal(nt_kh_ios(now, prev, 2), 40);
+	/* slot 2: CPU 0's bucket 5 wraps (0xfffffff0 -> 0x10: +32), CPU 1's adds 8; bucket 9 goes 3 -> 4 on CPU 1 */
+	prev[0].count[2] = 1000;
+	now[0].count[2] = 1032;
+	prev[1].count[2] = 50;
+	now[1].count[2] = 59;
+	prev[0].sum[2] = 5000000;
+	now[0].sum[2] = 5000000 + 32 * 1000;
+	now[1].sum[2] = 9 * 2000;
+	prev[0].b[2][5] = 0xfffffff0u;
+	now[0].b[2][5] = 0x10;
+	prev[1].b[2][5] = 1;
+	now[1].b[2][5] = 9;
+	prev[1].b[2][9] = 3;
+	now[1].b[2][9] = 4;
+	b[NT_KH_NB - 1] = 77;	/* zeroed first */
+	assert_int_equal(nt_kh_slot_interval(now, prev, 2, 2, &count, &sum, b), 41);
+	assert_int_equal(count, 41);
+	assert_int_equal(sum, 32 * 1000 + 9 * 2000);
+	assert_int_equal(b[5], 40);
+	assert_int_equal(b[9], 1);
+	assert_int_equal(b[NT_KH_NB - 1], 0);
+	for (unsigned int k = 0; k < NT_KH_NB; k++)
+		if (k != 5 && k != 9)
+			assert_int_equal(b[k], 0);
+	/* a slot with nothing new: 0, nothing computed */
+	assert_int_equal(nt_kh_slot_interval(now, prev, 2, 3, &count, &sum, b), 0);
+	free(now);
+	free(prev);
+	free(b);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_intervals),
+		cmocka_unit_test(test_kh_wraparound),
 		cmocka_unit_test(test_peer_stream_pairs),
 		cmocka_unit_test(test_peer_drops_and_returns),
 	};

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Report rendering against golden files (tests/unit/golden/), and the exit
- * status of "ntbpf report" on good, cut and unreadable files.
+ * "ntbpf report" as main() runs it (nt_cli_parse, nt_report_cmd) against
+ * golden files (tests/unit/golden/): a block-only recording, and a two-host
+ * pair with all ten stages; the exit status on good, cut and unreadable
+ * files; the in-memory path against the files path.
  * NTBPF_UPDATE_GOLDEN=1 rewrites the golden files (review the diff!).
  */
 #include <stdarg.h>
@@ -15,11 +17,75 @@
 #include "report.h"
 #include "../../bench/synth.h"
 
+/* absolute: the product-path tests run "ntbpf report" inside a scratch directory */
 static const char *datadir(void)
 {
+	static char abs[4096];
 	const char *d = getenv("NTBPF_TESTDATA");
 
-	return d ? d : "tests/unit";
+	if (!abs[0])
+		assert_non_null(realpath(d ? d : "tests/unit", abs));
+	return abs;
+}
+
+/*
+ * "ntbpf report ARGS..." as main() runs it (nt_cli_parse, nt_report_cmd), in
+ * dir, on the files there; stdout returned (malloc'd), *rc its exit status,
+ * the JSON's ntbpf_version (the build's) replaced by "test".
+ */
+static char *report_cli(const char *dir, const char *args, int *rc)
+{
+	char line[512], *argv[32], *save, *out = NULL, cwd[4096], *v;
+	int argc = 0;
+	size_t olen = 0;
+	struct nt_config cfg;
+	FILE *o, *e = fopen("/dev/null", "w");
+
+	snprintf(line, sizeof(line), "ntbpf report %s", args);
+	for (char *t = strtok_r(line, " ", &save); t && argc < 31; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(nt_cli_parse(argc, argv, &cfg, e), 0);
+	o = open_memstream(&out, &olen);
+	*rc = nt_report_cmd(&cfg, o, e);
+	fclose(o);
+	fclose(e);
+	assert_int_equal(chdir(cwd), 0);
+	v = strstr(out, "{\"ntbpf_version\": \"");
+	if (v) {
+		char *q;
+
+		v += strlen("{\"ntbpf_version\": \"");
+		q = strchr(v, '"');
+		assert_non_null(q);
+		assert_true(q - v >= 4);	/* git describe: never shorter */
+		memcpy(v, "test", 4);
+		memmove(v + 4, q, strlen(q) + 1);
+	}
+	return out;
+}
+
+/* a scratch directory for record files */
+static char *scratch_dir(void)
+{
+	static char dir[64];
+
+	snprintf(dir, sizeof(dir), "/tmp/ntbpf-test-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return dir;
+}
+
+static void scratch_rm(const char *dir, const char *const *names, int n)
+{
+	char path[256];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
 }
 
 /* a deterministic initiator recording: reads and writes on nvme0n1 and loop0 */
@@ -88,30 +154,24 @@ static void make_init_file(FILE *f, size_t nrec, bool trailer)
 	nt_header_free(&h);
 }
 
+/* the block-only recording as "ntbpf report --format FMT --percentiles 50,99,99.9 init.ntbpf" prints it */
 static char *render(enum nt_format fmt, size_t nrec)
 {
-	char *fbuf = NULL, *out = NULL, err[256];
-	size_t flen = 0, olen = 0;
-	FILE *f = open_memstream(&fbuf, &flen), *o;
-	struct nt_input in;
-	struct nt_report rep;
-	struct nt_report_opts opts = { .version = "test", .npcts = 3, .pcts = { 50, 99, 99.9 }, .format = fmt,
-				       .group_by = NT_GB_OP | NT_GB_SIZE | NT_GB_DEV };
+	static const char *const fmts[] = { [NT_FMT_TEXT] = "text", [NT_FMT_JSON] = "json", [NT_FMT_CSV] = "csv" };
+	const char *names[] = { "init.ntbpf" };
+	char *dir = scratch_dir(), path[256], args[128], *out;
+	FILE *f;
+	int rc;
 
+	snprintf(path, sizeof(path), "%s/init.ntbpf", dir);
+	f = fopen(path, "wb");
+	assert_non_null(f);
 	make_init_file(f, nrec, true);
 	fclose(f);
-	f = fmemopen(fbuf, flen, "rb");
-	assert_int_equal(nt_input_load_stream(&in, f, "init.ntbpf", err, sizeof(err)), 0);
-	assert_int_equal(in.status, NT_READ_OK);
-	assert_int_equal(in.n, nrec);
-	assert_int_equal(nt_report_build(&rep, &in, 1, &opts), 0);
-	o = open_memstream(&out, &olen);
-	nt_report_print(o, &rep);
-	fclose(o);
-	nt_report_free(&rep);
-	nt_input_free(&in);
-	fclose(f);
-	free(fbuf);
+	snprintf(args, sizeof(args), "--format %s --percentiles 50,99,99.9 init.ntbpf", fmts[fmt]);
+	out = report_cli(dir, args, &rc);
+	assert_int_equal(rc, 0);
+	scratch_rm(dir, names, 1);
 	return out;
 }
 
@@ -192,7 +252,7 @@ static int run_cmd(const char *file, char *out, size_t outlen, char *err, size_t
 
 	memset(out, 0, outlen);
 	memset(err, 0, errlen);
-	cfg.files[0] = file;
+	cfg.files = &file;
 	rc = nt_report_cmd(&cfg, o, e);
 	fclose(o);
 	fclose(e);
@@ -236,7 +296,8 @@ static void test_exit_status(void **state)
 
 /*
  * "ntbpf report" reads files once and keeps summaries (nt_report_build_files);
- * live and the tests build from records in memory (nt_report_build).  Both
+ * nt_report_build pairs records held in memory and adds them one I/O at a
+ * time (nt_report_add, as live does).  Both
  * must print the same report, byte for byte, on a varied two-host set:
  * matched and unmatched I/Os on both sides, two initiator files, admin
  * commands, R2T writes, stand-in boundaries, events out of order, a
@@ -257,26 +318,32 @@ static struct nt_writer *open_host(FILE *f, int role)
 	return w;
 }
 
-static void test_files_path_equals_records_path(void **state)
+/* what make_hosts wrote, as ground truth */
+struct hosts_truth {
+	size_t pairs;		/* I/Os with a record on both hosts (admin excluded) */
+	size_t init_only, tgt_only, blk_only, admin, r2t;
+};
+
+/*
+ * N synthetic NVMe/TCP I/Os (bench/synth.h: 4 queues, the target's clock
+ * 7.78 ms ahead) as the initiator (files ia and, for some queues' I/Os, ib
+ * when given) and the target (tg) record them: R2T writes, stand-in
+ * boundaries, events out of order, admin commands, a block-only device,
+ * I/Os missing on either host.
+ */
+static void make_hosts(FILE *ia, FILE *ib, FILE *tg, size_t n, struct hosts_truth *x)
 {
-	enum { N = 30000, NF = 3 };
-	char *buf[NF] = { 0 }, *out[2][2] = { { 0 } }, err[256];
-	size_t len[NF] = { 0 }, olen;
-	FILE *f[NF];
-	struct nt_writer *w[NF];
+	struct nt_writer *w[3] = { open_host(ia, NTBPF_ROLE_INITIATOR), ib ? open_host(ib, NTBPF_ROLE_INITIATOR) : NULL,
+				   open_host(tg, NTBPF_ROLE_TARGET) };
 	struct nt_trailer t = { 0 };
 	struct synth s;
-	const char *names[NF] = { "init-a.ntbpf", "init-b.ntbpf", "tgt.ntbpf" };
-	long cut;
 
+	memset(x, 0, sizeof(*x));
 	synth_init(&s);
-	for (int k = 0; k < NF; k++) {
-		f[k] = open_memstream(&buf[k], &len[k]);
-		w[k] = open_host(f[k], k == 2 ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR);
-	}
-	for (uint64_t k = 0; k < N; k++) {
+	for (uint64_t k = 0; k < n; k++) {
 		struct ntbpf_rec i, g;
-		int a = (k / 4) % 3 == 2;	/* some queues' I/Os in the second initiator file */
+		int a = ib && (k / 4) % 3 == 2;	/* some queues' I/Os in the second initiator file */
+		bool admin = false, has_i = true, has_g = true;
 
 		synth_pair(&s, k, &i, &g);
 		if (k % 7 == 3) {	/* an R2T write */
@@ -286,6 +353,7 @@ static void test_files_path_equals_records_path(void **state)
 			synth_set(&i, EV_I_DATA_SENT, i.t0 + i.ev[EV_I_CMD_SENT] + 9000 + 3000 + k % 5000);
 			synth_set(&g, EV_T_R2T_SENT, g.t0 + g.ev[EV_T_CMD_PICKUP] + 500);
 			synth_set(&g, EV_T_DATA_ARRIVE, g.t0 + g.ev[EV_T_CMD_PICKUP] + 500 + 15000 + k % 3000);
+			x->r2t++;
 		}
 		if (k % 11 == 5)	/* no queue_rq: blk_submission ends at the stand-in blk_issue */
 			i.ev_mask &= ~(1u << EV_I_QUEUE_RQ);
@@ -296,6 +364,7 @@ static void test_files_path_equals_records_path(void **state)
 		if (k % 101 == 50) {	/* an admin command on both hosts */
 			i.flags |= NTBPF_F_ADMIN;
 			g.flags |= NTBPF_F_ADMIN;
+			admin = true;
 		}
 		if (k % 89 == 1) {	/* a loop device I/O: block layer only */
 			struct ntbpf_rec b = i;
@@ -304,20 +373,49 @@ static void test_files_path_equals_records_path(void **state)
 			b.dev = 7u << 20;
 			b.ev_mask &= (1u << EV_I_BLK_START) | (1u << EV_I_BLK_ISSUE) | (1u << EV_I_BLK_DONE);
 			assert_int_equal(nt_writer_add(w[a], &b), 0);
+			x->blk_only++;
 		}
 		if (k % 53 != 9)	/* else the target record is missing: unmatched initiator I/O */
 			assert_int_equal(nt_writer_add(w[2], &g), 0);
+		else
+			has_g = false;
 		if (k % 61 != 4)	/* else the initiator record is missing: unmatched target record */
 			assert_int_equal(nt_writer_add(w[a], &i), 0);
-		if (k % 3000 == 2999)	/* chunks of ~1000 records in the second initiator file */
+		else
+			has_i = false;
+		if (admin)
+			x->admin += has_i + has_g;
+		else if (has_i && has_g)
+			x->pairs++;
+		else if (has_i)
+			x->init_only++;
+		else if (has_g)
+			x->tgt_only++;
+		if (ib && k % 3000 == 2999)	/* chunks of ~1000 records in the second initiator file */
 			assert_int_equal(nt_writer_flush(w[1]), 0);
 	}
-	t.records = N;
+	t.records = n;
 	t.stats[ST_LOST_RINGBUF] = 2;
-	for (int k = 0; k < NF; k++) {
-		assert_int_equal(nt_writer_close(w[k], &t), 0);
+	for (int k = 0; k < 3; k++)
+		if (w[k])
+			assert_int_equal(nt_writer_close(w[k], &t), 0);
+}
+
+static void test_files_path_equals_records_path(void **state)
+{
+	enum { N = 30000, NF = 3 };
+	char *buf[NF] = { 0 }, *out[2][2] = { { 0 } }, err[256];
+	size_t len[NF] = { 0 }, olen;
+	FILE *f[NF];
+	struct hosts_truth x;
+	const char *names[NF] = { "init-a.ntbpf", "init-b.ntbpf", "tgt.ntbpf" };
+	long cut;
+
+	for (int k = 0; k < NF; k++)
+		f[k] = open_memstream(&buf[k], &len[k]);
+	make_hosts(f[0], f[1], f[2], N, &x);
+	for (int k = 0; k < NF; k++)
 		fclose(f[k]);
-	}
 	/* the second initiator file was cut short, inside a chunk */
 	cut = (long)len[1] * 2 / 3;
 	for (int fmt = 0; fmt < 2; fmt++) {
@@ -374,12 +472,78 @@ static void test_files_path_equals_records_path(void **state)
 		free(buf[k]);
 }
 
+/*
+ * The headline output, through the product path: "ntbpf report" on an
+ * initiator's and a target's file (make_hosts: ten stages, R2T writes,
+ * stand-ins, matching, unmatched I/Os on both sides, admin commands, a
+ * block-only device), in text, JSON and CSV, grouped the default way and by
+ * queue.  Golden files, and the numbers the files were made with.
+ */
+static void test_golden_two_hosts(void **state)
+{
+	static const struct {
+		const char *golden, *args;
+	} runs[] = {
+		{ "two-hosts.txt", "initiator.ntbpf target.ntbpf" },
+		{ "two-hosts-queue.txt", "--group-by queue --percentiles 50,99 initiator.ntbpf target.ntbpf" },
+		{ "two-hosts.json", "--format json --group-by op,size,dev,queue initiator.ntbpf target.ntbpf" },
+		{ "two-hosts.csv", "--format csv --group-by queue target.ntbpf initiator.ntbpf" },
+	};
+	const char *names[] = { "initiator.ntbpf", "target.ntbpf" };
+	char *dir = scratch_dir(), path[2][256], want[256];
+	FILE *f[2];
+	struct hosts_truth x;
+
+	for (int k = 0; k < 2; k++) {
+		snprintf(path[k], sizeof(path[k]), "%s/%s", dir, names[k]);
+		f[k] = fopen(path[k], "wb");
+		assert_non_null(f[k]);
+	}
+	make_hosts(f[0], NULL, f[1], 2000, &x);
+	fclose(f[0]);
+	fclose(f[1]);
+	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		int rc;
+		char *out = report_cli(dir, runs[r].args, &rc), *p;
+
+		assert_int_equal(rc, 0);
+		check_golden(runs[r].golden, out);
+		if (r == 0) {
+			/* every I/O on both hosts paired; the rest counted, nothing lost silently */
+			snprintf(want, sizeof(want), "# matched: %zu; unmatched: initiator %zu, target %zu\n", x.pairs,
+				 x.init_only + x.blk_only, x.tgt_only);
+			assert_non_null(strstr(out, want));
+			snprintf(want, sizeof(want), "# admin-queue commands left out: %zu\n", x.admin);
+			assert_non_null(strstr(out, want));
+			assert_non_null(strstr(out, "group: op=write size=131072 dev=nvme0n1"));
+		}
+		if (r == 2) {
+			int full = 0;
+
+			/* the ten stages tile end_to_end exactly, R2T writes included */
+			for (p = out; (p = strstr(p, "\"full_breakdown\": {\"ios\": ")); p++) {
+				unsigned long ios, resid;
+
+				assert_int_equal(sscanf(p, "\"full_breakdown\": {\"ios\": %lu, \"max_residual_ns\": %lu",
+							&ios, &resid), 2);
+				assert_int_equal(resid, 0);
+				full += ios > 0;
+			}
+			assert_true(full >= 8);	/* reads and writes on each of 4 queues */
+		}
+		free(out);
+	}
+	assert_true(x.r2t > 0 && x.pairs > 1500 && x.init_only && x.tgt_only && x.blk_only && x.admin);
+	scratch_rm(dir, names, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_text),
 		cmocka_unit_test(test_golden_json),
 		cmocka_unit_test(test_golden_csv),
+		cmocka_unit_test(test_golden_two_hosts),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_exit_status),
 		cmocka_unit_test(test_files_path_equals_records_path),

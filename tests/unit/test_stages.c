@@ -287,13 +287,101 @@ static void test_kernel_buckets(void **state)
 	assert_int_equal(nt_log2(~0ull), 63);
 }
 
+/*
+ * The names users type and read, written out here rather than taken from the
+ * table: ntprof's stage names in pipeline order (the enum's), the event
+ * names of docs/stages.md, and lookups that must fail.
+ */
 static void test_names(void **state)
 {
-	for (int s = 0; s < NT_ST_NR; s++)
-		assert_int_equal(nt_stage_by_name(nt_stage_name(s)), s);
+	static const char *const want[NT_ST_NR] = {
+		"blk_submission", "nvme_tcp_submission", "nstack_submission", "nvmet_tcp_submission",
+		"target_subsystem", "nvmet_tcp_completion", "network_transmission", "nstack_completion",
+		"nvme_tcp_completion", "blk_completion", "blk_device", "remote", "target_residence", "end_to_end",
+	};
+	static const char *const init_ev[EV_I_NR] = {
+		"blk_start", "blk_issue", "queue_rq", "cmd_sent", "r2t_arrive", "data_sent",
+		"resp_arrive", "resp_proc", "nvme_done", "blk_done",
+	};
+	static const char *const tgt_ev[EV_T_NR] = {
+		"cmd_arrive", "cmd_pickup", "req_init", "r2t_sent", "data_arrive", "exec",
+		"subsys_done", "resp_queued", "resp_sent",
+	};
+
+	for (int s = 0; s < NT_ST_NR; s++) {
+		assert_string_equal(nt_stage_name(s), want[s]);
+		assert_int_equal(nt_stage_by_name(want[s]), s);
+		assert_true(strlen(nt_stage_summary(s)) > 20);
+	}
+	for (int e = 0; e < EV_I_NR; e++)
+		assert_string_equal(nt_ev_name(NTBPF_ROLE_INITIATOR, e), init_ev[e]);
+	for (int e = 0; e < EV_T_NR; e++)
+		assert_string_equal(nt_ev_name(NTBPF_ROLE_TARGET, e), tgt_ev[e]);
+	assert_string_equal(nt_ev_name(NTBPF_ROLE_TARGET, EV_T_NR), "?");
+	assert_string_equal(nt_ev_name(0, 0), "?");
+	assert_string_equal(nt_stage_name(NT_ST_NR), "?");
+	assert_string_equal(nt_stage_name(-1), "?");
 	assert_int_equal(nt_stage_by_name("nope"), -1);
-	assert_string_equal(nt_stage_name(NT_ST_E2E), "end_to_end");
-	assert_string_equal(nt_ev_name(NTBPF_ROLE_TARGET, EV_T_EXEC), "exec");
+	assert_int_equal(nt_stage_by_name(""), -1);
+	assert_int_equal(nt_stage_by_name("end_to_en"), -1);
+	assert_int_equal(nt_stage_by_name("END_TO_END"), -1);
+}
+
+/*
+ * Every view derived from the stage table (include/ntbpf_stages.h) agrees
+ * with the others: summary slots and in-kernel histogram slots are each
+ * other's inverse and dense from 0 (the BPF side and live stop at the first
+ * empty slot), the report's rows are a permutation with the ten first and
+ * end_to_end right after them, and the ten are the stages that tile
+ * end_to_end on both hosts.
+ */
+static void test_table_views_agree(void **state)
+{
+	uint32_t rows = 0, ten = 0;
+
+	for (int role = NTBPF_ROLE_INITIATOR; role <= NTBPF_ROLE_TARGET; role++) {
+		int n = 0;
+
+		for (int s = 0; s < NT_ST_NR; s++)
+			if (nt_spans[s].role == role) {
+				assert_true(nt_sum_slot[s] >= 0 && nt_sum_slot[s] < NT_KH_SLOTS);
+				assert_int_equal(nt_kh_slot_stage(role, nt_sum_slot[s]), s);
+				n++;
+			}
+		for (int i = 0; i < NT_KH_SLOTS; i++) {
+			int s = nt_kh_slot_stage(role, i);
+
+			if (i >= n) {
+				assert_int_equal(s, NT_KH_NONE);
+				continue;
+			}
+			assert_true(s >= 0 && s < NT_ST_NR);
+			assert_int_equal(nt_spans[s].role, role);
+			assert_int_equal(nt_sum_slot[s], i);
+		}
+	}
+	assert_int_equal(nt_kh_slot_stage(0, 0), NT_KH_NONE);
+	assert_int_equal(nt_kh_slot_stage(NTBPF_ROLE_TARGET, -1), NT_KH_NONE);
+	for (int k = 0; k < NT_ST_NR; k++) {
+		int s = nt_stage_at_row[k];
+
+		assert_true(s >= 0 && s < NT_ST_NR);
+		assert_false(rows & (1u << s));
+		rows |= 1u << s;
+		if (k < 10)
+			ten |= 1u << s;
+	}
+	assert_int_equal(rows, (1u << NT_ST_NR) - 1);
+	assert_int_equal(ten, NT_TEN_MASK);
+	assert_int_equal(__builtin_popcount(NT_TEN_MASK), 10);
+	assert_int_equal(nt_stage_at_row[10], NT_ST_BLK_DEVICE);
+	assert_int_equal(nt_stage_at_row[11], NT_ST_E2E);
+	/* the ten: every stage of a full I/O but the spans they split (and blk_device, which needs no nvme) */
+	assert_int_equal(NT_TEN_MASK, ((1u << NT_ST_NR) - 1) & ~((1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_REMOTE) |
+								 (1u << NT_ST_TARGET_RES) | (1u << NT_ST_E2E)));
+	/* only network needs both hosts, and it has no slot */
+	for (int s = 0; s < NT_ST_NR; s++)
+		assert_int_equal(nt_spans[s].role == 0, s == NT_ST_NETWORK);
 }
 
 /* docs/stages.md's table and src/stages.c must say the same thing */
@@ -388,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_host_stages_equal_stage_of),
 		cmocka_unit_test(test_kernel_buckets),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_table_views_agree),
 		cmocka_unit_test(test_doc_agrees),
 	};
 

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * input - one record file as the report reads it: header, records (or
+ * nothing, when the caller takes them one by one), how the read ended, and
+ * the trailer's counts.  A file cut short keeps what its whole chunks hold.
+ */
+#ifndef NTBPF_INPUT_H
+#define NTBPF_INPUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "recfile.h"
+
+struct nt_input {
+	const char *path;
+	struct nt_header hdr;
+	struct ntbpf_rec *recs;	/* nt_input_load only */
+	size_t n;
+	enum nt_read_status status;
+	char status_msg[256];	/* why not OK */
+	bool has_trailer;
+	struct nt_trailer trailer;
+};
+
+/* 0, or -1 with a one-line cause in err (file not loaded at all) */
+int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen);
+/* the same from an already open stream (tests) */
+int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen);
+void nt_input_free(struct nt_input *in);
+
+/*
+ * Read a record file, handing each record to each() (non-zero: out of
+ * memory, stop); header, count, status and trailer into in.  0, or -1 with
+ * a one-line cause in err.
+ */
+int nt_input_scan(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen,
+		  int (*each)(void *ctx, struct nt_input *in, const struct ntbpf_rec *r), void *ctx);
+
+/* a growing array of n elements of size sz (zero it, set sz) */
+struct nt_vec {
+	void *v;
+	size_t n, cap, sz;
+};
+
+int nt_vec_grow(struct nt_vec *a);
+
+/* room for one more element, or NULL */
+static inline void *nt_vec_push(struct nt_vec *a)
+{
+	if (__builtin_expect(a->n == a->cap, 0) && nt_vec_grow(a))
+		return NULL;
+	return (char *)a->v + a->sz * a->n++;
+}
+
+#endif

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * stream - the live record stream, both ends: "live --serve" on the target
+ * (server) and "live --peer" on the initiator (client).
+ *
+ * At connect, a challenge-response with HMAC-SHA256 over a shared key
+ * (--key FILE) authenticates both ends:
+ *
+ *   server -> client   "NTBPFAU1" nonce_s[32]
+ *   client -> server   "NTBPFAU1" nonce_c[32] HMAC(key, "ntbpf client" nonce_s nonce_c)
+ *   server -> client   HMAC(key, "ntbpf server" nonce_s nonce_c)
+ *
+ * Without a key the HMAC's key is empty (loopback only: see nt_stream_server_new).
+ * Then the record file format (docs/record-format.md): the header, chunks, and
+ * at the end the trailer, with one more block of the stream's own between
+ * chunks, every interval, also as a heartbeat:
+ *
+ *   "NTST" u64 records the server dropped so far (its queue for this peer was full)
+ *
+ * The server never blocks: it accepts, authenticates and sends from its
+ * caller's loop on non-blocking sockets, one authenticated peer at a time,
+ * with a bounded queue.  The client is a thread; every length it reads is
+ * bounded, the records it holds are capped, and a server that sends nothing
+ * for NT_STREAM_STALL intervals is reported as stalled.
+ */
+#ifndef NTBPF_STREAM_H
+#define NTBPF_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "recfile.h"
+
+#define NT_KEY_MIN 16			/* bytes of a key file */
+#define NT_KEY_MAX 4096
+#define NT_STREAM_QUEUE_MAX (16u << 20)	/* server: bytes queued per peer before records are dropped */
+#define NT_STREAM_MAX_HEADER (1u << 20)	/* client: largest header payload accepted */
+#define NT_STREAM_MAX_CHUNK (8u << 20)	/* client: largest compressed chunk accepted */
+#define NT_STREAM_MAX_RECS (1u << 18)	/* client: records held before the main thread takes them */
+#define NT_STREAM_STALL 3		/* intervals without a whole block: "stalled" */
+#define NT_STREAM_AUTH_MS 3000		/* time to authenticate */
+
+struct nt_key {
+	size_t n;			/* 0: no key */
+	unsigned char k[NT_KEY_MAX];
+};
+
+/* a key file: a regular file of NT_KEY_MIN..NT_KEY_MAX bytes (a final newline is dropped),
+ * owned by this user and not readable by others; 0, or -1 with a one-line cause */
+int nt_key_load(const char *path, struct nt_key *k, char *err, size_t errlen);
+
+/* "HOST:PORT" or "[v6]:PORT", port 1..65535; 0, or -1 with a one-line cause */
+int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
+
+/* HMAC-SHA256(key, label || a[32] || b[32]) */
+void nt_stream_mac(const struct nt_key *k, const char *label, const uint8_t a[32], const uint8_t b[32],
+		   uint8_t out[32]);
+/* client side of the handshake on a connected socket (blocking, up to NT_STREAM_AUTH_MS);
+ * 0, or -1 with a one-line cause */
+int nt_stream_auth_client(int fd, const struct nt_key *k, char *err, size_t errlen);
+
+/* ---- the server (target) ---- */
+struct nt_stream_server;
+/* listens on addr; without a key (k NULL or empty) only on a loopback address.
+ * hdr is the stream's header (kept by reference); log gets one line per event. */
+struct nt_stream_server *nt_stream_server_new(const char *addr, const struct nt_key *k, const struct nt_header *hdr,
+					      FILE *log, char *err, size_t errlen);
+/* accept, authenticate, send what is queued: never blocks; call often */
+void nt_stream_server_poll(struct nt_stream_server *s);
+/* queue a record for the peer, or count it as dropped (queue full); nothing without a peer */
+void nt_stream_server_add(struct nt_stream_server *s, const struct ntbpf_rec *r);
+/* the end of an interval: the chunk and a heartbeat out, drops to the log */
+void nt_stream_server_tick(struct nt_stream_server *s);
+bool nt_stream_server_connected(const struct nt_stream_server *s);
+uint64_t nt_stream_server_dropped(const struct nt_stream_server *s);	/* records, all peers */
+size_t nt_stream_server_queued(const struct nt_stream_server *s);	/* bytes not yet sent */
+int nt_stream_server_port(const struct nt_stream_server *s);
+void nt_stream_server_set_queue_max(struct nt_stream_server *s, size_t bytes);	/* tests */
+/* the trailer and what is queued, for up to a second; closes */
+void nt_stream_server_free(struct nt_stream_server *s);
+
+/* ---- the client (initiator): a thread reading the server's records ---- */
+struct nt_stream_client;
+struct nt_stream_status {
+	char state[160];		/* "connecting", "connected", "stalled (...)", "down (...), retrying" */
+	char hostname[256];
+	char boot_id[40];
+	uint8_t role;
+	uint64_t mono_ns, real_ns;	/* the server's clocks (header) */
+	uint64_t received;		/* records received, all connections */
+	uint64_t dropped_here;		/* records dropped here: over NT_STREAM_MAX_RECS or out of memory */
+	uint64_t dropped_there;		/* records the server dropped (its "NTST" blocks) */
+};
+/* interval: seconds per interval (the stall clock); max_recs 0: NT_STREAM_MAX_RECS */
+struct nt_stream_client *nt_stream_client_start(const char *addr, const struct nt_key *k, double interval,
+						size_t max_recs, char *err, size_t errlen);
+/* the records received since the last call: *v is swapped with the client's buffer (both malloc'ed) */
+void nt_stream_client_take(struct nt_stream_client *c, struct ntbpf_rec **v, size_t *n, size_t *cap);
+void nt_stream_client_status(struct nt_stream_client *c, struct nt_stream_status *st);
+void nt_stream_client_stop(struct nt_stream_client *c);
+
+#endif
