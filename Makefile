@@ -4,6 +4,7 @@
 # make check      unit tests (cmocka, no root, seconds)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
+# make demo-exact one guest on QEMU's instruction clock: deterministic microseconds
 # make bench      benchmarks
 # make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60)
 # make deps       install every Debian package needed (root)
@@ -46,7 +47,7 @@ CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all check test test-root test-lab deps demo bench clean lab-shell vmlinux fuzz fuzz-merge
+.PHONY: all check test test-root test-lab deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge
 .DELETE_ON_ERROR:
 
 all: $(OUTPUT)/ntbpf
@@ -111,6 +112,10 @@ deps:
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo
+
+demo-exact: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/lab/demo --exact
 
 lab-shell: all
 	$(Q)tests/lab/run --shell --kernel $(or $(KERNEL),6.12)
