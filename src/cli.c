@@ -515,7 +515,19 @@ void nt_config_free(struct nt_config *cfg)
 	cfg->nfiles = 0;
 }
 
+static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err);
+
+/* help, usage or a bad command line: nothing stays allocated */
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
+{
+	int rc = cli_parse(argc, argv, cfg, err);
+
+	if (rc)
+		nt_config_free(cfg);
+	return rc;
+}
+
+static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 {
 	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
 	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL,
