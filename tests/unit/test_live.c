@@ -273,6 +273,34 @@ static void test_peer_drops_and_returns(void **state)
 	nt_header_free(&h);
 }
 
+/* this host's records per interval are capped: the rest are counted lost in that interval, not held */
+static void test_local_cap(void **state)
+{
+	struct nt_config cfg = cfg_for("json");
+	struct nt_header h;
+	struct nt_live *l;
+	char *out;
+
+	local_header(&h);
+	l = nt_live_new(&cfg, &h);
+	nt_live_set_cap(l, 100);
+	for (int k = 0; k < 150; k++) {
+		struct ntbpf_rec r = init_rec(2000000000ull + k * 200000ull, (uint16_t)(k % 16) << 12);
+
+		nt_live_push(l, &r);
+	}
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "\"lost_records\": 50"));
+	assert_non_null(strstr(out, "\"end_to_end\": {\"count\": 100"));
+	free(out);
+	/* the next interval starts with nothing lost */
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "\"lost_records\": 0"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+}
+
 /* in-kernel histograms: per-CPU differences, 32-bit bucket counters wrapping around between intervals */
 static void test_kh_wraparound(void **state)
 {
@@ -320,6 +348,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_intervals),
 		cmocka_unit_test(test_kh_wraparound),
+		cmocka_unit_test(test_local_cap),
 		cmocka_unit_test(test_peer_stream_pairs),
 		cmocka_unit_test(test_peer_drops_and_returns),
 	};
