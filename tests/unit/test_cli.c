@@ -107,6 +107,7 @@ static void test_report(void **state)
 	assert_true(cfg.pcts[3] == 99.9);
 	assert_int_equal(cfg.format, NT_FMT_TEXT);
 	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_SIZE | NT_GB_DEV);
+	nt_config_free(&cfg);
 
 	assert_int_equal(parse("ntbpf report --percentiles 50,99.99 --format json --group-by op,queue f",
 			       &cfg, err, sizeof(err)), 0);
@@ -114,9 +115,11 @@ static void test_report(void **state)
 	assert_true(cfg.pcts[1] == 99.99);
 	assert_int_equal(cfg.format, NT_FMT_JSON);
 	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_QUEUE);
+	nt_config_free(&cfg);
 	assert_int_equal(parse("ntbpf report --format csv --group-by none f", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.format, NT_FMT_CSV);
 	assert_int_equal(cfg.group_by, 0);
+	nt_config_free(&cfg);
 }
 
 static void test_report_bad(void **state)
