@@ -4,6 +4,7 @@
 # make check      unit tests (cmocka, no root, seconds)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
+# make demo-exact one guest on QEMU's instruction clock: deterministic microseconds
 # make bench      benchmarks
 # make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60)
 # make deps       install every Debian package needed (root)
@@ -46,7 +47,7 @@ CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all check test test-root test-lab deps demo bench clean lab-shell vmlinux fuzz fuzz-merge
+.PHONY: all check test test-root test-lab deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge
 .DELETE_ON_ERROR:
 
 all: $(OUTPUT)/ntbpf
@@ -112,6 +113,10 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo
 
+demo-exact: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/lab/demo --exact
+
 lab-shell: all
 	$(Q)tests/lab/run --shell --kernel $(or $(KERNEL),6.12)
 
@@ -142,16 +147,18 @@ $(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) -lz
 
+FUZZ_DIR := $(abspath $(OUTPUT))/fuzz
 fuzz: $(OUTPUT)/fuzz-recfile
-	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus $(OUTPUT)/fuzz/crashes
-	$(Q)$(OUTPUT)/fuzz-recfile -jobs=1 -workers=1 -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 \
-		-max_len=65536 -print_final_stats=1 -artifact_prefix=$(OUTPUT)/fuzz/crashes/ \
-		$(OUTPUT)/fuzz/corpus tests/fuzz/corpus tests/fuzz/seeds
+	$(Q)mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	$(Q)cd $(FUZZ_DIR) && $(abspath $(OUTPUT))/fuzz-recfile -jobs=1 -workers=1 -max_total_time=$(FUZZ_SECONDS) \
+		-rss_limit_mb=1024 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crashes/ \
+		$(FUZZ_DIR)/corpus $(CURDIR)/tests/fuzz/corpus $(CURDIR)/tests/fuzz/seeds; \
+		rc=$$?; tail -n 8 fuzz-0.log; ls crashes; exit $$rc
 
 fuzz-merge: $(OUTPUT)/fuzz-recfile
-	$(Q)mkdir -p $(OUTPUT)/fuzz/merged
-	$(Q)$(OUTPUT)/fuzz-recfile -merge=1 $(OUTPUT)/fuzz/merged tests/fuzz/seeds tests/fuzz/corpus $(OUTPUT)/fuzz/corpus
-	$(Q)rm -rf tests/fuzz/corpus && mv $(OUTPUT)/fuzz/merged tests/fuzz/corpus
+	$(Q)rm -rf $(FUZZ_DIR)/merged && mkdir -p $(FUZZ_DIR)/merged $(FUZZ_DIR)/corpus
+	$(Q)$(OUTPUT)/fuzz-recfile -merge=1 $(FUZZ_DIR)/merged tests/fuzz/seeds tests/fuzz/corpus $(FUZZ_DIR)/corpus
+	$(Q)rm -rf tests/fuzz/corpus && mv $(FUZZ_DIR)/merged tests/fuzz/corpus
 
 # Regenerate vmlinux/vmlinux.h from the pinned Debian kernel package.
 vmlinux:

@@ -24,6 +24,7 @@ struct nt_config {
 	bool verbose;
 	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
 	bool bpf_stats;			/* --bpf-stats: measure the BPF programs' run time */
+	bool probe_no_verify;		/* probe --no-verify: from the facts only, load nothing */
 	bool probe_facts;		/* probe --facts (hidden): print the kernel's facts (tests/unit/facts-*.txt) */
 	/* record */
 	const char *output;		/* -o, default "ntbpf.data" */
@@ -54,7 +55,7 @@ struct nt_config {
  * bad command line; the one-line cause is printed to err.
  */
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err);
-void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated */
+void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated when it returned 0 */
 
 /* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);

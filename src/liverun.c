@@ -196,7 +196,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &key : NULL, &hdr, stderr, err, sizeof(err));
 		if (!st.srv) {
 			fprintf(stderr, "ntbpf live: %s\n", err);
-			return 1;
+			goto out;
 		}
 	}
 	role = nt_record_preflight(cfg, "live", &devs);
@@ -297,6 +297,7 @@ out:
 	ring_buffer__free(rb);
 	nt_stream_server_free(st.srv);
 	nt_live_free(st.l);
+	explicit_bzero(&key, sizeof(key));
 	if (loaded)
 		nt_probes_destroy(&pr);
 	nt_header_free(&hdr);

@@ -51,9 +51,10 @@
  * CHUNK_RECS_PER_BYTE per byte the chunk takes in the file.  A column that
  * does not change costs no bits, so without the second bound a crafted file
  * of a few KB whose columns are constant decoded into hundreds of MB; an
- * honest chunk takes 10-40 bytes per record (docs/record-format.md), and one
- * of 4096 identical records a few hundred bytes.  So memory follows the
- * file's size: at most 16 records (1.8 KB decoded) per byte.
+ * honest chunk takes 10-40 bytes per record (docs/record-format.md), but one
+ * of 4096 identical records only ~60 (our writer splits those: write_recs).
+ * So memory follows the file's size: at most 16 records (1.8 KB decoded) per
+ * byte.
  */
 #define MAX_CHUNK_NREC	NT_CHUNK_RECS
 /* deflate cannot expand more than 1032:1 (258-byte matches in 2 bits) */
@@ -1413,20 +1414,21 @@ static int w_deflate(struct nt_writer *w, const uint8_t *p, size_t n, bool last)
  * records; version 2, the column directory and the exceptions at level
  * ZLEVEL, then the packed bits in stored blocks (level 0).
  */
-static int deflate_chunk(struct nt_writer *w, uint32_t *raw_len)
+static int deflate_chunk(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t n,
+			 uint32_t *raw_len)
 {
 	struct v2enc *e = &w->enc;
 	size_t len, need;
 
 	deflateReset(&w->zs);
 	if (w->version == 1) {
-		*raw_len = w->n * REC_SIZE;
-		shuffle(w->raw, w->recs, w->n);
+		*raw_len = n * REC_SIZE;
+		shuffle(w->raw, recs, n);
 		w->zs.next_out = w->out + CHUNK_HDR;
 		w->zs.avail_out = w->out_cap - CHUNK_HDR;
 		return w_deflate(w, w->raw, *raw_len, true);
 	}
-	if (v2_encode(e, w->recs, w->n)) {
+	if (v2_encode(e, recs, n)) {
 		w->err = -ENOMEM;
 		return w->err;
 	}
@@ -1455,23 +1457,38 @@ static int deflate_chunk(struct nt_writer *w, uint32_t *raw_len)
  * stream as compress2() makes (default window) without allocating the
  * ~270 KiB deflate state for every chunk.
  */
-static int write_chunk(struct nt_writer *w)
+static int write_recs(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t n)
 {
 	uint8_t *o;
 	uint32_t clen, raw_len;
 
-	if (deflate_chunk(w, &raw_len))
+	if (deflate_chunk(w, recs, n, &raw_len))
 		return w->err;
 	o = w->out;
 	clen = w->zs.total_out;
+	/*
+	 * Records so alike that they take less than the reader's bound
+	 * (CHUNK_RECS_PER_BYTE per byte: identical records cost no bits) go in
+	 * two chunks, each with its own descriptors: every chunk we write is
+	 * one a reader accepts.
+	 */
+	if (n > 1 && n > CHUNK_RECS_PER_BYTE * ((uint64_t)CHUNK_HDR + clen))
+		return write_recs(w, recs, n / 2) || write_recs(w, recs + n / 2, n - n / 2) ? w->err : 0;
 	memcpy(o, CHUNK_MAGIC, 4);
-	put32(o + 4, w->n);
+	put32(o + 4, n);
 	put32(o + 8, raw_len);
 	put32(o + 12, clen);
 	put32(o + 16, crc32(0, o + CHUNK_HDR, clen));
 	if (w_write(w, o, CHUNK_HDR + clen))
 		return w->err;
-	w->records += w->n;
+	w->records += n;
+	return 0;
+}
+
+static int write_chunk(struct nt_writer *w)
+{
+	if (write_recs(w, w->recs, w->n))
+		return w->err;
 	w->n = 0;
 	return 0;
 }

@@ -845,8 +845,10 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 		fprintf(out, "{\"time\": \"%s\", \"interval_s\": %.3f, \"iops\": %.1f, \"lost_records\": %" PRIu64
 			", \"matched\": %" PRIu64 ", \"unmatched\": {\"initiator\": %" PRIu64 ", \"target\": %" PRIu64 "}",
 			when, secs, n / secs, info->lost, info->matched, info->unmatched_init, info->unmatched_tgt);
-		if (info->peer)
-			fprintf(out, ", \"peer\": \"%s\"", info->peer);
+		if (info->peer) {	/* may name the peer's host, from its header: untrusted */
+			fputs(", \"peer\": ", out);
+			json_str(out, info->peer);
+		}
 		fprintf(out, ", \"groups\": [");
 		print_groups_json(out, rep, secs, true);	/* one line per interval, for pipelines */
 		fprintf(out, "]}\n");
@@ -854,9 +856,12 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 		fprintf(out, "%s  IOPS %.0f", when, n / secs);
 		if (info->lost)
 			fprintf(out, "  lost %" PRIu64, info->lost);
-		if (info->peer)
-			fprintf(out, "  peer %s: matched %" PRIu64 ", unmatched %" PRIu64 " initiator / %" PRIu64 " target",
-				info->peer, info->matched, info->unmatched_init, info->unmatched_tgt);
+		if (info->peer) {
+			fputs("  peer ", out);
+			nt_put_term(out, info->peer);
+			fprintf(out, ": matched %" PRIu64 ", unmatched %" PRIu64 " initiator / %" PRIu64 " target",
+				info->matched, info->unmatched_init, info->unmatched_tgt);
+		}
 		fputc('\n', out);
 		for (int gi = 0; gi < rep->ngroups; gi++)
 			print_group_text(out, rep, &rep->groups[gi], secs);

@@ -244,6 +244,21 @@ static void test_many_controllers(void **state)
 	free(err);
 }
 
+/* block-layer read i of 4 KiB on dev, 100 us after the one before, done 20 us + done_extra ns after its start */
+static struct ntbpf_rec blk_read(int i, uint32_t dev, uint32_t done_extra)
+{
+	struct ntbpf_rec r = { 0 };
+
+	r.t0 = 1000000000ull + i * 100000ull;
+	r.role = NTBPF_ROLE_INITIATOR;
+	r.op = NTBPF_OP_READ;
+	r.bytes = 4096;
+	r.dev = dev;
+	r.ev_mask = (1u << EV_I_BLK_START) | (1u << EV_I_BLK_DONE);
+	r.ev[EV_I_BLK_DONE] = 20000 + done_extra;
+	return r;
+}
+
 /* ---- strings from files ---- */
 
 /* a checker of its own: valid UTF-8 (RFC 3629) */
@@ -320,16 +335,8 @@ static void evil_file(const char *path)
 	assert_non_null(w);
 	nt_header_free(&h);
 	for (int i = 0; i < 50; i++) {
-		struct ntbpf_rec r = { 0 };
+		struct ntbpf_rec r = blk_read(i, 259u << 20, i);
 
-		r.t0 = 1000000000ull + i * 100000ull;
-		r.role = NTBPF_ROLE_INITIATOR;
-		r.op = NTBPF_OP_READ;
-		r.bytes = 4096;
-		r.dev = 259u << 20;
-		r.ev_mask = (1u << EV_I_BLK_START) | (1u << EV_I_BLK_ISSUE) | (1u << EV_I_BLK_DONE);
-		r.ev[EV_I_BLK_ISSUE] = 300;
-		r.ev[EV_I_BLK_DONE] = 20000 + i;
 		assert_int_equal(nt_writer_add(w, &r), 0);
 	}
 	assert_int_equal(nt_writer_close(w, NULL), 0);
@@ -378,6 +385,32 @@ static void test_strings_escaped(void **state)
 	free(err);
 }
 
+/* live's interval line names the peer, whose state may carry its hostname */
+static void test_peer_escaped(void **state)
+{
+	struct nt_report_opts o = { .npcts = 1, .pcts = { 50 }, .format = NT_FMT_JSON };
+	struct nt_interval_info info = { .peer = "connected to evil\n\x1b[2J\"\xff" };
+	struct nt_report rep;
+	char *out;
+	size_t len;
+	FILE *f;
+
+	nt_report_begin(&rep, NULL, 0, &o);
+	nt_report_finish(&rep);
+	for (int fmt = 0; fmt < 2; fmt++) {
+		o.format = fmt ? NT_FMT_JSON : NT_FMT_TEXT;
+		f = open_memstream(&out, &len);
+		nt_report_print_interval(f, &rep, "12:00:00", 1.0, &info);
+		fclose(f);
+		assert_printable(out);
+		assert_int_equal(lines(out), fmt ? 1 : 2);	/* text: the line, then an empty one */
+		assert_non_null(strstr(out, fmt ? "\"peer\": \"connected to evil\\u000a\\u001b[2J\\\"\\ufffd\""
+						: "peer connected to evil\\x0a\\x1b[2J\"\\xff:"));
+		free(out);
+	}
+	nt_report_free(&rep);
+}
+
 static void test_escape_functions(void **state)
 {
 	char buf[16];
@@ -419,15 +452,8 @@ static void test_damage_keeps_what_precedes(void **state)
 	w = nt_writer_open(f, &h);
 	nt_header_free(&h);
 	for (int i = 0; i < 300; i++) {
-		struct ntbpf_rec r = { 0 };
+		struct ntbpf_rec r = blk_read(i, 7u << 20, i * 7);
 
-		r.t0 = 1000000000ull + i * 100000ull;
-		r.role = NTBPF_ROLE_INITIATOR;
-		r.op = NTBPF_OP_READ;
-		r.bytes = 4096;
-		r.dev = 7u << 20;
-		r.ev_mask = (1u << EV_I_BLK_START) | (1u << EV_I_BLK_DONE);
-		r.ev[EV_I_BLK_DONE] = 20000 + i * 7;
 		assert_int_equal(nt_writer_add(w, &r), 0);
 		if (i % 100 == 99)
 			assert_int_equal(nt_writer_flush(w), 0);
@@ -465,7 +491,7 @@ static void test_many_files(void **state)
 	for (int i = 0; i < N; i++) {
 		struct nt_header h;
 		struct nt_writer *w;
-		struct ntbpf_rec r = { 0 };
+		struct ntbpf_rec r = blk_read(0, 7u << 20, 0);
 		FILE *f;
 
 		snprintf(names[i], sizeof(names[i]), "%s", path_of("many-XXX.ntbpf"));
@@ -476,13 +502,7 @@ static void test_many_files(void **state)
 		nt_header_init(&h, NTBPF_ROLE_INITIATOR);
 		w = nt_writer_open(f, &h);
 		nt_header_free(&h);
-		r.t0 = 1000000000ull + i;
-		r.role = NTBPF_ROLE_INITIATOR;
-		r.op = NTBPF_OP_READ;
-		r.bytes = 4096;
-		r.dev = 7u << 20;
-		r.ev_mask = (1u << EV_I_BLK_START) | (1u << EV_I_BLK_DONE);
-		r.ev[EV_I_BLK_DONE] = 20000;
+		r.t0 += i;
 		assert_int_equal(nt_writer_add(w, &r), 0);
 		assert_int_equal(nt_writer_close(w, NULL), 0);
 		fclose(f);
@@ -509,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_constant_columns_bounded),
 		cmocka_unit_test(test_many_controllers),
 		cmocka_unit_test(test_strings_escaped),
+		cmocka_unit_test(test_peer_escaped),
 		cmocka_unit_test(test_escape_functions),
 		cmocka_unit_test(test_directory),
 		cmocka_unit_test(test_damage_keeps_what_precedes),
