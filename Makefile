@@ -4,7 +4,9 @@
 # make check      unit tests (cmocka, no root, seconds)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
+# make demo-exact one guest on QEMU's instruction clock: deterministic microseconds
 # make bench      benchmarks
+# make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60)
 # make deps       install every Debian package needed (root)
 # V=1             show the commands
 
@@ -39,13 +41,13 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 # Pure modules: no BPF, no root; unit-tested.
-BPF_USER_SRCS := src/bpfrec.c src/hooks.c src/probes.c src/liverun.c
+BPF_USER_SRCS := src/bpfrec.c src/facts.c src/probes.c src/probecmd.c src/liverun.c src/recorder.c
 CORE_SRCS := $(filter-out src/main.c $(BPF_USER_SRCS),$(wildcard src/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all check test test-root test-lab deps demo bench clean lab-shell vmlinux
+.PHONY: all check test test-root test-lab deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge
 .DELETE_ON_ERROR:
 
 all: $(OUTPUT)/ntbpf
@@ -79,6 +81,11 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lcrypto -lm -lpthread
 
+# test_hooks opens the embedded BPF object (no load, no root): it needs the skeleton and libbpf
+$(OUTPUT)/tests/test_hooks: tests/unit/test_hooks.c $(OUTPUT)/libntcore.a $(SKELS) $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka $(LDLIBS) -lm -lpthread
+
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 check: $(TESTS)
 	$(Q)fail=0; for t in $(TESTS); do \
@@ -102,8 +109,13 @@ test: deps
 deps:
 	$(Q)scripts/deps
 
-demo: all
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo
+
+demo-exact: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/lab/demo --exact
 
 lab-shell: all
 	$(Q)tests/lab/run --shell --kernel $(or $(KERNEL),6.12)
@@ -122,6 +134,31 @@ bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile
 	$(Q)cat $(OUTPUT)/bench-recfile.md
 	$(Q)bench/run
 	$(Q)cat $(OUTPUT)/bench-recfile.md >> $(OUTPUT)/bench/results.md
+
+# libFuzzer over the record file reader (tests/fuzz/fuzz_recfile.c), Debian's clang.  It starts from
+# tests/fuzz/corpus (committed, replayed by make check) and tests/fuzz/seeds, and writes what it
+# finds to $(OUTPUT)/fuzz/corpus; make fuzz-merge minimizes that into tests/fuzz/corpus.  One job:
+# the machine is shared.
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS := -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	       -Iinclude -Isrc -DNT_FUZZ_MAIN
+FUZZ_SRCS := src/recfile.c
+$(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) -lz
+
+FUZZ_DIR := $(abspath $(OUTPUT))/fuzz
+fuzz: $(OUTPUT)/fuzz-recfile
+	$(Q)mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	$(Q)cd $(FUZZ_DIR) && $(abspath $(OUTPUT))/fuzz-recfile -jobs=1 -workers=1 -max_total_time=$(FUZZ_SECONDS) \
+		-rss_limit_mb=1024 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crashes/ \
+		$(FUZZ_DIR)/corpus $(CURDIR)/tests/fuzz/corpus $(CURDIR)/tests/fuzz/seeds; \
+		rc=$$?; tail -n 8 fuzz-0.log; ls crashes; exit $$rc
+
+fuzz-merge: $(OUTPUT)/fuzz-recfile
+	$(Q)rm -rf $(FUZZ_DIR)/merged && mkdir -p $(FUZZ_DIR)/merged $(FUZZ_DIR)/corpus
+	$(Q)$(OUTPUT)/fuzz-recfile -merge=1 $(FUZZ_DIR)/merged tests/fuzz/seeds tests/fuzz/corpus $(FUZZ_DIR)/corpus
+	$(Q)rm -rf tests/fuzz/corpus && mv $(FUZZ_DIR)/merged tests/fuzz/corpus
 
 # Regenerate vmlinux/vmlinux.h from the pinned Debian kernel package.
 vmlinux:

@@ -43,13 +43,72 @@ const volatile __u32 ndevs = 0;
 const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
 
 
-/* requests in flight: struct request * (initiator) or struct nvmet_req * (target) */
+/*
+ * Requests in flight: struct request * (initiator) or struct nvmet_req *
+ * (target).  A record lives in slots[], at an index hashed from that
+ * pointer: finding it (or finding that the I/O is not recorded, as for
+ * every I/O --sample left out) is a multiply, a shift and a compare, no
+ * helper call.  A request whose slot is taken by another live request goes
+ * to the hash map inflight; nover counts those, and only while it is
+ * non-zero does a miss in slots[] cost a hash lookup.
+ */
+#define NSLOTS_LOG2 14
+#define NSLOTS (1u << NSLOTS_LOG2)
+/* a slot held longer than this lost its completion: a new request may take it */
+#define SLOT_STALE_NS (60ull * 1000000000)
+
+struct nt_slot slots[NSLOTS];
+__u64 nover;	/* requests in the inflight hash */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct ntbpf_rec);
 } inflight SEC(".maps");
+
+/*
+ * slot index of pointer p: a multiplicative hash of its address.  The
+ * verifier allows no arithmetic on a BTF pointer (tp_btf, fentry
+ * arguments), but a privileged program may store one into a map value and
+ * load the number back: a per-CPU word of .bss, loaded once for the number
+ * and once more to be sure that no interrupting program on this CPU reused
+ * the word in between (retried once, else slot 0, which the key check
+ * then rejects or accepts like any slot).
+ */
+#define NT_LCPUS 512
+static volatile __u64 nt_launder[NT_LCPUS];
+
+static __always_inline __u64 slot_hash(__u64 p, int bits)
+{
+	volatile __u64 *w = &nt_launder[NT_BOUND(bpf_get_smp_processor_id() & (NT_LCPUS - 1), NT_LCPUS)];
+	__u64 h;
+
+	for (int i = 0; i < 2; i++) {
+		*w = p;
+		h = (*w * 0x9E3779B97F4A7C15ull) >> (64 - bits);
+		if (*w == p)
+			return h;
+	}
+	return 0;
+}
+
+static __always_inline struct nt_slot *slot_of(__u64 key)
+{
+	return &slots[NT_BOUND(slot_hash(key, NSLOTS_LOG2), NSLOTS)];
+}
+
+/* the record of request key, NULL if it is not being recorded */
+static __always_inline struct ntbpf_rec *rec_get(__u64 key)
+{
+	struct nt_slot *s = slot_of(key);
+
+	if (s->key == key)
+		return &s->r;
+	if (!nover)
+		return NULL;
+	return bpf_map_lookup_elem(&inflight, &key);
+}
 
 /*
  * Per NVMe/TCP queue (struct nvme_tcp_queue * or struct nvmet_tcp_queue *):
@@ -222,6 +281,17 @@ static __always_inline bool dev_wanted(__u32 dev)
 	return false;
 }
 
+/* a finished request leaves its slot (or the overflow hash) */
+static __always_inline void rec_drop(__u64 key)
+{
+	struct nt_slot *s = slot_of(key);
+
+	if (s->key == key)
+		s->key = 0;
+	else if (nover && !bpf_map_delete_elem(&inflight, &key))
+		__sync_fetch_and_add(&nover, -1);
+}
+
 /*
  * One finished I/O into the histograms of its group: one map lookup.  A
  * global (non-inlined) function is verified once, on its own: the loop over
@@ -275,7 +345,7 @@ static __always_inline void emit(struct ntbpf_rec *r, __u64 key)
 	if (kernel_agg) {
 		kh_record(r);
 		stat_inc(ST_EMITTED);
-		bpf_map_delete_elem(&inflight, &key);
+		rec_drop(key);
 		return;
 	}
 	/*
@@ -290,7 +360,7 @@ static __always_inline void emit(struct ntbpf_rec *r, __u64 key)
 		stat_inc(ST_LOST_RINGBUF);
 	else
 		stat_inc(ST_EMITTED);
-	bpf_map_delete_elem(&inflight, &key);
+	rec_drop(key);
 }
 
 /*
@@ -300,21 +370,83 @@ static __always_inline void emit(struct ntbpf_rec *r, __u64 key)
  */
 static __always_inline void track(__u64 key, struct ntbpf_rec *r)
 {
+	struct nt_slot *s = slot_of(key);
+	__u64 held = s->key;
+
+	if (held == key || !held || r->t0 > s->r.t0 + SLOT_STALE_NS) {
+		/* the same request again, or a stale slot: a completion never came */
+		if (held)
+			stat_inc(ST_NO_COMPLETE);
+		/* the key last: a reader that sees it sees the record */
+		s->key = 0;
+		s->r = *r;
+		barrier();
+		s->key = key;
+		return;
+	}
 	if (bpf_map_update_elem(&inflight, &key, r, BPF_NOEXIST)) {
 		if (bpf_map_lookup_elem(&inflight, &key))
 			stat_inc(ST_NO_COMPLETE);
-		if (bpf_map_update_elem(&inflight, &key, r, BPF_ANY))
+		else if (bpf_map_update_elem(&inflight, &key, r, BPF_ANY))
 			stat_inc(ST_LOST_MAP_FULL);
+		else
+			__sync_fetch_and_add(&nover, 1);
+		return;
 	}
+	__sync_fetch_and_add(&nover, 1);
+}
+
+/*
+ * Queue state, like the records: in qslots[] at an index hashed from the
+ * queue's address, in the hash map queues only when that slot belongs to
+ * another queue (qover counts those).  Queues are never removed: a slot is
+ * taken for good, as the hash entries were.
+ */
+struct nt_qslot {
+	__u64 key;
+	struct qstate s;
+};
+
+#define NQSLOTS_LOG2 10
+#define NQSLOTS (1u << NQSLOTS_LOG2)
+static struct nt_qslot qslots[NQSLOTS];	/* static: not in the skeleton */
+static __u64 qover;
+
+static __always_inline struct nt_qslot *qslot_of(__u64 q)
+{
+	return &qslots[NT_BOUND(slot_hash(q, NQSLOTS_LOG2), NQSLOTS)];
+}
+
+/* the state of queue q (an NVMe/TCP queue of this host's role seen before), or NULL */
+static __always_inline struct qstate *qstate_of(__u64 q)
+{
+	struct nt_qslot *e = qslot_of(q);
+
+	if (e->key == q)
+		return &e->s;
+	if (!qover)
+		return NULL;
+	return bpf_map_lookup_elem(&queues, &q);
 }
 
 static __always_inline struct qstate *qstate_get(__u64 q)
 {
-	struct qstate *s = bpf_map_lookup_elem(&queues, &q), zero = {};
+	struct nt_qslot *e = qslot_of(q);
+	struct qstate *s, zero = {};
 
+	if (e->key == q)
+		return &e->s;
+	if (!e->key) {
+		e->s = zero;
+		barrier();
+		e->key = q;
+		return &e->s;
+	}
+	s = bpf_map_lookup_elem(&queues, &q);
 	if (s)
 		return s;
-	bpf_map_update_elem(&queues, &q, &zero, BPF_NOEXIST);
+	if (!bpf_map_update_elem(&queues, &q, &zero, BPF_NOEXIST))
+		__sync_fetch_and_add(&qover, 1);
 	return bpf_map_lookup_elem(&queues, &q);
 }
 
@@ -406,23 +538,30 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 	return handler(false, a0);						\
 }
 
-/* function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret) */
-#define EXIT_HOOK1(fn, handler, T0)						\
+/*
+ * function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret).
+ * gate(a0) says whether a0 belongs to a recorded I/O: for any other (every
+ * I/O --sample leaves out) both programs return at once, without touching
+ * the entry-time storage.
+ */
+#define EXIT_HOOK1(fn, handler, T0, gate)					\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0)						\
 {										\
-	ts_put();								\
+	if (gate(a0))								\
+		ts_put();							\
 	return 0;								\
 }										\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
 {										\
-	return handler(true, a0, ts_take(), ret);				\
+	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
-	stash_put((__u64)a0, 0);						\
+	if (gate(a0))								\
+		stash_put((__u64)a0, 0);					\
 	return 0;								\
 }										\
 SEC("kretprobe/" #fn)								\
@@ -432,22 +571,24 @@ int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
 }
 
-#define EXIT_HOOK2(fn, handler, T0, T1)						\
+#define EXIT_HOOK2(fn, handler, T0, T1, gate)					\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
 {										\
-	ts_put();								\
+	if (gate(a0))								\
+		ts_put();							\
 	return 0;								\
 }										\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
 {										\
-	return handler(true, a0, ts_take(), ret);				\
+	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
-	stash_put((__u64)a0, 0);						\
+	if (gate(a0))								\
+		stash_put((__u64)a0, 0);					\
 	return 0;								\
 }										\
 SEC("kretprobe/" #fn)								\
@@ -482,7 +623,7 @@ static __always_inline void rec_from_rq(bool btf, struct ntbpf_rec *r, struct re
 static __always_inline int on_rq_issue(bool btf, struct request *rq)
 {
 	__u64 now, key = (__u64)rq;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 	__u32 zero = 0, dev;
 	__u64 *skip;
 
@@ -517,7 +658,7 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 static __always_inline int on_rq_complete(bool btf, struct request *rq, int error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 
 	if (!r) {
 		/*
@@ -594,13 +735,13 @@ static __always_inline struct nvme_tcp_request *tcp_req_of_rq(struct request *rq
 /* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
 static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)rq;
+	__u64 now, key = (__u64)rq;
 	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
 	struct blk_mq_hw_ctx *hctx;
 	struct ntbpf_rec r = {};
 	void *queuedata = RD(btf, rq, q, queuedata);
 	__u32 dev, head = nvme_ns_head_devt(queuedata), zero = 0;
-	__u16 qid = 0;
+	__u16 qid = 0, cid;
 	__u8 opcode;
 	__u64 *skip, q;
 
@@ -624,18 +765,21 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		stat_inc(ST_ADMIN_SKIPPED);
 		return 0;
 	}
-	rec_from_rq(btf, &r, rq, dev, now);
-	r.cid = RD(btf, cmd, common.command_id);
-	r.opcode = opcode;
-	r.qid = qid;
-	r.flags |= NTBPF_F_NVME;
-	if (sampled_out(nvme_sample_key(cmd_slba(btf, cmd), qid, r.cid))) {
+	/* an I/O --sample leaves out costs nothing more than this */
+	cid = RD(btf, cmd, common.command_id);
+	if (sampled_out(nvme_sample_key(cmd_slba(btf, cmd), qid, cid))) {
 		stat_inc(ST_FILTERED);
 		skip = bpf_map_lookup_elem(&skip_rq, &zero);
 		if (skip)
 			*skip = key;
 		return 0;
 	}
+	now = bpf_ktime_get_ns();
+	rec_from_rq(btf, &r, rq, dev, now);
+	r.cid = cid;
+	r.opcode = opcode;
+	r.qid = qid;
+	r.flags |= NTBPF_F_NVME;
 	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
 	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
 	if (q && q == (__u64)RD(btf, hctx, driver_data)) {
@@ -667,7 +811,7 @@ TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *)
 static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 {
 	__u64 key = (__u64)rq;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
 
 	if (r) {
@@ -741,7 +885,7 @@ static __always_inline int on_recv_skb(bool btf, read_descriptor_t *desc, struct
 				       unsigned int offset, size_t len)
 {
 	__u64 q = (__u64)RD(btf, desc, arg.data);
-	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+	struct qstate *s = qstate_of(q);
 	__u32 seq = 0;
 
 	if (!s)
@@ -772,7 +916,7 @@ int BPF_KPROBE(kprobe_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff
 /* arrival of what the initiator's receive path is handling now */
 static __always_inline __u64 host_arrival(__u64 q)
 {
-	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+	struct qstate *s = qstate_of(q);
 
 	if (!s)
 		return 0;
@@ -790,7 +934,7 @@ static __always_inline __u64 host_arrival(__u64 q)
 static __always_inline int on_complete_remote(bool btf, struct request *rq)
 {
 	__u64 now, key = (__u64)rq, q, arr;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 
 	if (!r || !(r->flags & NTBPF_F_NVME) || r->role != NTBPF_ROLE_INITIATOR)
 		return 0;
@@ -808,7 +952,7 @@ ENTRY_HOOK1(blk_mq_complete_request_remote, on_complete_remote, struct request *
 static __always_inline struct ntbpf_rec *host_rec_of(struct nvme_tcp_request *req)
 {
 	__u64 key = (__u64)rq_of_tcp_req(req);
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 
 	return (r && r->role == NTBPF_ROLE_INITIATOR) ? r : NULL;
 }
@@ -839,8 +983,8 @@ static __always_inline int on_data_sent(bool btf, struct nvme_tcp_request *req, 
 	return 0;
 }
 
-EXIT_HOOK1(nvme_tcp_try_send_cmd_pdu, on_cmd_pdu_sent, struct nvme_tcp_request *)
-EXIT_HOOK1(nvme_tcp_try_send_data, on_data_sent, struct nvme_tcp_request *)
+EXIT_HOOK1(nvme_tcp_try_send_cmd_pdu, on_cmd_pdu_sent, struct nvme_tcp_request *, host_rec_of)
+EXIT_HOOK1(nvme_tcp_try_send_data, on_data_sent, struct nvme_tcp_request *, host_rec_of)
 
 /*
  * The first H2C data PDU of a request goes out after its R2T arrived
@@ -885,7 +1029,7 @@ ENTRY_HOOK1(nvmet_tcp_data_ready, on_data_ready, struct sock *)
 static __always_inline int on_try_recv_pdu(bool btf, struct nvmet_tcp_queue *queue)
 {
 	__u64 q = (__u64)queue;
-	struct qstate *s = bpf_map_lookup_elem(&queues, &q);
+	struct qstate *s = qstate_of(q);
 
 	if (s)
 		s->pickup = bpf_ktime_get_ns();
@@ -915,7 +1059,7 @@ static __always_inline __u8 nvme_op(__u8 opcode)
 
 static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct nvme_command *cmd)
 {
-	__u64 now = bpf_ktime_get_ns(), key = (__u64)req, q, arr;
+	__u64 now, key = (__u64)req, q, arr;
 	struct nvmet_sq *sq = RD(btf, req, sq);
 	struct ntbpf_rec r = {};
 	struct socket *sock;
@@ -941,9 +1085,10 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 		stat_inc(ST_FILTERED);
 		return 0;
 	}
+	now = bpf_ktime_get_ns();
 	r.ctrl = RD(btf, sq, ctrl, cntlid);
 	q = tgt_queue_of_sq(sq);
-	s = bpf_map_lookup_elem(&queues, &q);
+	s = qstate_of(q);
 	sock = q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
 	if (s && sock != s->sock) {
 		s->sock = sock;
@@ -977,7 +1122,7 @@ TP_HOOK2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *)
 static __always_inline int on_exec(bool btf, struct nvmet_req *req)
 {
 	__u64 now, key = (__u64)req, q, arr;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 
 	if (!r || r->role != NTBPF_ROLE_TARGET)
 		return 0;
@@ -986,7 +1131,7 @@ static __always_inline int on_exec(bool btf, struct nvmet_req *req)
 		/* all data has been read: copied_seq is right behind its last byte */
 		q = tgt_queue_of_sq(RD(btf, req, sq));
 		if (q) {
-			arr = queue_arrival(bpf_map_lookup_elem(&queues, &q),
+			arr = queue_arrival(qstate_of(q),
 					    BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0);
 			if (arr && arr <= now)
 				ev_set(r, EV_T_DATA_ARRIVE, arr);
@@ -1004,7 +1149,7 @@ ENTRY_HOOK1(nvmet_file_execute_flush, on_exec, struct nvmet_req *)
 static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 {
 	__u64 key = (__u64)req;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 
 	if (!r || r->role != NTBPF_ROLE_TARGET)
 		return 0;
@@ -1020,7 +1165,7 @@ TP_HOOK1(nvmet_req_complete, on_req_complete, struct nvmet_req *)
 static __always_inline int on_queue_response(bool btf, struct nvmet_req *req)
 {
 	__u64 key = (__u64)req;
-	struct ntbpf_rec *r = bpf_map_lookup_elem(&inflight, &key);
+	struct ntbpf_rec *r = rec_get(key);
 
 	if (r && r->role == NTBPF_ROLE_TARGET)
 		ev_set(r, EV_T_RESP_QUEUED, bpf_ktime_get_ns());
@@ -1034,8 +1179,15 @@ static __always_inline struct ntbpf_rec *tgt_rec_of(struct nvmet_tcp_cmd *cmd, _
 	struct ntbpf_rec *r;
 
 	*key = (__u64)req_of_tgt_cmd(cmd);
-	r = bpf_map_lookup_elem(&inflight, key);
+	r = rec_get(*key);
 	return (r && r->role == NTBPF_ROLE_TARGET) ? r : NULL;
+}
+
+static __always_inline bool tgt_tracked(struct nvmet_tcp_cmd *cmd)
+{
+	__u64 key;
+
+	return tgt_rec_of(cmd, &key) != NULL;
 }
 
 /* the R2T for a write has been handed to the socket */
@@ -1070,9 +1222,9 @@ static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd,
 	return 0;
 }
 
-EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool)
-EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool)
-EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool)
+EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
+EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
+EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
 
 /*
  * Kernels before v6.5 (Debian 6.1) inline nvme_tcp_try_send_cmd_pdu and the
@@ -1092,7 +1244,7 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 		return 0;	/* partial: the driver calls again for the rest */
 	sk = RD(btf, sock, sk);
 	q = (__u64)RD(btf, sk, sk_user_data);
-	if (!q || !bpf_map_lookup_elem(&queues, &q))
+	if (!q || !qstate_of(q))
 		return 0;	/* not an NVMe/TCP queue of this host's role */
 	if (rec_role == NTBPF_ROLE_INITIATOR) {
 		struct nvme_tcp_request *req = BPF_CORE_READ((struct nvme_tcp_queue *)q, request);

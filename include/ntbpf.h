@@ -106,6 +106,12 @@ struct ntbpf_rec {
 };
 _Static_assert(sizeof(struct ntbpf_rec) == 112, "struct ntbpf_rec: update the size above and the record format");
 
+/* An in-flight record in the BPF object's slot array (not on disk). */
+struct nt_slot {
+	__u64 key;		/* the request's address, 0: free */
+	struct ntbpf_rec r;
+};
+
 /* Counters kept by the BPF side (per-CPU array, index = enum). */
 enum ntbpf_stat {
 	ST_EMITTED = 0,		/* records handed to the ring buffer */

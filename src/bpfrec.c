@@ -12,15 +12,15 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "bpfrec.h"
+#include "recorder.h"
 #include "live.h"
+#include "outfile.h"
 #include "probes.h"
 #include "recfile.h"
 #include "sysinfo.h"
@@ -32,45 +32,17 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-/* root, or CAP_BPF + CAP_PERFMON (5.8+), or CAP_SYS_ADMIN */
-static bool privileged(void)
-{
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2];
-
-	if (geteuid() == 0)
-		return true;
-	if (syscall(SYS_capget, &hdr, data))
-		return false;
-#define HAS(c) (data[(c) / 32].effective & (1u << ((c) % 32)))
-	return HAS(21 /* CAP_SYS_ADMIN */) || (HAS(39 /* CAP_BPF */) && HAS(38 /* CAP_PERFMON */));
-#undef HAS
-}
-
 static double tv_s(const struct timeval *t)
 {
 	return t->tv_sec + t->tv_usec / 1e6;
-}
-
-static int resolve_role(const struct nt_config *cfg, char *err, size_t errlen)
-{
-	bool host, tgt;
-
-	if (cfg->role)
-		return cfg->role;
-	host = nt_sys_module_loaded("", "nvme_tcp");
-	tgt = nt_sys_module_loaded("", "nvmet_tcp");
-	if (host && tgt) {
-		snprintf(err, errlen, "both nvme_tcp and nvmet_tcp are loaded: say --role initiator or --role target");
-		return -1;
-	}
-	return tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR;
 }
 
 struct rec_state {
 	struct nt_live *live;	/* --interval */
 	struct nt_writer *w;
 	uint64_t lost_user;
+	uint64_t pending;	/* records given to the writer, not yet in a written chunk */
+	uint64_t written;	/* records in whole chunks the file holds */
 	int werr;
 };
 
@@ -80,12 +52,33 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (st->live && size >= sizeof(struct ntbpf_rec))
 		nt_live_push(st->live, data);
-	if (size < sizeof(struct ntbpf_rec) || nt_writer_add(st->w, data)) {
+	if (st->werr || size < sizeof(struct ntbpf_rec) || nt_writer_add(st->w, data)) {
 		st->lost_user++;
 		if (!st->werr)
 			st->werr = errno ? errno : EIO;
+		return 0;
+	}
+	/* the writer writes a chunk every NT_CHUNK_RECS records */
+	if (++st->pending == NT_CHUNK_RECS) {
+		st->written += st->pending;
+		st->pending = 0;
 	}
 	return 0;
+}
+
+static void rec_flush(struct rec_state *st)
+{
+	int rc;
+
+	if (st->werr)
+		return;
+	rc = nt_writer_flush(st->w);
+	if (rc) {
+		st->werr = rc < 0 ? -rc : EIO;
+		return;
+	}
+	st->written += st->pending;
+	st->pending = 0;
 }
 
 /* child waits on a pipe until the probes are attached, then execs */
@@ -108,6 +101,8 @@ static pid_t spawn_child(char **argv, int *go_fd)
 		close(p[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
 		execvp(argv[0], argv);
 		fprintf(stderr, "ntbpf record: cannot run '%s': %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -117,45 +112,29 @@ static pid_t spawn_child(char **argv, int *go_fd)
 	return pid;
 }
 
-int nt_record_preflight(const struct nt_config *cfg, const char *cmd, struct nt_devset *devs)
+/*
+ * A write failed (ENOSPC, EIO, ...): the recording stops, the file keeps its
+ * whole chunks and ends with a trailer if there is room for one (else after
+ * its last whole chunk: still readable, reported as cut short).
+ */
+static void rec_salvage(struct rec_state *st, struct nt_outfile *of, struct nt_trailer *tr, const char *path)
 {
-	char err[256];
-	int role;
+	uint64_t good = nt_writer_bytes(st->w);
+	int rc;
 
-	if (!privileged()) {
-		fprintf(stderr, "ntbpf %s: needs root (or CAP_BPF and CAP_PERFMON)\n", cmd);
-		return -1;
+	fprintf(stderr, "ntbpf record: warning: writing %s failed (%s): recording stopped; the file keeps the %"
+		PRIu64 " records written before\n", path, strerror(st->werr), st->written);
+	nt_outfile_cut(of, good);
+	nt_writer_recover(st->w);
+	tr->records = st->written;
+	tr->lost_user = tr->stats[ST_EMITTED] > st->written ? tr->stats[ST_EMITTED] - st->written : 0;
+	rc = nt_writer_close(st->w, tr);
+	st->w = NULL;
+	if (rc) {
+		nt_outfile_cut(of, good);
+		fprintf(stderr, "ntbpf record: warning: no room for the trailer either: %s ends after its last "
+			"whole chunk\n", path);
 	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		fprintf(stderr, "ntbpf %s: this kernel has no BTF (/sys/kernel/btf/vmlinux missing; "
-			"CONFIG_DEBUG_INFO_BTF=y is needed)\n", cmd);
-		return -1;
-	}
-	role = resolve_role(cfg, err, sizeof(err));
-	if (role < 0) {
-		fprintf(stderr, "ntbpf %s: %s\n", cmd, err);
-		return -1;
-	}
-	for (int i = 0; i < cfg->ndevs; i++)
-		if (nt_dev_resolve("", cfg->devs[i], devs, err, sizeof(err))) {
-			fprintf(stderr, "ntbpf %s: %s\n", cmd, err);
-			return -1;
-		}
-	return role;
-}
-
-void nt_record_header(struct nt_header *hdr, const struct nt_config *cfg, int role, struct nt_devset *devs,
-		      const struct nt_probes *pr, int argc, char **argv)
-{
-	hdr->role = role;
-	hdr->sample = cfg->sample;
-	nt_sys_identity(hdr, argc, argv);
-	if (!devs->n)
-		nt_dev_all("", devs);
-	nt_dev_to_header(devs, hdr);
-	if (role == NTBPF_ROLE_INITIATOR)
-		nt_sys_nvme_ctrls("", hdr);
-	nt_probes_to_header(pr, hdr);
 }
 
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
@@ -166,6 +145,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_trailer tr = { 0 };
 	struct rec_state st = { 0 };
 	struct nt_probes pr = { 0 };
+	struct nt_outfile of = { .fd = -1 };
 	struct ring_buffer *rb = NULL;
 	struct rusage ru_start = { 0 };
 	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
@@ -173,14 +153,19 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
-	FILE *out = NULL;
 	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0;
-	bool child_done = false, loaded = false;
+	bool child_done = false, loaded = false, opened = false, started = false;
 
 	nt_header_init(&hdr, 0);
 	role = nt_record_preflight(cfg, "record", &devs);
 	if (role < 0)
 		return 1;
+	/* the file (and its lock) first: a second recorder on it stops here */
+	if (nt_outfile_open(&of, cfg->output, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf record: %s\n", err);
+		return 1;
+	}
+	opened = true;
 
 	po.role = role;
 	if (nt_probes_load(&pr, &po, err, sizeof(err))) {
@@ -191,11 +176,6 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (pr.fallback[0])
 		fprintf(stderr, "ntbpf record: warning: %s\n", pr.fallback);
 
-	out = fopen(cfg->output, "wb");
-	if (!out) {
-		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));
-		goto out;
-	}
 	if (cfg->cmd_argv) {
 		child = spawn_child(cfg->cmd_argv, &go_fd);
 		if (child < 0) {
@@ -209,7 +189,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 
 	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
-	st.w = nt_writer_open(out, &hdr);
+	st.w = nt_writer_open(of.f, &hdr);
 	if (!st.w) {
 		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));
 		goto out;
@@ -224,9 +204,17 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		fprintf(stderr, "ntbpf record: cannot set up the ring buffer: %s\n", strerror(errno));
 		goto out;
 	}
+	/* recording really starts: only now does an existing file become FILE.old (as perf does) */
+	if (nt_outfile_start(&of, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf record: %s\n", err);
+		goto out;
+	}
+	started = true;
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);	/* an ssh drop ends the recording like Ctrl-C */
+	signal(SIGPIPE, SIG_IGN);	/* and a closed stderr must not kill us before the trailer */
 	if (cfg->bpf_stats)
 		getrusage(RUSAGE_SELF, &ru_start);	/* from here on: the cost while recording */
 	/* scripts wait for this line before starting the workload */
@@ -243,15 +231,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
 	last_flush = last_tick = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
-		/* BPF wakes us per batch: take the rest every round (records wait <= 100 ms) */
-		int n = ring_buffer__poll(rb, 100);
-		uint64_t t;
+		int n = nt_recorder_poll(rb, 100);	/* records wait <= 100 ms */
+		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
-		if (n >= 0)
-			n = ring_buffer__consume(rb);
-		t = nt_clock_ns(CLOCK_MONOTONIC);
-
-		if (n < 0 && n != -EINTR) {
+		if (n < 0) {
 			fprintf(stderr, "ntbpf record: ring buffer poll failed: %s\n", strerror(-n));
 			break;
 		}
@@ -259,14 +242,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			uint64_t s2[ST_NR], lost;
 
 			nt_probes_stats(&pr, s2);
-			lost = s2[ST_LOST_RINGBUF] + s2[ST_LOST_MAP_FULL] + s2[ST_NO_COMPLETE] + s2[ST_PROG_MISSES];
+			lost = nt_lost_sum(s2);
 			nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, lost - lost_ticked);
 			lost_ticked = lost;
 			last_tick = t;
 		}
 		if (t - last_flush >= 1000000000ull) {
-			if (nt_writer_flush(st.w) && !st.werr)
-				st.werr = errno ? errno : EIO;
+			rec_flush(&st);
 			last_flush = t;
 		}
 		if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
@@ -276,9 +258,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (stop_signal && child <= 0)
 			break;
 		if (stop_signal && child > 0) {
-			/* the command got Ctrl-C too; forward SIGTERM and wait for it to end */
-			if (stop_signal == SIGTERM)
-				kill(child, SIGTERM);
+			/* the command got Ctrl-C (or the hangup) too; forward a kill and wait for it to end */
+			if (stop_signal == SIGTERM || stop_signal == SIGHUP)
+				kill(child, stop_signal);
 			stop_signal = 0;
 		}
 	}
@@ -289,8 +271,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		uint64_t s2[ST_NR], t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		nt_probes_stats(&pr, s2);
-		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, s2[ST_LOST_RINGBUF] + s2[ST_LOST_MAP_FULL] +
-			     s2[ST_NO_COMPLETE] + s2[ST_PROG_MISSES] - lost_ticked);
+		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, nt_lost_sum(s2) - lost_ticked);
 	}
 	nt_probes_stats(&pr, tr.stats);
 	if (cfg->bpf_stats) {
@@ -316,33 +297,43 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				tv_s(&ru_start.ru_utime) + tv_s(&ru_start.ru_stime));
 		}
 	}
-	tr.records = tr.stats[ST_EMITTED] - st.lost_user;
-	tr.lost_user = st.lost_user;
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
-	rc = nt_writer_close(st.w, &tr);
-	st.w = NULL;
-	if (rc || fflush(out) || ferror(out)) {
-		fprintf(stderr, "ntbpf record: writing %s failed: %s\n", cfg->output,
-			strerror(st.werr ? st.werr : rc < 0 ? -rc : errno));
-		rc = 1;
-		goto out;
+	rec_flush(&st);
+	if (st.werr) {
+		rec_salvage(&st, &of, &tr, cfg->output);
+	} else {
+		tr.records = tr.stats[ST_EMITTED] - st.lost_user;
+		tr.lost_user = st.lost_user;
+		rc = nt_writer_close(st.w, &tr);
+		st.w = NULL;
+		if (rc) {
+			st.werr = rc < 0 ? -rc : EIO;
+			fprintf(stderr, "ntbpf record: writing the end of %s failed: %s\n", cfg->output, strerror(st.werr));
+		}
 	}
 	{
 		struct stat sb;
-		uint64_t lost = tr.stats[ST_LOST_RINGBUF] + tr.stats[ST_LOST_MAP_FULL] + tr.stats[ST_PROG_MISSES] +
-				tr.stats[ST_NO_COMPLETE] + tr.lost_user;
-		double size = fstat(fileno(out), &sb) ? 0 : sb.st_size;
+		uint64_t lost = nt_lost_sum(tr.stats) + tr.lost_user;
+		double size = fstat(of.fd, &sb) ? 0 : sb.st_size;
 
+		if (nt_outfile_commit(&of, err, sizeof(err))) {
+			fprintf(stderr, "ntbpf record: %s\n", err);
+			st.werr = st.werr ? st.werr : EIO;
+		}
+		opened = false;
 		fprintf(stderr, "ntbpf record: %" PRIu64 " records, %" PRIu64 " lost, %.1f KiB written to %s "
-			"(%.1f bytes/record, %s, %d hooks)\n", tr.records, lost, size / 1024, cfg->output,
-			tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
+			"(%.1f bytes/record, %s, %d hooks)\n", st.werr ? st.written : tr.records, lost, size / 1024,
+			cfg->output, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
 	}
+	if (st.werr && child > 0 && !child_done)
+		fprintf(stderr, "ntbpf record: '%s' goes on to its end\n", cfg->cmd_argv[0]);
 	rc = st.werr ? 1 : 0;
 out:
 	if (go_fd >= 0)
 		close(go_fd);	/* child sees EOF and exits 127 without running */
 	if (child > 0 && !child_done) {
-		if (rc)
+		/* a recording that failed to start stops the command; one that stopped early does not */
+		if (rc && !started)
 			kill(child, SIGTERM);
 		waitpid(child, &child_status, 0);
 		child_done = true;
@@ -353,19 +344,22 @@ out:
 	nt_live_free(st.live);
 	if (loaded)
 		nt_probes_destroy(&pr);
-	if (out)
-		fclose(out);
-	if (rc && out && !st.w && !tr.end_mono_ns)
-		unlink(cfg->output);	/* nothing was recorded: leave no half file */
+	if (opened) {
+		/* nothing was recorded: the temporary file goes, an existing FILE stays as it was */
+		if (started && nt_outfile_commit(&of, err, sizeof(err)))
+			fprintf(stderr, "ntbpf record: %s\n", err);
+		else if (!started)
+			nt_outfile_abort(&of);
+	}
 	nt_header_free(&hdr);
-	if (!rc && child > 0) {
+	if (child > 0 && (!rc || st.werr)) {
 		/* like perf record -- cmd: the command's failure is ours */
 		if (WIFEXITED(child_status) && WEXITSTATUS(child_status)) {
 			fprintf(stderr, "ntbpf record: '%s' exited with status %d\n", cfg->cmd_argv[0],
 				WEXITSTATUS(child_status));
 			rc = WEXITSTATUS(child_status);
 		} else if (WIFSIGNALED(child_status) && WTERMSIG(child_status) != SIGINT &&
-			   WTERMSIG(child_status) != SIGTERM) {
+			   WTERMSIG(child_status) != SIGTERM && WTERMSIG(child_status) != SIGHUP) {
 			fprintf(stderr, "ntbpf record: '%s' killed by signal %d\n", cfg->cmd_argv[0],
 				WTERMSIG(child_status));
 			rc = 128 + WTERMSIG(child_status);

@@ -113,7 +113,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS, OPT_NO_VERIFY };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -316,11 +316,7 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		cfg->verbose = true;
 		break;
 	case ARGP_KEY_ARG:
-		if (cfg->nfiles == NT_MAX_FILES) {
-			fail(pc, "at most %d record files", NT_MAX_FILES);
-			return EINVAL;
-		}
-		cfg->files[cfg->nfiles++] = arg;
+		cfg->files[cfg->nfiles++] = arg;	/* room for every argument */
 		break;
 	case ARGP_KEY_END:
 		if (!cfg->nfiles) {
@@ -454,6 +450,8 @@ static const char probe_doc[] =
 
 static const struct argp_option probe_opts[] = {
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Show what kprobes would attach (instead of fentry)", 0 },
+	{ "no-verify", OPT_NO_VERIFY, NULL, 0, "Decide from the kernel's facts only; do not load the programs to verify (as root, probe loads them: seconds in a slow VM)", 0 },
+	{ "facts", OPT_FACTS, NULL, OPTION_HIDDEN, "Print the facts hook choice is made from", 0 },
 	{},
 };
 
@@ -467,6 +465,12 @@ static error_t probe_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_KPROBE:
 		pc->cfg->force_kprobe = true;
+		break;
+	case OPT_FACTS:
+		pc->cfg->probe_facts = true;
+		break;
+	case OPT_NO_VERIFY:
+		pc->cfg->probe_no_verify = true;
 		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s'", arg);
@@ -504,7 +508,26 @@ static void defaults(struct nt_config *cfg)
 	cfg->group_by = NT_GB_OP | NT_GB_SIZE | NT_GB_DEV;
 }
 
+void nt_config_free(struct nt_config *cfg)
+{
+	free(cfg->files);
+	cfg->files = NULL;
+	cfg->nfiles = 0;
+}
+
+static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err);
+
+/* help, usage or a bad command line: nothing stays allocated */
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
+{
+	int rc = cli_parse(argc, argv, cfg, err);
+
+	if (rc)
+		nt_config_free(cfg);
+	return rc;
+}
+
+static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 {
 	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
 	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL,
@@ -534,6 +557,11 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	} else if (!strcmp(sub, "report")) {
 		cfg->cmd = NT_CMD_REPORT;
 		ap = &report_argp;
+		cfg->files = calloc(argc, sizeof(*cfg->files));	/* no limit but argc */
+		if (!cfg->files) {
+			fprintf(err, "ntbpf: out of memory\n");
+			return -1;
+		}
 	} else if (!strcmp(sub, "probe")) {
 		cfg->cmd = NT_CMD_PROBE;
 		ap = &probe_argp;

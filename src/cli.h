@@ -9,7 +9,6 @@
 #include "ntbpf.h"
 
 #define NT_MAX_PCTS 16
-#define NT_MAX_FILES 64
 
 enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE };
 enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV };
@@ -25,6 +24,8 @@ struct nt_config {
 	bool verbose;
 	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
 	bool bpf_stats;			/* --bpf-stats: measure the BPF programs' run time */
+	bool probe_no_verify;		/* probe --no-verify: from the facts only, load nothing */
+	bool probe_facts;		/* probe --facts (hidden): print the kernel's facts (tests/unit/facts-*.txt) */
 	/* record */
 	const char *output;		/* -o, default "ntbpf.data" */
 	int role;			/* 0 = auto, else enum ntbpf_role */
@@ -45,7 +46,7 @@ struct nt_config {
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
 	int nfiles;
-	const char *files[NT_MAX_FILES];
+	const char **files;		/* nfiles pointers into argv, any number; nt_config_free() */
 };
 
 /*
@@ -54,6 +55,7 @@ struct nt_config {
  * bad command line; the one-line cause is printed to err.
  */
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err);
+void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated when it returned 0 */
 
 /* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);

@@ -1,61 +1,74 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <bpf/btf.h>
-#include <bpf/libbpf.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "hooks.h"
+#include "recfile.h"
 
 #define I (1u << NTBPF_ROLE_INITIATOR)
 #define T (1u << NTBPF_ROLE_TARGET)
+#define SENDPAGE_STANDIN "stand-in: kernel_sendpage"
 
 /* Order matters only for printing.  docs/stages.md lists the same hooks. */
 static const struct nt_hook hooks[] = {
-	{ "block_rq_issue", NT_HK_TP, "block", "", I, "blk_issue; blk_start from rq->start_time_ns", NULL,
-	  "no block stages" },
-	{ "block_rq_complete", NT_HK_TP, "block", "", I, "blk_done (record emitted)", NULL,
-	  "no initiator records" },
-	{ "nvme_setup_cmd", NT_HK_TP, "nvme", "", I, "queue_rq (inside nvme_tcp_queue_rq)", NULL,
-	  "blk_submission ends at blk_issue; no NVMe identity, no matching" },
-	{ "nvme_complete_rq", NT_HK_TP, "nvme", "", I, "nvme_done", NULL,
-	  "nvme_tcp_completion and blk_completion not measured" },
-	{ "nvme_tcp_data_ready", NT_HK_ENTRY, "nvme_tcp", "nvme_tcp", I, "resp_arrive (delivery that covers the response's bytes)", NULL,
-	  "nstack_completion, remote and network_transmission not measured" },
-	{ "nvme_tcp_recv_skb", NT_HK_ENTRY, "nvme_tcp", "nvme_tcp", I, "the stream range a receive call handles (dates resp_arrive)", NULL,
-	  "resp_arrive from the read position: can be early where TCP coalesced segments" },
-	{ "blk_mq_complete_request_remote", NT_HK_ENTRY, "", "nvme_tcp", I, "resp_proc (nvme_tcp processes the response)", NULL,
-	  "nstack_completion and nvme_tcp_completion not measured" },
-	{ "nvme_tcp_try_send_cmd_pdu", NT_HK_EXIT, "nvme_tcp", "nvme_tcp", I, "cmd_sent (command PDU handed to the socket)", NULL,
-	  "stand-in: kernel_sendpage" },
-	{ "nvme_tcp_try_send_data", NT_HK_EXIT, "nvme_tcp", "nvme_tcp", I, "data_sent (H2C data after an R2T)", NULL,
-	  "stand-in: kernel_sendpage" },
-	{ "nvme_tcp_try_send_data_pdu", NT_HK_ENTRY, "nvme_tcp", "nvme_tcp", I, "r2t_arrive (arrival of the pass that read the R2T)", NULL,
-	  "stand-in: kernel_sendpage" },
-	{ "nvmet_tcp_data_ready", NT_HK_ENTRY, "nvmet_tcp", "nvmet_tcp", T, "cmd_arrive (delivery that covers the command's bytes)", NULL,
-	  "nstack_submission not measured; target_residence starts at cmd_pickup" },
-	{ "nvmet_tcp_try_recv_pdu", NT_HK_ENTRY, "nvmet_tcp", "nvmet_tcp", T, "cmd_pickup", NULL,
-	  "nstack_submission and nvmet_tcp_submission not measured" },
-	{ "nvmet_req_init", NT_HK_TP, "nvmet", "nvmet", T, "req_init (target record created)", NULL,
-	  "no target records" },
-	{ "nvmet_bdev_execute_rw", NT_HK_ENTRY, "nvmet", "nvmet", T, "exec (block-device namespace read/write)", NULL, "" },
-	{ "nvmet_bdev_execute_flush", NT_HK_ENTRY, "nvmet", "nvmet", T, "exec (block-device namespace flush)", NULL, "" },
-	{ "nvmet_file_execute_rw", NT_HK_ENTRY, "nvmet", "nvmet", T, "exec (file namespace read/write)", NULL, "" },
-	{ "nvmet_file_execute_flush", NT_HK_ENTRY, "nvmet", "nvmet", T, "exec (file namespace flush)", NULL, "" },
-	{ "nvmet_req_complete", NT_HK_TP, "nvmet", "nvmet", T, "subsys_done", NULL,
-	  "target_subsystem and nvmet_tcp_completion not measured" },
-	{ "nvmet_tcp_queue_response", NT_HK_ENTRY, "nvmet_tcp", "nvmet_tcp", T, "resp_queued", NULL, "" },
-	{ "nvmet_try_send_response", NT_HK_EXIT, "nvmet_tcp", "nvmet_tcp", T, "resp_sent (record emitted)", NULL,
-	  "stand-in: kernel_sendpage" },
-	{ "nvmet_try_send_r2t", NT_HK_EXIT, "nvmet_tcp", "nvmet_tcp", T, "r2t_sent", NULL,
-	  "stand-in: kernel_sendpage" },
-	{ "nvmet_try_send_data", NT_HK_EXIT, "nvmet_tcp", "nvmet_tcp", T, "resp_sent when C2H data carries SUCCESS", NULL,
-	  "reads without a response capsule are not emitted" },
-	{ "kernel_sendpage", NT_HK_EXIT, "", "", I | T, "cmd_sent / r2t_arrive / data_sent / r2t_sent / resp_sent: entry of the kernel_sendpage that completes the PDU",
-	  "nvme_tcp_try_send_cmd_pdu,nvme_tcp_try_send_data,nvmet_try_send_response", "" },
+	{ .name = "block_rq_issue", .kind = NT_HK_TP, .where = "block", .roles = I,
+	  .boundary = "blk_issue; blk_start from rq->start_time_ns", .instead = "no block stages" },
+	{ .name = "block_rq_complete", .kind = NT_HK_TP, .where = "block", .roles = I,
+	  .boundary = "blk_done (record emitted)", .instead = "no initiator records" },
+	{ .name = "nvme_setup_cmd", .kind = NT_HK_TP, .where = "nvme", .roles = I,
+	  .boundary = "queue_rq (inside nvme_tcp_queue_rq)",
+	  .instead = "blk_submission ends at blk_issue; no NVMe identity, no matching" },
+	{ .name = "nvme_complete_rq", .kind = NT_HK_TP, .where = "nvme", .roles = I,
+	  .boundary = "nvme_done", .instead = "nvme_tcp_completion and blk_completion not measured" },
+	{ .name = "nvme_tcp_data_ready", .kind = NT_HK_ENTRY, .where = "nvme_tcp", .module = "nvme_tcp", .roles = I,
+	  .boundary = "resp_arrive (delivery that covers the response's bytes)",
+	  .instead = "nstack_completion, remote and network_transmission not measured" },
+	{ .name = "nvme_tcp_recv_skb", .kind = NT_HK_ENTRY, .where = "nvme_tcp", .module = "nvme_tcp", .roles = I,
+	  .boundary = "the stream range a receive call handles (dates resp_arrive)",
+	  .instead = "resp_arrive from the read position: can be early where TCP coalesced segments" },
+	{ .name = "blk_mq_complete_request_remote", .kind = NT_HK_ENTRY, .module = "nvme_tcp", .roles = I,
+	  .boundary = "resp_proc (nvme_tcp processes the response)",
+	  .instead = "nstack_completion and nvme_tcp_completion not measured" },
+	{ .name = "nvme_tcp_try_send_cmd_pdu", .kind = NT_HK_EXIT, .where = "nvme_tcp", .module = "nvme_tcp", .roles = I,
+	  .boundary = "cmd_sent (command PDU handed to the socket)", .instead = SENDPAGE_STANDIN },
+	{ .name = "nvme_tcp_try_send_data", .kind = NT_HK_EXIT, .where = "nvme_tcp", .module = "nvme_tcp", .roles = I,
+	  .boundary = "data_sent (H2C data after an R2T)", .instead = SENDPAGE_STANDIN },
+	{ .name = "nvme_tcp_try_send_data_pdu", .kind = NT_HK_ENTRY, .where = "nvme_tcp", .module = "nvme_tcp", .roles = I,
+	  .boundary = "r2t_arrive (arrival of the pass that read the R2T)", .instead = SENDPAGE_STANDIN },
+	{ .name = "nvmet_tcp_data_ready", .kind = NT_HK_ENTRY, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
+	  .boundary = "cmd_arrive (delivery that covers the command's bytes)",
+	  .instead = "nstack_submission not measured; target_residence starts at cmd_pickup" },
+	{ .name = "nvmet_tcp_try_recv_pdu", .kind = NT_HK_ENTRY, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
+	  .boundary = "cmd_pickup", .instead = "nstack_submission and nvmet_tcp_submission not measured" },
+	{ .name = "nvmet_req_init", .kind = NT_HK_TP, .where = "nvmet", .module = "nvmet", .roles = T,
+	  .boundary = "req_init (target record created)", .instead = "no target records" },
+	{ .name = "nvmet_bdev_execute_rw", .kind = NT_HK_ENTRY, .where = "nvmet", .module = "nvmet", .roles = T,
+	  .boundary = "exec (block-device namespace read/write)" },
+	{ .name = "nvmet_bdev_execute_flush", .kind = NT_HK_ENTRY, .where = "nvmet", .module = "nvmet", .roles = T,
+	  .boundary = "exec (block-device namespace flush)" },
+	{ .name = "nvmet_file_execute_rw", .kind = NT_HK_ENTRY, .where = "nvmet", .module = "nvmet", .roles = T,
+	  .boundary = "exec (file namespace read/write)" },
+	{ .name = "nvmet_file_execute_flush", .kind = NT_HK_ENTRY, .where = "nvmet", .module = "nvmet", .roles = T,
+	  .boundary = "exec (file namespace flush)" },
+	{ .name = "nvmet_req_complete", .kind = NT_HK_TP, .where = "nvmet", .module = "nvmet", .roles = T,
+	  .boundary = "subsys_done", .instead = "target_subsystem and nvmet_tcp_completion not measured" },
+	{ .name = "nvmet_tcp_queue_response", .kind = NT_HK_ENTRY, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
+	  .boundary = "resp_queued" },
+	{ .name = "nvmet_try_send_response", .kind = NT_HK_EXIT, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
+	  .boundary = "resp_sent (record emitted)", .instead = SENDPAGE_STANDIN },
+	{ .name = "nvmet_try_send_r2t", .kind = NT_HK_EXIT, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
+	  .boundary = "r2t_sent", .instead = SENDPAGE_STANDIN },
+	{ .name = "nvmet_try_send_data", .kind = NT_HK_EXIT, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
+	  .boundary = "resp_sent when C2H data carries SUCCESS", .instead = "reads without a response capsule are not emitted" },
+	{ .name = "kernel_sendpage", .kind = NT_HK_EXIT, .roles = I | T,
+	  .boundary = "cmd_sent / r2t_arrive / data_sent / r2t_sent / resp_sent: entry of the kernel_sendpage that completes the PDU",
+	  .stands_in_for = "nvme_tcp_try_send_cmd_pdu,nvme_tcp_try_send_data,nvmet_try_send_response" },
 };
 
 #define NHOOKS ((int)(sizeof(hooks) / sizeof(hooks[0])))
+
+/* modules whose tracepoints or functions the table names (nvme_core defines the nvme: tracepoints) */
+const char *const nt_fact_modules[] = { "nvme_core", "nvme_tcp", "nvmet", "nvmet_tcp", NULL };
 
 int nt_hooks_count(void)
 {
@@ -74,176 +87,249 @@ const char *nt_attach_name(enum nt_attach a)
 	return (unsigned int)a < sizeof(names) / sizeof(names[0]) ? names[a] : "-";
 }
 
-/* ---- what the kernel offers ---- */
-
-static struct btf *vmlinux_btf(void)
+void nt_hook_label(const struct nt_hook *h, char *buf, size_t len)
 {
-	static struct btf *btf;
-	static bool tried;
+	if (h->kind == NT_HK_TP)
+		snprintf(buf, len, "%s:%s", h->where, h->name);
+	else
+		snprintf(buf, len, "%s!%s", h->where ? h->where : "vmlinux", h->name);
+}
 
-	if (!tried) {
-		tried = true;
-		btf = btf__load_vmlinux_btf();
-		if (libbpf_get_error(btf))
-			btf = NULL;
+void nt_why_text(const struct nt_hook_choice *c, char *buf, size_t len)
+{
+	const struct nt_hook *h = c->hook;
+
+	switch (c->why) {
+	case NT_WHY_NONE:
+		snprintf(buf, len, "attached");
+		break;
+	case NT_WHY_ROLE:
+		snprintf(buf, len, "not a hook of this role");
+		break;
+	case NT_WHY_MODULE:
+		snprintf(buf, len, "module %s not loaded", h->module);
+		break;
+	case NT_WHY_TP_ABSENT:
+		snprintf(buf, len, "tracepoint %s:%s not in this kernel", h->where, h->name);
+		break;
+	case NT_WHY_FUNC_ABSENT:
+		snprintf(buf, len, "%s not attachable (inlined or absent on this kernel)", h->name);
+		break;
+	case NT_WHY_NO_KPROBES:
+		snprintf(buf, len, "%s: no fentry and no kprobes on this kernel", h->name);
+		break;
+	case NT_WHY_NOT_NEEDED:
+		snprintf(buf, len, "not needed (%s attachable)", h->stands_in_for);
+		break;
+	case NT_WHY_REFUSED:
+		snprintf(buf, len, "refused by the kernel: %s", c->detail[0] ? c->detail : "load failed");
+		break;
+	default:
+		snprintf(buf, len, "unknown");
+		break;
 	}
-	return btf;
 }
 
-/* split BTF of a loaded module, cached; NULL if none */
-static struct btf *module_btf(const char *mod)
-{
-	static struct { char name[32]; struct btf *btf; } cache[8];
-	static int n;
-	char path[128];
-	struct btf *b;
+/* ---- facts ---- */
 
-	if (!mod || !*mod || !vmlinux_btf())
-		return NULL;
-	for (int i = 0; i < n; i++)
-		if (!strcmp(cache[i].name, mod))
-			return cache[i].btf;
-	snprintf(path, sizeof(path), "/sys/kernel/btf/%s", mod);
-	b = btf__parse_split(path, vmlinux_btf());
-	if (libbpf_get_error(b))
-		b = NULL;
-	if (n < 8) {
-		snprintf(cache[n].name, sizeof(cache[n].name), "%s", mod);
-		cache[n++].btf = b;
-	}
-	return b;
+const struct nt_tp_fact *nt_facts_tp(const struct nt_facts *f, const char *name)
+{
+	for (int i = 0; i < f->ntp && i < NT_FACTS_MAX; i++)
+		if (!strcmp(f->tp[i].name, name))
+			return &f->tp[i];
+	return NULL;
 }
 
-static const struct btf_type *tp_proto_in(struct btf *btf, const char *tp)
+const struct nt_fn_fact *nt_facts_fn(const struct nt_facts *f, const char *name)
 {
-	char name[128];
-	const struct btf_type *t;
-	int id;
-
-	if (!btf)
-		return NULL;
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
-	if (id < 0)
-		return NULL;
-	t = btf__type_by_id(btf, id);
-	t = btf__type_by_id(btf, t->type);
-	if (!t || !btf_is_ptr(t))
-		return NULL;
-	t = btf__type_by_id(btf, t->type);
-	return (t && btf_is_func_proto(t)) ? t : NULL;
+	for (int i = 0; i < f->nfn && i < NT_FACTS_MAX; i++)
+		if (!strcmp(f->fn[i].name, name))
+			return &f->fn[i];
+	return NULL;
 }
 
-/* a tracepoint's BTF: vmlinux, else the module that defines it (nvme_core, nvmet) */
-static bool tp_in_btf(const char *sys, const char *tp)
+const struct nt_mod_fact *nt_facts_mod(const struct nt_facts *f, const char *name)
 {
-	static const char *const mods[] = { "nvme_core", "nvmet", "nvme" };
-
-	if (tp_proto_in(vmlinux_btf(), tp))
-		return true;
-	if (!strcmp(sys, "nvme") || !strcmp(sys, "nvmet"))
-		for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
-			if (tp_proto_in(module_btf(mods[i]), tp))
-				return true;
-	return false;
+	for (int i = 0; i < f->nmod && i < NT_FACT_MODS; i++)
+		if (!strcmp(f->mod[i].name, name))
+			return &f->mod[i];
+	return NULL;
 }
 
-static bool tracefs_has(const char *sys, const char *tp)
+void nt_facts_print(FILE *out, const struct nt_facts *f)
 {
-	static const char *const roots[] = { "/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events" };
-	char path[256];
-	struct stat st;
-
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s", roots[i], sys, tp);
-		if (!stat(path, &st))
-			return true;
-	}
-	return false;
+	fprintf(out, "# ntbpf facts 1\nkernel %s\nroot %d\nvmlinux_btf %d\nkallsyms %d\ntracefs %d\nkprobes %d\n",
+		f->kernel[0] ? f->kernel : "-", f->root, f->vmlinux_btf, f->kallsyms, f->tracefs, f->kprobes);
+	for (int i = 0; i < f->nmod && i < NT_FACT_MODS; i++)
+		fprintf(out, "module %s loaded=%d btf=%d\n", f->mod[i].name, f->mod[i].loaded, f->mod[i].btf);
+	for (int i = 0; i < f->ntp && i < NT_FACTS_MAX; i++)
+		fprintf(out, "tp %s btf=%d nargs=%d ksym=%d tracefs=%d\n", f->tp[i].name, f->tp[i].btf,
+			f->tp[i].nargs, f->tp[i].ksym, f->tp[i].tracefs);
+	for (int i = 0; i < f->nfn && i < NT_FACTS_MAX; i++)
+		fprintf(out, "fn %s btf=%d ksym=%d ftrace=%d\n", f->fn[i].name, f->fn[i].btf, f->fn[i].ksym,
+			f->fn[i].ftrace);
 }
 
-static bool tracefs_mounted(void)
+/* "key=V" with V in -1..99; 0 if absent, -1 on a bad value */
+static int kv(const char *tok, const char *key, int8_t *v)
 {
-	struct stat st;
+	size_t k = strlen(key);
+	char *end;
+	long x;
 
-	return !stat("/sys/kernel/tracing/events", &st) || !stat("/sys/kernel/debug/tracing/events", &st);
+	if (strncmp(tok, key, k) || tok[k] != '=')
+		return 0;
+	x = strtol(tok + k + 1, &end, 10);
+	if (end == tok + k + 1 || *end || x < -1 || x > 99)
+		return -1;
+	*v = (int8_t)x;
+	return 1;
 }
 
-static bool func_in_btf(const char *mod, const char *fn)
+static bool good_name(const char *s)
 {
-	struct btf *b = (mod && *mod) ? module_btf(mod) : vmlinux_btf();
-
-	return b && btf__find_by_name_kind(b, fn, BTF_KIND_FUNC) > 0;
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-' && *s != '+' && *s != '~')
+			return false;
+	return true;
 }
 
-/* functions of our table present in /proc/kallsyms (not inlined) */
-static bool in_kallsyms(const char *fn)
+int nt_facts_parse(FILE *in, struct nt_facts *f, char *err, size_t errlen)
 {
-	static char *found[64];
-	static int nfound = -1;
+	char line[256];
+	int ln = 0;
+	bool magic = false;
 
-	if (nfound < 0) {
-		FILE *f = fopen("/proc/kallsyms", "r");
-		char line[512], sym[256], type;
-		unsigned long long addr;
+	memset(f, 0, sizeof(*f));
+	f->tracefs = f->kprobes = -1;
+	while (fgets(line, sizeof(line), in)) {
+		char *tok[8], *save = NULL, *t;
+		int nt = 0, bad = 0;
 
-		nfound = 0;
-		while (f && fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3 || (type != 't' && type != 'T'))
-				continue;
-			for (int i = 0; i < NHOOKS; i++)
-				if (hooks[i].kind != NT_HK_TP && !strcmp(sym, hooks[i].name) && nfound < 64) {
-					found[nfound++] = strdup(sym);
-					break;
-				}
+		ln++;
+		if (!strchr(line, '\n') && !feof(in)) {
+			snprintf(err, errlen, "facts line %d: longer than %zu bytes", ln, sizeof(line) - 2);
+			return -1;
 		}
-		if (f)
-			fclose(f);
+		if (!strncmp(line, "# ntbpf facts 1", 15))
+			magic = true;
+		if (line[0] == '#')
+			continue;
+		for (t = strtok_r(line, " \t\r\n", &save); t && nt < 8; t = strtok_r(NULL, " \t\r\n", &save))
+			tok[nt++] = t;
+		if (!nt)
+			continue;
+		if (!magic) {
+			snprintf(err, errlen, "facts line %d: no '# ntbpf facts 1' line first", ln);
+			return -1;
+		}
+		if (nt == 2 && !strcmp(tok[0], "kernel") && good_name(tok[1]) && strlen(tok[1]) < sizeof(f->kernel)) {
+			snprintf(f->kernel, sizeof(f->kernel), "%s", tok[1]);
+			continue;
+		}
+		if (nt == 2) {
+			static const char *const keys[] = { "root", "vmlinux_btf", "kallsyms", "tracefs", "kprobes" };
+			int8_t *dst[] = { &f->root, &f->vmlinux_btf, &f->kallsyms, &f->tracefs, &f->kprobes };
+			char kvb[64];
+			size_t k;
+
+			for (k = 0; k < 5; k++)
+				if (!strcmp(tok[0], keys[k]))
+					break;
+			snprintf(kvb, sizeof(kvb), "v=%s", tok[1]);
+			if (k < 5 && kv(kvb, "v", dst[k]) == 1)
+				continue;
+		}
+		if (nt >= 2 && (!good_name(tok[1]) || strlen(tok[1]) >= NT_FACT_NAME))
+			bad = 1;
+		else if (!strcmp(tok[0], "module") && f->nmod < NT_FACT_MODS && strlen(tok[1]) < sizeof(f->mod[0].name)) {
+			struct nt_mod_fact *m = &f->mod[f->nmod++];
+
+			snprintf(m->name, sizeof(m->name), "%s", tok[1]);
+			for (int i = 2; i < nt; i++)
+				if (kv(tok[i], "loaded", &m->loaded) != 1 && kv(tok[i], "btf", &m->btf) != 1)
+					bad = 1;
+		} else if (!strcmp(tok[0], "tp") && f->ntp < NT_FACTS_MAX) {
+			struct nt_tp_fact *p = &f->tp[f->ntp++];
+
+			snprintf(p->name, sizeof(p->name), "%s", tok[1]);
+			p->btf = p->ksym = p->tracefs = p->nargs = -1;
+			for (int i = 2; i < nt; i++)
+				if (kv(tok[i], "btf", &p->btf) != 1 && kv(tok[i], "nargs", &p->nargs) != 1 &&
+				    kv(tok[i], "ksym", &p->ksym) != 1 && kv(tok[i], "tracefs", &p->tracefs) != 1)
+					bad = 1;
+		} else if (!strcmp(tok[0], "fn") && f->nfn < NT_FACTS_MAX) {
+			struct nt_fn_fact *p = &f->fn[f->nfn++];
+
+			snprintf(p->name, sizeof(p->name), "%s", tok[1]);
+			p->btf = p->ksym = p->ftrace = -1;
+			for (int i = 2; i < nt; i++)
+				if (kv(tok[i], "btf", &p->btf) != 1 && kv(tok[i], "ksym", &p->ksym) != 1 &&
+				    kv(tok[i], "ftrace", &p->ftrace) != 1)
+					bad = 1;
+		} else {
+			bad = 1;
+		}
+		if (bad) {
+			snprintf(err, errlen, "facts line %d: not a fact this version reads", ln);
+			return -1;
+		}
 	}
-	for (int i = 0; i < nfound; i++)
-		if (found[i] && !strcmp(found[i], fn))
-			return true;
-	return false;
+	if (ferror(in)) {
+		snprintf(err, errlen, "facts: read error");
+		return -1;
+	}
+	if (!magic) {
+		snprintf(err, errlen, "facts: no '# ntbpf facts 1' line");
+		return -1;
+	}
+	return 0;
 }
 
-static bool module_loaded(const char *mod)
-{
-	char path[128];
-	struct stat st;
+/* ---- the decision ---- */
 
-	if (!mod || !*mod)
+static bool mod_loaded(const struct nt_facts *f, const char *mod)
+{
+	const struct nt_mod_fact *m;
+
+	if (!mod)
 		return true;
-	snprintf(path, sizeof(path), "/sys/module/%s", mod);
-	return !stat(path, &st);
+	m = nt_facts_mod(f, mod);
+	return m && m->loaded == 1;	/* unknown is not loaded */
 }
 
-static void choose_one(struct nt_hook_choice *c, const struct nt_hook *h, bool force_kprobe)
+static void decide_tp(const struct nt_facts *f, struct nt_hook_choice *c)
 {
-	c->hook = h;
-	c->attach = NT_AT_NONE;
-	c->why[0] = 0;
-	if (!module_loaded(h->module)) {
-		snprintf(c->why, sizeof(c->why), "module %s not loaded", h->module);
+	const struct nt_tp_fact *t = nt_facts_tp(f, c->hook->name);
+
+	/* tp_btf needs the tracepoint's btf_trace_* type (vmlinux or module BTF) */
+	if (t && t->btf == 1 && f->vmlinux_btf == 1)
+		c->attach = NT_AT_TP_BTF;
+	/* raw_tp needs the tracepoint itself: its kallsyms symbols or its tracefs directory */
+	else if (t && (t->ksym == 1 || t->tracefs == 1))
+		c->attach = NT_AT_RAW_TP;
+	else
+		c->why = NT_WHY_TP_ABSENT;
+}
+
+static void decide_fn(const struct nt_facts *f, struct nt_hook_choice *c, bool force_kprobe)
+{
+	const struct nt_fn_fact *fn = nt_facts_fn(f, c->hook->name);
+	bool entry = c->hook->kind == NT_HK_ENTRY;
+
+	/* traceable: a text symbol, and in available_filter_functions where that could be read */
+	if (!fn || fn->ksym != 1 || fn->ftrace == 0) {
+		c->why = NT_WHY_FUNC_ABSENT;
 		return;
 	}
-	if (h->kind == NT_HK_TP) {
-		if (tp_in_btf(h->where, h->name))
-			c->attach = NT_AT_TP_BTF;
-		else if (tracefs_has(h->where, h->name) || !tracefs_mounted())
-			c->attach = NT_AT_RAW_TP;	/* raw_tp needs no tracefs: try it */
-		else
-			snprintf(c->why, sizeof(c->why), "tracepoint %s:%s not in this kernel", h->where, h->name);
-		return;
-	}
-	if (!force_kprobe && func_in_btf(h->where, h->name)) {
-		c->attach = h->kind == NT_HK_ENTRY ? NT_AT_FENTRY : NT_AT_FEXIT;
-		return;
-	}
-	if (in_kallsyms(h->name)) {
-		c->attach = h->kind == NT_HK_ENTRY ? NT_AT_KPROBE : NT_AT_KRETPROBE;
-		return;
-	}
-	snprintf(c->why, sizeof(c->why), "%s not attachable (inlined or absent on this kernel)", h->name);
+	if (!force_kprobe && fn->btf == 1 && f->vmlinux_btf == 1)
+		c->attach = entry ? NT_AT_FENTRY : NT_AT_FEXIT;
+	else if (f->kprobes == 1)
+		c->attach = entry ? NT_AT_KPROBE : NT_AT_KRETPROBE;
+	else
+		c->why = NT_WHY_NO_KPROBES;
 }
 
 static const struct nt_hook_choice *find(const struct nt_hook_choice *c, int n, const char *name)
@@ -254,111 +340,95 @@ static const struct nt_hook_choice *find(const struct nt_hook_choice *c, int n, 
 	return NULL;
 }
 
-void nt_hooks_choose(struct nt_hook_choice *c, int n, int role, bool force_kprobe)
+/* a stand-in is attached only where something it stands in for is missing from this kernel */
+static bool standin_needed(const struct nt_hook_choice *c, int n, const char *list)
 {
-	for (int i = 0; i < n && i < NHOOKS; i++) {
-		if (role && !(hooks[i].roles & (1u << role))) {
-			c[i].hook = &hooks[i];
-			c[i].attach = NT_AT_NONE;
-			snprintf(c[i].why, sizeof(c[i].why), "not a %s hook", nt_role_name(role));
-			continue;
-		}
-		choose_one(&c[i], &hooks[i], force_kprobe);
-	}
-	/* a stand-in is attached only where what it stands in for is not */
-	for (int i = 0; i < n && i < NHOOKS; i++) {
-		char list[128], *save = NULL, *tok;
-		bool needed = false;
+	const char *p = list;
 
-		if (!hooks[i].stands_in_for || c[i].attach == NT_AT_NONE)
-			continue;
-		snprintf(list, sizeof(list), "%s", hooks[i].stands_in_for);
-		for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			const struct nt_hook_choice *o = find(c, n, tok);
+	while (p && *p) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char name[NT_FACT_NAME];
+		const struct nt_hook_choice *o;
 
-			if (o && o->attach == NT_AT_NONE && strncmp(o->why, "not a ", 6) &&
-			    strncmp(o->why, "module ", 7))
-				needed = true;
-		}
-		if (!needed) {
-			c[i].attach = NT_AT_NONE;
-			snprintf(c[i].why, sizeof(c[i].why), "not needed (%s attachable)", hooks[i].stands_in_for);
-		}
+		snprintf(name, sizeof(name), "%.*s", (int)len, p);
+		o = find(c, n, name);
+		if (o && o->attach == NT_AT_NONE && o->why != NT_WHY_ROLE && o->why != NT_WHY_MODULE)
+			return true;
+		p = e ? e + 1 : NULL;
 	}
+	return false;
 }
 
-bool nt_blk_tp_has_q(void)
+void nt_hooks_decide(const struct nt_facts *f, struct nt_hook_choice *c, int n, int role, bool force_kprobe)
 {
-	const struct btf_type *t = tp_proto_in(vmlinux_btf(), "block_rq_issue");
+	if (n > NHOOKS)
+		n = NHOOKS;
+	for (int i = 0; i < n; i++) {
+		const struct nt_hook *h = &hooks[i];
+
+		c[i].hook = h;
+		c[i].attach = NT_AT_NONE;
+		c[i].why = NT_WHY_NONE;
+		if (c[i].refused)
+			c[i].why = NT_WHY_REFUSED;
+		else if (role && !(h->roles & (1u << role)))
+			c[i].why = NT_WHY_ROLE;
+		else if (!mod_loaded(f, h->module))
+			c[i].why = NT_WHY_MODULE;
+		else if (h->kind == NT_HK_TP)
+			decide_tp(f, &c[i]);
+		else
+			decide_fn(f, &c[i], force_kprobe);
+	}
+	for (int i = 0; i < n; i++)
+		if (hooks[i].stands_in_for && c[i].attach != NT_AT_NONE && !standin_needed(c, n, hooks[i].stands_in_for)) {
+			c[i].attach = NT_AT_NONE;
+			c[i].why = NT_WHY_NOT_NEEDED;
+		}
+}
+
+bool nt_blk_tp_has_q(const struct nt_facts *f)
+{
+	const struct nt_tp_fact *t = nt_facts_tp(f, "block_rq_issue");
 
 	/* (void *__data, struct request_queue *q, struct request *rq) before v5.11 */
-	return t && btf_vlen(t) == 3;
+	return t && t->btf == 1 && t->nargs == 3;
 }
 
-int nt_hook_progs(const struct nt_hook_choice *c, char names[2][96])
+int nt_hook_variant_progs(const struct nt_hook *h, enum nt_attach a, char names[2][96])
 {
-	switch (c->attach) {
+	switch (a) {
 	case NT_AT_NONE:
 		return 0;
 	case NT_AT_KRETPROBE:	/* exit hooks: the entry half stashes the entry time */
-		snprintf(names[0], 96, "kprobe_%s", c->hook->name);
-		snprintf(names[1], 96, "kretprobe_%s", c->hook->name);
+		snprintf(names[0], 96, "kprobe_%s", h->name);
+		snprintf(names[1], 96, "kretprobe_%s", h->name);
 		return 2;
 	case NT_AT_FEXIT:
-		snprintf(names[0], 96, "fentry_%s", c->hook->name);
-		snprintf(names[1], 96, "fexit_%s", c->hook->name);
+		snprintf(names[0], 96, "fentry_%s", h->name);
+		snprintf(names[1], 96, "fexit_%s", h->name);
 		return 2;
 	default:
-		snprintf(names[0], 96, "%s_%s", nt_attach_name(c->attach), c->hook->name);
+		snprintf(names[0], 96, "%s_%s", nt_attach_name(a), h->name);
 		return 1;
 	}
 }
 
-int nt_hooks_autoload(struct bpf_object *obj, const struct nt_hook_choice *c, int n)
+int nt_hook_progs(const struct nt_hook_choice *c, char names[2][96])
 {
-	struct bpf_program *p;
-
-	bpf_object__for_each_program(p, obj)
-		bpf_program__set_autoload(p, false);
-	for (int i = 0; i < n; i++) {
-		char names[2][96];
-		int k = nt_hook_progs(&c[i], names);
-
-		for (int j = 0; j < k; j++) {
-			p = bpf_object__find_program_by_name(obj, names[j]);
-			if (!p)
-				return -1;
-			bpf_program__set_autoload(p, true);
-		}
-	}
-	return 0;
+	return nt_hook_variant_progs(c->hook, c->attach, names);
 }
 
-int nt_probe_print(FILE *out, bool force_kprobe)
+int nt_hook_of_prog(const struct nt_hook_choice *c, int n, const char *prog)
 {
-	struct nt_hook_choice c[NHOOKS];
-	int avail = 0;
+	for (int i = 0; i < n; i++) {
+		char names[2][96];
+		int k = c[i].hook ? nt_hook_progs(&c[i], names) : 0;
 
-	nt_hooks_choose(c, NHOOKS, 0, force_kprobe);
-	fprintf(out, "kernel BTF: %s\n", vmlinux_btf() ? "yes (/sys/kernel/btf/vmlinux)" : "NO (CONFIG_DEBUG_INFO_BTF off)");
-	fprintf(out, "modules: nvme_tcp %s, nvmet_tcp %s\n", module_loaded("nvme_tcp") ? "loaded" : "not loaded",
-		module_loaded("nvmet_tcp") ? "loaded" : "not loaded");
-	fprintf(out, "%-40s %-9s %-9s %s\n", "HOOK", "ROLE", "ATTACH", "STAGE BOUNDARY / WHY NOT");
-	for (int i = 0; i < NHOOKS; i++) {
-		const struct nt_hook *h = c[i].hook;
-		char name[96];
-
-		snprintf(name, sizeof(name), "%s%s%s", h->kind == NT_HK_TP ? h->where : (*h->where ? h->where : "vmlinux"),
-			 h->kind == NT_HK_TP ? ":" : "!", h->name);
-		fprintf(out, "%-40s %-9s %-9s %s", name,
-			h->roles == (I | T) ? "both" : h->roles == I ? "initiator" : "target",
-			nt_attach_name(c[i].attach), c[i].attach == NT_AT_NONE ? c[i].why : h->boundary);
-		if (c[i].attach == NT_AT_NONE && h->instead && *h->instead)
-			fprintf(out, "; %s", h->instead);
-		fputc('\n', out);
-		avail += c[i].attach != NT_AT_NONE;
+		for (int j = 0; j < k; j++)
+			if (!strcmp(names[j], prog))
+				return i;
 	}
-	fprintf(out, "%d of %d hooks attachable (fentry is tried first; if the kernel refuses it, kprobes)\n",
-		avail, NHOOKS);
-	return 0;
+	return -1;
 }

@@ -257,3 +257,32 @@ void nt_live_free(struct nt_live *l)
 	free(l);
 }
 
+
+uint64_t nt_kh_ios(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu)
+{
+	uint64_t ios = 0;
+
+	for (int c = 0; c < ncpu; c++)
+		ios += now[c].ios - prev[c].ios;
+	return ios;
+}
+
+uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, int slot,
+			     uint64_t *count, uint64_t *sum, uint64_t *b)
+{
+	*count = *sum = 0;
+	for (int c = 0; c < ncpu; c++) {
+		*count += now[c].count[slot] - prev[c].count[slot];
+		*sum += now[c].sum[slot] - prev[c].sum[slot];
+	}
+	if (!*count)
+		return 0;
+	memset(b, 0, NT_KH_NB * sizeof(*b));
+	for (int c = 0; c < ncpu; c++) {
+		const uint32_t *n = now[c].b[slot], *t = prev[c].b[slot];
+
+		for (uint32_t k = 0; k < NT_KH_NB32; k++)
+			b[k] += (uint32_t)(n[k] - t[k]);
+	}
+	return *count;
+}

@@ -18,6 +18,8 @@
 #include "cli.h"
 #include "recfile.h"
 #include "stream.h"
+#include "ntbpf_stages.h"
+#include "ntbpf_kh.h"
 
 struct nt_live;
 
@@ -33,6 +35,16 @@ void nt_live_set_cap(struct nt_live *l, size_t max_recs);
 int nt_live_peer(struct nt_live *l, const char *addr, const struct nt_key *key, char *err, size_t errlen);
 /* the peer's state now (zeroes without a peer) */
 void nt_live_peer_status(struct nt_live *l, struct nt_stream_status *st);
+
+/*
+ * In-kernel histograms (ntbpf_kh.h), one group: the interval's values from every
+ * CPU's value now and at the last interval.  Bucket counters are 32 bits per
+ * CPU: their differences are taken per CPU, modulo 2^32, then summed.
+ */
+uint64_t nt_kh_ios(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu);
+/* slot i: values added, their sum and the buckets (NT_KH_NB, zeroed first); the count */
+uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, int slot,
+			     uint64_t *count, uint64_t *sum, uint64_t *b);
 
 /* "ntbpf live": exit status */
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv);

@@ -17,13 +17,12 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "bpfrec.h"
 #include "live.h"
 #include "ntbpf.h"
 #include "ntbpf_stages.h"
 #include "ntbpf_kh.h"
-#include "ntbpf.skel.h"
 #include "probes.h"
+#include "recorder.h"
 #include "report.h"
 #include "stream.h"
 #include "sysinfo.h"
@@ -93,8 +92,8 @@ static struct kh_group *kh_group(struct kh_state *k, const struct nt_kh_gkey *ke
 /*
  * Each group's value holds every stage of its role (ntbpf_kh.h): each slot
  * becomes the interval's histogram of one stage, the I/O count the
- * group's NT_ST_NR entry, as the report expects.  Bucket counters are 32
- * bits per CPU: their differences are taken per CPU, modulo 2^32.
+ * group's NT_ST_NR entry, as the report expects.  The differences with the
+ * last interval are live.c's (nt_kh_ios, nt_kh_slot_interval: unit-tested).
  */
 static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const struct nt_report_opts *o, FILE *out,
 		    double secs, uint64_t lost)
@@ -121,8 +120,7 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 			continue;
 		if (bpf_map_lookup_elem(fd, &key, k->pcpu) || !(g = kh_group(k, &key)))
 			continue;
-		for (int c = 0; c < k->ncpu; c++)
-			ios += k->pcpu[c].ios - g->prev[c].ios;
+		ios = nt_kh_ios(k->pcpu, g->prev, k->ncpu);
 		if (!ios)
 			continue;
 		memset(k->b, 0, sizeof(k->b));
@@ -130,21 +128,10 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 		hk.stage = NT_ST_NR;	/* the group's I/O count */
 		nt_report_add_kh(&rep, &hk, k->b, ios, 0);
 		for (int i = 0; i < NT_KH_SLOTS && nt_kh_slot_stage(key.role, i) != NT_KH_NONE; i++) {
-			uint64_t count = 0, sum = 0;
+			uint64_t count, sum;
 
-			for (int c = 0; c < k->ncpu; c++) {
-				count += k->pcpu[c].count[i] - g->prev[c].count[i];
-				sum += k->pcpu[c].sum[i] - g->prev[c].sum[i];
-			}
-			if (!count)
+			if (!nt_kh_slot_interval(k->pcpu, g->prev, k->ncpu, i, &count, &sum, k->b))
 				continue;
-			memset(k->b, 0, sizeof(k->b));
-			for (int c = 0; c < k->ncpu; c++) {
-				const uint32_t *now = k->pcpu[c].b[i], *then = g->prev[c].b[i];
-
-				for (uint32_t b = 0; b < NT_KH_NB32; b++)
-					k->b[b] += (uint32_t)(now[b] - then[b]);
-			}
 			hk.stage = nt_kh_slot_stage(key.role, i);
 			nt_report_add_kh(&rep, &hk, k->b, count, sum);
 		}
@@ -180,11 +167,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t lost_of(const uint64_t *s)
-{
-	return s[ST_LOST_RINGBUF] + s[ST_LOST_MAP_FULL] + s[ST_NO_COMPLETE] + s[ST_PROG_MISSES];
-}
-
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -214,7 +196,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &key : NULL, &hdr, stderr, err, sizeof(err));
 		if (!st.srv) {
 			fprintf(stderr, "ntbpf live: %s\n", err);
-			return 1;
+			goto out;
 		}
 	}
 	role = nt_record_preflight(cfg, "live", &devs);
@@ -258,18 +240,15 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
-	(po.kernel_agg ? kh_tick(kh, bpf_map__fd(pr.skel->maps.khist), &local, &ko, stdout, secs, lost) \
+	(po.kernel_agg ? kh_tick(kh, nt_probes_khist_fd(&pr), &local, &ko, stdout, secs, lost) \
 		       : nt_live_tick(st.l, stdout, secs, lost))
 	t_last = nt_clock_ns(CLOCK_MONOTONIC);
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
 	while (!stop_signal) {
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
-		int n = ring_buffer__poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
+		int n = nt_recorder_poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
 
-		/* BPF wakes us per batch: take the rest every round */
-		if (n >= 0)
-			n = ring_buffer__consume(rb);
-		if (n < 0 && n != -EINTR) {
+		if (n < 0) {
 			fprintf(stderr, "ntbpf live: ring buffer poll failed: %s\n", strerror(-n));
 			goto out;
 		}
@@ -280,8 +259,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 			continue;
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
-		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
-		lost_before = lost_of(stats);
+		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
+		lost_before = nt_lost_sum(stats);
 		t_last = t;
 		t_next += (uint64_t)(cfg->interval * 1e9);
 		if (t_next < t)
@@ -296,7 +275,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		ring_buffer__consume(rb);
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
-		print_tick((t - t_last) / 1e9, lost_of(stats) - lost_before);
+		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
 			sleep(1);
@@ -318,6 +297,7 @@ out:
 	ring_buffer__free(rb);
 	nt_stream_server_free(st.srv);
 	nt_live_free(st.l);
+	explicit_bzero(&key, sizeof(key));
 	if (loaded)
 		nt_probes_destroy(&pr);
 	nt_header_free(&hdr);

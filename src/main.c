@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include "bpfrec.h"
 #include "cli.h"
-#include "hooks.h"
+#include "probecmd.h"
 #include "live.h"
 #include "report.h"
 
@@ -12,17 +12,21 @@ int main(int argc, char **argv)
 	struct nt_config cfg;
 	int rc = nt_cli_parse(argc, argv, &cfg, stderr);
 
-	if (rc)
+	if (rc) {
+		nt_config_free(&cfg);
 		return rc < 0 ? 2 : 0;
+	}
 	switch (cfg.cmd) {
 	case NT_CMD_RECORD:
 		return nt_record_run(&cfg, argc, argv);
 	case NT_CMD_REPORT:
-		return nt_report_cmd(&cfg, stdout, stderr);
+		rc = nt_report_cmd(&cfg, stdout, stderr);
+		nt_config_free(&cfg);
+		return rc;
 	case NT_CMD_LIVE:
 		return nt_live_run(&cfg, argc, argv);
 	case NT_CMD_PROBE:
-		return nt_probe_print(stdout, cfg.force_kprobe) ? 1 : 0;
+		return nt_probe_print(stdout, stderr, cfg.force_kprobe, cfg.probe_facts, !cfg.probe_no_verify) ? 1 : 0;
 	default:
 		return 2;
 	}

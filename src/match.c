@@ -422,12 +422,11 @@ static bool estimate_offset(const struct nt_matching *m, const struct nt_mitem *
 /* controller instance -> cntlid, from the initiator file's header */
 static bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cntlid)
 {
-	for (uint32_t k = 0; k < h->nctrls; k++)
-		if (h->ctrls[k].instance == instance) {
-			*cntlid = h->ctrls[k].cntlid;
-			return true;
-		}
-	return false;
+	const struct nt_ctrl_info *c = nt_header_ctrl(h, instance);	/* by hash */
+
+	if (c)
+		*cntlid = c->cntlid;
+	return c != NULL;
 }
 
 /*
@@ -440,10 +439,9 @@ static bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cn
  */
 static bool cntlid_shared(const struct nt_header *h, uint16_t instance, uint16_t cntlid)
 {
-	for (uint32_t k = 0; k < h->nctrls; k++)
-		if (h->ctrls[k].instance >= 0 && h->ctrls[k].instance != instance && h->ctrls[k].cntlid == cntlid)
-			return true;
-	return false;
+	bool other;
+
+	return nt_header_cntlid_ctrls(h, cntlid, instance, &other) && other;	/* by hash */
 }
 
 /* the clock offset at one initiator time: at segment middles, and linear between them */
@@ -621,11 +619,7 @@ enum nt_side nt_mitem_of(const struct ntbpf_rec *r, const struct nt_header *h, s
 /* some controller of this host shares cntlid with another one */
 static bool cntlid_dup(const struct nt_header *h, uint16_t cntlid)
 {
-	int n = 0;
-
-	for (uint32_t k = 0; k < h->nctrls; k++)
-		n += h->ctrls[k].instance >= 0 && h->ctrls[k].cntlid == cntlid;
-	return n > 1;
+	return nt_header_cntlid_ctrls(h, cntlid, 0, NULL) > 1;	/* by hash */
 }
 
 int nt_match_items(struct nt_matching *m, struct nt_mitem *ii, const size_t *init_at, struct nt_mitem *ti,

@@ -6,41 +6,102 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ntbpf.h"
 #include "ntbpf.skel.h"
+#include "facts.h"
 #include "probes.h"
+
+/*
+ * What libbpf says about a failed load: the program it names ("prog 'x':
+ * failed to load", "prog 'x': relo #3: ...") and the last line of the
+ * verifier's log.  Kept whether or not -v forwards everything to stderr.
+ */
+static struct {
+	bool verbose;
+	char prog[96];		/* the last program named by a warning about a failure */
+	char why[200];		/* the verifier log's last line, or a CO-RE relocation's failure */
+	char fail[80];		/* "BPF program load failed: <strerror>" */
+	char last[200];		/* libbpf's last warning */
+} lb;
+
+/* copy s[0..n) into dst as printable ASCII (the log is the kernel's, but still bytes from outside) */
+static void clean_copy(char *dst, size_t len, const char *s, size_t n)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < n && j + 1 < len; i++)
+		dst[j++] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	dst[j] = 0;
+}
+
+static void note_log_tail(const char *msg)
+{
+	const char *end = strstr(msg, "-- END PROG LOAD LOG --");
+	const char *b = strstr(msg, "-- BEGIN PROG LOAD LOG --");
+
+	if (!b || !end)
+		return;
+	b += strlen("-- BEGIN PROG LOAD LOG --");
+	/* the last line that is not the verifier's statistics */
+	while (end > b) {
+		const char *e = end, *s;
+
+		while (e > b && (e[-1] == '\n' || e[-1] == ' '))
+			e--;
+		s = e;
+		while (s > b && s[-1] != '\n')
+			s--;
+		if (e > s && strncmp(s, "processed ", 10) && strncmp(s, "verification time", 17) &&
+		    strncmp(s, "stack depth", 11)) {
+			if (!lb.why[0])
+				clean_copy(lb.why, sizeof(lb.why), s, (size_t)(e - s));
+			return;
+		}
+		end = s;
+	}
+}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	return vfprintf(stderr, fmt, ap);
-}
-
-/* keep libbpf's last warning: a failed load is reported with its cause */
-static char last_warning[200];
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char buf[512];
+	char small[512], *buf = small;
+	const char *p;
+	va_list ap2;
 	size_t n;
+	int len;
 
+	/* a verifier log can be megabytes: its last line is the cause */
+	va_copy(ap2, ap);
+	len = vsnprintf(small, sizeof(small), fmt, ap);
+	if (len >= (int)sizeof(small) && len < (64 << 20) && (buf = malloc((size_t)len + 1)))
+		vsnprintf(buf, (size_t)len + 1, fmt, ap2);
+	else
+		buf = small;
+	va_end(ap2);
+	if (lb.verbose)
+		fputs(buf, stderr);
 	if (level != LIBBPF_WARN)
-		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+		goto out;
+	note_log_tail(buf);
 	n = strlen(buf);
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = 0;
-	/* the summary lines name the program; verifier dumps are noise here */
-	if (strstr(buf, "failed to load") || strstr(buf, "failed to attach") || strstr(buf, "failed to find") ||
-	    strstr(buf, "failed to resolve") || strstr(buf, "BTF") || !last_warning[0])
-		snprintf(last_warning, sizeof(last_warning), "%s", buf);
-	return 0;
-}
+	if (!strncmp(buf, "libbpf: ", 8))
+		memmove(buf, buf + 8, strlen(buf + 8) + 1);
+	if (strncmp(buf, "-- BEGIN", 8) && !strstr(buf, "PROG LOAD LOG"))
+		clean_copy(lb.last, sizeof(lb.last), buf, strlen(buf));
+	if (!strncmp(buf, "prog '", 6) && (p = strchr(buf + 6, '\'')) && (strstr(buf, "fail") || strstr(buf, "relo #"))) {
+		clean_copy(lb.prog, sizeof(lb.prog), buf + 6, (size_t)(p - buf - 6));
+		const char *f = strstr(buf, "BPF program load failed: "), *r = strstr(buf, "CO-RE relocation ");
 
-static bool uses_functions(const struct nt_probes *p)
-{
-	for (int i = 0; i < p->nhooks; i++)
-		if (p->choice[i].attach == NT_AT_FENTRY || p->choice[i].attach == NT_AT_FEXIT)
-			return true;
-	return false;
+		if (f)
+			clean_copy(lb.fail, sizeof(lb.fail), f + 25, strlen(f + 25));
+		if (!lb.why[0] && r)
+			clean_copy(lb.why, sizeof(lb.why), r, strlen(r));
+	}
+out:
+	if (buf != small)
+		free(buf);
+	return 0;
 }
 
 /* the target emits a record when its response is sent; without such a hook, at completion */
@@ -56,6 +117,27 @@ static bool tgt_has_resp_sent(const struct nt_probes *p)
 	return false;
 }
 
+static int set_autoload(struct bpf_object *obj, const struct nt_hook_choice *c, int n)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, obj)
+		bpf_program__set_autoload(p, false);
+	for (int i = 0; i < n; i++) {
+		char names[2][96];
+		int k = nt_hook_progs(&c[i], names);
+
+		for (int j = 0; j < k; j++) {
+			p = bpf_object__find_program_by_name(obj, names[j]);
+			if (!p)
+				return -1;
+			bpf_program__set_autoload(p, true);
+		}
+	}
+	return 0;
+}
+
+/* open, set rodata and autoload, load: 0; 1 if the load failed (lb names why); -1 on any other error */
 static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
 {
 	struct ntbpf_bpf *skel = ntbpf_bpf__open();
@@ -71,28 +153,49 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 			skel->rodata->dev_list[i] = o->devs->devt[i];
 	}
 	skel->rodata->sample = o->sample ? o->sample : 1;
-	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q();
+	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q(&p->facts);
 	skel->rodata->rec_role = p->role;
 	skel->rodata->kernel_agg = o->kernel_agg;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
-	if (nt_hooks_autoload(skel->obj, p->choice, p->nhooks)) {
+	if (set_autoload(skel->obj, p->choice, p->nhooks)) {
 		snprintf(err, errlen, "the BPF object lacks a program for a hook (build mismatch)");
 		ntbpf_bpf__destroy(skel);
 		return -1;
 	}
+	lb.prog[0] = lb.why[0] = lb.fail[0] = lb.last[0] = 0;
 	if (ntbpf_bpf__load(skel)) {
 		snprintf(err, errlen, "loading the BPF programs failed: %s [%s] (-v shows the verifier log)",
-			 strerror(errno), last_warning);
+			 strerror(errno), lb.last);
 		ntbpf_bpf__destroy(skel);
-		return -1;
+		return 1;
 	}
 	p->skel = skel;
 	return 0;
 }
 
+static const char *load_cause(void)
+{
+	static char buf[96];
+	const char *r = strstr(lb.why, "CO-RE relocation ");
+
+	/* "failed to resolve CO-RE relocation <byte_off> [324] struct nvme_command.common.opcode (...)" */
+	if (r && (r = strstr(r, "] "))) {
+		snprintf(buf, sizeof(buf), "CO-RE: %s", r + 2);
+		return buf;
+	}
+	return lb.why[0] ? lb.why : lb.fail[0] ? lb.fail : lb.last;
+}
+
+/*
+ * One loop: decide from the facts, load; when the kernel refuses a program,
+ * turn its hook off (or, for a refused fentry/fexit, every function over to
+ * kprobes, once), decide again (stand-ins may now be needed) and retry.
+ * Each round turns at least one more thing off, so it ends.
+ */
 int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
 {
-	char first[256];
+	bool force_kprobe = o->force_kprobe;
+	int rounds;
 
 	memset(p, 0, sizeof(*p));
 	p->stats_fd = -1;
@@ -100,18 +203,39 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 	p->nhooks = nt_hooks_count();
 	if (p->nhooks > NT_MAX_HOOKS)
 		p->nhooks = NT_MAX_HOOKS;
-	libbpf_set_print(o->verbose ? libbpf_print : libbpf_quiet);
-	nt_hooks_choose(p->choice, p->nhooks, p->role, o->force_kprobe);
-	if (try_load(p, o, first, sizeof(first))) {
-		if (!uses_functions(p)) {
-			snprintf(err, errlen, "%s", first);
+	lb.verbose = o->verbose;
+	libbpf_set_print(libbpf_print);
+	if (o->facts)
+		p->facts = *o->facts;
+	else if (nt_facts_read(&p->facts, err, errlen))
+		return -1;
+	for (rounds = 0; rounds <= 2 * p->nhooks + 1; rounds++) {
+		int rc, i;
+
+		nt_hooks_decide(&p->facts, p->choice, p->nhooks, p->role, force_kprobe);
+		rc = try_load(p, o, err, errlen);
+		if (rc <= 0)
+			break;
+		i = lb.prog[0] ? nt_hook_of_prog(p->choice, p->nhooks, lb.prog) : -1;
+		if (i < 0)	/* not one program's fault (a map, the object): nothing to turn off */
 			return -1;
+		if (!force_kprobe && (p->choice[i].attach == NT_AT_FENTRY || p->choice[i].attach == NT_AT_FEXIT)) {
+			/* some kernels (lockdown, some LSMs) refuse fentry/fexit: kprobes then */
+			force_kprobe = true;
+			snprintf(p->fallback, sizeof(p->fallback), "fentry/fexit refused (%s: %s): kprobes used",
+				 lb.prog, load_cause());
+			continue;
 		}
-		/* some kernels (lockdown, some LSMs) refuse fentry/fexit: kprobes then */
-		nt_hooks_choose(p->choice, p->nhooks, p->role, true);
-		if (try_load(p, o, err, errlen))
-			return -1;
-		snprintf(p->fallback, sizeof(p->fallback), "fentry/fexit refused (%s): kprobes used", first);
+		p->choice[i].refused = true;
+		snprintf(p->choice[i].detail, sizeof(p->choice[i].detail), "%s: %s", lb.prog, load_cause());
+		p->nrefused++;
+		if (!o->quiet)
+			fprintf(stderr, "ntbpf: warning: hook %s left out: the kernel refused %s (%s)\n",
+				p->choice[i].hook->name, lb.prog, load_cause());
+	}
+	if (!p->skel) {
+		snprintf(err, errlen, "loading the BPF programs failed after %d rounds", rounds);
+		return -1;
 	}
 	if (o->bpf_stats) {
 		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -156,28 +280,25 @@ void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h)
 {
 	for (int i = 0; i < p->nhooks; i++) {
 		const struct nt_hook_choice *c = &p->choice[i];
+		const char *instead = c->hook->instead ? c->hook->instead : "its event is not stamped";
 		struct nt_hook_info *hi;
 
 		if (!(c->hook->roles & (1u << p->role)))
 			continue;
 		/* a stand-in that was not needed is no news */
-		if (c->attach == NT_AT_NONE && c->hook->stands_in_for)
+		if (c->why == NT_WHY_NOT_NEEDED)
 			continue;
 		hi = nt_header_add_hook(h);
 		if (!hi)
 			return;
-		snprintf(hi->name, sizeof(hi->name), "%s%s%s",
-			 c->hook->kind == NT_HK_TP ? c->hook->where : (*c->hook->where ? c->hook->where : "vmlinux"),
-			 c->hook->kind == NT_HK_TP ? ":" : "!", c->hook->name);
+		nt_hook_label(c->hook, hi->name, sizeof(hi->name));
 		snprintf(hi->attach, sizeof(hi->attach), "%s", c->attach ? nt_attach_name(c->attach) : "");
 		if (c->attach == NT_AT_NONE) {
-			snprintf(hi->status, sizeof(hi->status), "%s", c->why);
-			snprintf(hi->boundary, sizeof(hi->boundary), "%s", *c->hook->instead ? c->hook->instead :
-				 "its event is not stamped");
+			nt_why_text(c, hi->status, sizeof(hi->status));
+			snprintf(hi->boundary, sizeof(hi->boundary), "%s", instead);
 		} else if (p->attach_err[i]) {
 			snprintf(hi->status, sizeof(hi->status), "attach failed: %s", strerror(-p->attach_err[i]));
-			snprintf(hi->boundary, sizeof(hi->boundary), "%s", *c->hook->instead ? c->hook->instead :
-				 "its event is not stamped");
+			snprintf(hi->boundary, sizeof(hi->boundary), "%s", instead);
 		} else {
 			snprintf(hi->status, sizeof(hi->status), "attached");
 			snprintf(hi->boundary, sizeof(hi->boundary), "%s%s%s", c->hook->boundary,
@@ -190,6 +311,11 @@ void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h)
 int nt_probes_ringbuf_fd(const struct nt_probes *p)
 {
 	return bpf_map__fd(p->skel->maps.events);
+}
+
+int nt_probes_khist_fd(const struct nt_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.khist);
 }
 
 /*
@@ -235,7 +361,10 @@ void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR])
 			stats[k] += vals[c];
 	}
 	free(vals);
-	while (!bpf_map__get_next_key(p->skel->maps.inflight, inflight ? &key : NULL, &next, sizeof(next))) {
+	/* the slots are the object's .bss, mapped into this process */
+	for (unsigned int i = 0; p->skel->bss && i < sizeof(p->skel->bss->slots) / sizeof(p->skel->bss->slots[0]); i++)
+		inflight += p->skel->bss->slots[i].key != 0;
+	while (!bpf_map__get_next_key(p->skel->maps.inflight, key ? &key : NULL, &next, sizeof(next))) {
 		key = next;
 		inflight++;
 	}

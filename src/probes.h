@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * probes - the BPF side's lifecycle for one recorder: open the skeleton, set
- * rodata and autoload from the hook choices, load (falling back from fentry
- * to kprobes when the kernel refuses fentry), attach hook by hook, read the
- * counters, detach.  Used by "ntbpf record" and "ntbpf live".
+ * probes - the BPF side's lifecycle for one recorder: read the kernel's facts,
+ * choose hooks, open the skeleton, set rodata and autoload, load in one retry
+ * loop (a program the kernel refuses turns its hook off, a refused fentry
+ * turns functions over to kprobes; the rest load), attach hook by hook, read
+ * the counters, detach.  Used by "ntbpf record" and "ntbpf live".
  */
 #ifndef NTBPF_PROBES_H
 #define NTBPF_PROBES_H
@@ -24,7 +25,9 @@ struct nt_probes {
 	struct nt_hook_choice choice[NT_MAX_HOOKS];
 	struct bpf_link *links[NT_MAX_HOOKS][2];
 	int attach_err[NT_MAX_HOOKS];	/* -errno of a failed attach */
-	char fallback[160];		/* why kprobes were used instead of fentry, or "" */
+	struct nt_facts facts;		/* what the kernel offers (facts.c) */
+	int nrefused;			/* hooks whose program the kernel refused to load */
+	char fallback[200];		/* why kprobes were used instead of fentry, or "" */
 	int nattached;
 	int stats_fd;			/* BPF_ENABLE_STATS while >= 0 */
 };
@@ -37,15 +40,19 @@ struct nt_probe_opts {
 	bool bpf_stats;
 	bool kernel_agg;		/* histograms in the kernel, no per-I/O records */
 	bool verbose;
+	bool quiet;			/* no warning per refused hook (probe shows them) */
+	const struct nt_facts *facts;	/* already read (probe), or NULL: read them */
 };
 
-/* open + load; 0, or -1 with a one-line cause in err */
+/* facts, choice, open + load (the retry loop); 0, or -1 with a one-line cause in err */
 int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen);
 /* attach every chosen hook; 0 if at least one attached, else -1 with the cause */
 int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);
+/* the in-kernel histograms (per-CPU hash, ntbpf_kh.h), for kernel_agg */
+int nt_probes_khist_fd(const struct nt_probes *p);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
 /* BPF counters, in-flight records and skipped program runs into t->stats */

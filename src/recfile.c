@@ -46,7 +46,29 @@
  * writer stays far below them (chunks of 4096 records, headers of a few KiB).
  */
 #define MAX_HDR_PAYLOAD	(16u << 20)
-#define MAX_CHUNK_NREC	(1u << 20)
+/*
+ * Records per chunk: what our writer writes at most, and no more than
+ * CHUNK_RECS_PER_BYTE per byte the chunk takes in the file.  A column that
+ * does not change costs no bits, so without the second bound a crafted file
+ * of a few KB whose columns are constant decoded into hundreds of MB; an
+ * honest chunk takes 10-40 bytes per record (docs/record-format.md), but one
+ * of 4096 identical records only ~60 (our writer splits those: write_recs).
+ * So memory follows the file's size: at most 16 records (1.8 KB decoded) per
+ * byte.
+ */
+#define MAX_CHUNK_NREC	NT_CHUNK_RECS
+/* deflate cannot expand more than 1032:1 (258-byte matches in 2 bits) */
+#define DEFLATE_MAX_RATIO 1032u
+#define CHUNK_RECS_PER_BYTE 16u
+/*
+ * Items in the header.  A hook or a controller takes a few bytes in the file
+ * and hundreds in memory: the counts are bounded so that a 16 MiB header
+ * cannot become gigabytes.  Far above any real host (a host has tens of
+ * hooks, controllers are numbered by a u16 instance).
+ */
+#define MAX_HOOKS	4096u
+#define MAX_CTRLS	65536u
+#define MAX_QUEUES	(1u << 18)	/* over all controllers */
 #define MAX_CHUNK_RAW	(128u << 20)
 #define MAX_REC_SIZE	4096u
 #define MAX_NEV		32u	/* ev_mask is 32 bits */
@@ -168,6 +190,32 @@ static int grow(void **p, size_t *cap, size_t need, size_t elsize)
 		return -1;
 	*p = np;
 	*cap = need;
+	return 0;
+}
+
+/*
+ * fread n bytes into *p, growing it as the bytes arrive (at most doubling),
+ * so that a length read from a damaged or crafted file costs memory only
+ * for the bytes really there.  *got: bytes read; -1: out of memory.
+ */
+static int fread_grow(FILE *f, uint8_t **p, size_t *cap, size_t at, size_t n, size_t *got)
+{
+	size_t end = at + n;
+
+	*got = 0;
+	while (at < end) {
+		size_t want = end - at, step = at > 65536 ? at : 65536, r;
+
+		if (want > step)
+			want = step;
+		if (grow((void **)p, cap, at + want, 1))
+			return -1;
+		r = fread(*p + at, 1, want, f);
+		at += r;
+		*got += r;
+		if (r < want)
+			break;
+	}
 	return 0;
 }
 
@@ -366,6 +414,139 @@ struct nt_hook_info *nt_header_add_hook(struct nt_header *h)
 	return array_add((void **)&h->hooks, &h->nhooks, sizeof(*h->hooks));
 }
 
+/*
+ * Two open-addressing tables of 2^bits slots (at least twice the
+ * controllers), linear probing, each slot 1 + a controller's index or 0:
+ * by instance (the first controller of each instance >= 0 that fits a u16)
+ * and by cntlid (the first initiator controller of each cntlid, with how
+ * many share it and whether their instances differ).  Keys are at most 16
+ * bits and distinct within a table, so a crafted header cannot make long
+ * probe chains beyond what the load factor allows.
+ */
+struct nt_ctrl_index {
+	uint32_t n;			/* nctrls when built: stale otherwise */
+	unsigned int bits;
+	uint32_t *by_inst, *by_cntlid;
+	uint32_t *cnt;			/* by_cntlid's slot: controllers with the cntlid */
+	uint8_t *distinct;		/* ... with more than one instance among them */
+};
+
+static inline uint32_t idx_slot(uint32_t key, unsigned int bits)
+{
+	return (uint32_t)(key * 0x9e3779b1u) >> (32 - bits);
+}
+
+static void index_free(struct nt_header *h)
+{
+	struct nt_ctrl_index *x = h->ctrl_index;
+
+	if (!x)
+		return;
+	free(x->by_inst);
+	free(x->by_cntlid);
+	free(x->cnt);
+	free(x->distinct);
+	free(x);
+	h->ctrl_index = NULL;
+}
+
+int nt_header_index(struct nt_header *h)
+{
+	struct nt_ctrl_index *x;
+	uint32_t size, mask, k;
+	unsigned int bits = 4;
+
+	index_free(h);
+	while ((1u << bits) < 2 * (uint64_t)h->nctrls)
+		bits++;
+	size = 1u << bits;
+	mask = size - 1;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -1;
+	x->bits = bits;
+	x->by_inst = calloc(size, sizeof(*x->by_inst));
+	x->by_cntlid = calloc(size, sizeof(*x->by_cntlid));
+	x->cnt = calloc(size, sizeof(*x->cnt));
+	x->distinct = calloc(size, 1);
+	h->ctrl_index = x;
+	if (!x->by_inst || !x->by_cntlid || !x->cnt || !x->distinct) {
+		index_free(h);
+		return -1;
+	}
+	for (k = 0; k < h->nctrls; k++) {
+		const struct nt_ctrl_info *c = &h->ctrls[k];
+		uint32_t s;
+
+		if (c->instance < 0)
+			continue;
+		if (c->instance <= UINT16_MAX) {
+			for (s = idx_slot(c->instance, bits); x->by_inst[s]; s = (s + 1) & mask)
+				if (h->ctrls[x->by_inst[s] - 1].instance == c->instance)
+					break;
+			if (!x->by_inst[s])
+				x->by_inst[s] = k + 1;
+		}
+		for (s = idx_slot(c->cntlid, bits); x->by_cntlid[s]; s = (s + 1) & mask)
+			if (h->ctrls[x->by_cntlid[s] - 1].cntlid == c->cntlid)
+				break;
+		if (!x->by_cntlid[s])
+			x->by_cntlid[s] = k + 1;
+		else if (h->ctrls[x->by_cntlid[s] - 1].instance != c->instance)
+			x->distinct[s] = 1;
+		x->cnt[s]++;
+	}
+	x->n = h->nctrls;
+	return 0;
+}
+
+static const struct nt_ctrl_index *index_of(const struct nt_header *h)
+{
+	return h->ctrl_index && h->ctrl_index->n == h->nctrls ? h->ctrl_index : NULL;
+}
+
+const struct nt_ctrl_info *nt_header_ctrl(const struct nt_header *h, uint16_t instance)
+{
+	const struct nt_ctrl_index *x = index_of(h);
+	uint32_t k, s;
+
+	if (!x) {
+		for (k = 0; k < h->nctrls; k++)
+			if (h->ctrls[k].instance == instance)
+				return &h->ctrls[k];
+		return NULL;
+	}
+	for (s = idx_slot(instance, x->bits); x->by_inst[s]; s = (s + 1) & ((1u << x->bits) - 1))
+		if (h->ctrls[x->by_inst[s] - 1].instance == instance)
+			return &h->ctrls[x->by_inst[s] - 1];
+	return NULL;
+}
+
+uint32_t nt_header_cntlid_ctrls(const struct nt_header *h, uint16_t cntlid, uint16_t instance, bool *other)
+{
+	const struct nt_ctrl_index *x = index_of(h);
+	uint32_t k, s, n = 0;
+	bool o = false;
+
+	if (!x) {
+		for (k = 0; k < h->nctrls; k++)
+			if (h->ctrls[k].instance >= 0 && h->ctrls[k].cntlid == cntlid) {
+				n++;
+				o |= h->ctrls[k].instance != instance;
+			}
+	} else {
+		for (s = idx_slot(cntlid, x->bits); x->by_cntlid[s]; s = (s + 1) & ((1u << x->bits) - 1))
+			if (h->ctrls[x->by_cntlid[s] - 1].cntlid == cntlid) {
+				n = x->cnt[s];
+				o = x->distinct[s] || h->ctrls[x->by_cntlid[s] - 1].instance != instance;
+				break;
+			}
+	}
+	if (other)
+		*other = o;
+	return n;
+}
+
 struct nt_ctrl_info *nt_header_add_ctrl(struct nt_header *h)
 {
 	struct nt_ctrl_info *c;
@@ -396,6 +577,7 @@ void nt_header_free(struct nt_header *h)
 		free(h->ctrls[i].queues);
 	free(h->ctrls);
 	free(h->hooks);
+	index_free(h);
 	h->ctrls = NULL;
 	h->hooks = NULL;
 	h->nctrls = 0;
@@ -1232,20 +1414,21 @@ static int w_deflate(struct nt_writer *w, const uint8_t *p, size_t n, bool last)
  * records; version 2, the column directory and the exceptions at level
  * ZLEVEL, then the packed bits in stored blocks (level 0).
  */
-static int deflate_chunk(struct nt_writer *w, uint32_t *raw_len)
+static int deflate_chunk(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t n,
+			 uint32_t *raw_len)
 {
 	struct v2enc *e = &w->enc;
 	size_t len, need;
 
 	deflateReset(&w->zs);
 	if (w->version == 1) {
-		*raw_len = w->n * REC_SIZE;
-		shuffle(w->raw, w->recs, w->n);
+		*raw_len = n * REC_SIZE;
+		shuffle(w->raw, recs, n);
 		w->zs.next_out = w->out + CHUNK_HDR;
 		w->zs.avail_out = w->out_cap - CHUNK_HDR;
 		return w_deflate(w, w->raw, *raw_len, true);
 	}
-	if (v2_encode(e, w->recs, w->n)) {
+	if (v2_encode(e, recs, n)) {
 		w->err = -ENOMEM;
 		return w->err;
 	}
@@ -1274,23 +1457,38 @@ static int deflate_chunk(struct nt_writer *w, uint32_t *raw_len)
  * stream as compress2() makes (default window) without allocating the
  * ~270 KiB deflate state for every chunk.
  */
-static int write_chunk(struct nt_writer *w)
+static int write_recs(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t n)
 {
 	uint8_t *o;
 	uint32_t clen, raw_len;
 
-	if (deflate_chunk(w, &raw_len))
+	if (deflate_chunk(w, recs, n, &raw_len))
 		return w->err;
 	o = w->out;
 	clen = w->zs.total_out;
+	/*
+	 * Records so alike that they take less than the reader's bound
+	 * (CHUNK_RECS_PER_BYTE per byte: identical records cost no bits) go in
+	 * two chunks, each with its own descriptors: every chunk we write is
+	 * one a reader accepts.
+	 */
+	if (n > 1 && n > CHUNK_RECS_PER_BYTE * ((uint64_t)CHUNK_HDR + clen))
+		return write_recs(w, recs, n / 2) || write_recs(w, recs + n / 2, n - n / 2) ? w->err : 0;
 	memcpy(o, CHUNK_MAGIC, 4);
-	put32(o + 4, w->n);
+	put32(o + 4, n);
 	put32(o + 8, raw_len);
 	put32(o + 12, clen);
 	put32(o + 16, crc32(0, o + CHUNK_HDR, clen));
 	if (w_write(w, o, CHUNK_HDR + clen))
 		return w->err;
-	w->records += w->n;
+	w->records += n;
+	return 0;
+}
+
+static int write_chunk(struct nt_writer *w)
+{
+	if (write_recs(w, w->recs, w->n))
+		return w->err;
 	w->n = 0;
 	return 0;
 }
@@ -1348,6 +1546,13 @@ int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t)
 	err = w->err;
 	writer_free(w);
 	return err;
+}
+
+void nt_writer_recover(struct nt_writer *w)
+{
+	w->err = 0;
+	w->n = 0;
+	clearerr(w->f);
 }
 
 uint64_t nt_writer_bytes(const struct nt_writer *w)
@@ -1420,11 +1625,14 @@ static void cur_str(struct cur *c, char *dst, size_t size)
 
 #define CUR_STR(c, field) cur_str(c, field, sizeof(field))
 
-static int dec_ctrl(struct nt_header *h, struct cur *v)
+static int dec_ctrl(struct nt_header *h, struct cur *v, uint32_t *nqueues)
 {
-	struct nt_ctrl_info *c = nt_header_add_ctrl(h);
+	struct nt_ctrl_info *c;
 	uint32_t nq, i;
 
+	if (h->nctrls >= MAX_CTRLS)
+		return -E2BIG;
+	c = nt_header_add_ctrl(h);
 	if (!c)
 		return -ENOMEM;
 	c->instance = (int32_t)cur_u32(v);
@@ -1436,6 +1644,10 @@ static int dec_ctrl(struct nt_header *h, struct cur *v)
 	nq = cur_u32(v);
 	if (nq > v->len / 14)	/* 14: the smallest queue entry */
 		v->bad = true;
+	else if (nq > MAX_QUEUES - *nqueues)
+		return -E2BIG;
+	else
+		*nqueues += nq;
 	for (i = 0; i < nq && !v->bad; i++) {
 		struct nt_queue_info *q = nt_ctrl_add_queue(c);
 
@@ -1453,8 +1665,11 @@ static int dec_ctrl(struct nt_header *h, struct cur *v)
 
 static int dec_hook(struct nt_header *h, struct cur *v)
 {
-	struct nt_hook_info *k = nt_header_add_hook(h);
+	struct nt_hook_info *k;
 
+	if (h->nhooks >= MAX_HOOKS)
+		return -E2BIG;
+	k = nt_header_add_hook(h);
 	if (!k)
 		return -ENOMEM;
 	CUR_STR(v, k->name);
@@ -1495,7 +1710,8 @@ static uint32_t layout_port_off(struct cur v, uint32_t rec_size, uint32_t nev)
  * the RECORD_LAYOUT field list our reader only uses port's offset (version
  * 1); the rest follows the fixed prefix rule (unshuffle).
  */
-static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *port_off)
+static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *port_off,
+		    uint32_t *nqueues)
 {
 	switch (tag) {
 	case TAG_NTBPF_VERSION:
@@ -1536,7 +1752,7 @@ static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *
 	case TAG_HOOK:
 		return dec_hook(h, v);
 	case TAG_CTRL:
-		return dec_ctrl(h, v);
+		return dec_ctrl(h, v, nqueues);
 	}
 	return 0;
 }
@@ -1545,6 +1761,7 @@ static int dec_items(struct nt_header *h, const uint8_t *p, size_t len,
 		     uint32_t *port_off, char *err, size_t errlen)
 {
 	struct cur c = { p, len, false };
+	uint32_t nqueues = 0;
 
 	while (c.len) {
 		uint16_t tag = cur_u16(&c);
@@ -1560,7 +1777,15 @@ static int dec_items(struct nt_header *h, const uint8_t *p, size_t len,
 			return -1;
 		}
 		v = (struct cur){ val, ilen, false };
-		if (dec_item(h, tag, &v, port_off)) {
+		switch (dec_item(h, tag, &v, port_off, &nqueues)) {
+		case 0:
+			break;
+		case -E2BIG:
+			snprintf(err, errlen, "header corrupt (more than %u %s)",
+				 tag == TAG_HOOK ? MAX_HOOKS : h->nctrls >= MAX_CTRLS ? MAX_CTRLS : MAX_QUEUES,
+				 tag == TAG_HOOK ? "hooks" : h->nctrls >= MAX_CTRLS ? "controllers" : "queues");
+			return -1;
+		default:
 			snprintf(err, errlen, "out of memory reading the header");
 			return -1;
 		}
@@ -2080,9 +2305,16 @@ static int read_header(FILE *f, struct nt_header *h, uint64_t *off, uint32_t *po
 		       char *err, size_t errlen)
 {
 	uint8_t fx[HDR_FIXED], *buf;
-	size_t got = fread(fx, 1, HDR_FIXED, f);
+	size_t got = fread(fx, 1, HDR_FIXED, f), cap;
 	uint32_t plen, total;
 
+	if (got == 0 && ferror(f)) {
+		if (errno == EISDIR)
+			snprintf(err, errlen, "is a directory, not a record file");
+		else
+			snprintf(err, errlen, "cannot read: %s", strerror(errno));
+		return hdr_fail(h, NULL, err, errlen, NULL);
+	}
 	if (got == 0)
 		return hdr_fail(h, NULL, err, errlen, "file is empty");
 	if (memcmp(fx, FILE_MAGIC, got < 8 ? got : 8))
@@ -2102,17 +2334,23 @@ static int read_header(FILE *f, struct nt_header *h, uint64_t *off, uint32_t *po
 		return hdr_fail(h, NULL, err, errlen,
 				"header corrupt (payload length too large)");
 	total = HDR_FIXED + plen + 4;
-	buf = malloc(total);
+	buf = malloc(HDR_FIXED);
+	cap = HDR_FIXED;
 	if (!buf)
 		return hdr_fail(h, NULL, err, errlen, "out of memory reading the header");
 	memcpy(buf, fx, HDR_FIXED);
-	if (fread(buf + HDR_FIXED, 1, plen + 4, f) != plen + 4)
+	/* grown as the payload arrives: a length alone allocates nothing */
+	if (fread_grow(f, &buf, &cap, HDR_FIXED, plen + 4, &got))
+		return hdr_fail(h, buf, err, errlen, "out of memory reading the header");
+	if (got != plen + 4)
 		return hdr_fail(h, buf, err, errlen, "file ends inside the header");
 	if (crc32(0, buf, HDR_FIXED + plen) != get32(buf + HDR_FIXED + plen))
 		return hdr_fail(h, buf, err, errlen, "header corrupt (CRC mismatch)");
 	if (dec_items(h, buf + HDR_FIXED, plen, port_off, err, errlen) ||
 	    check_layout(h, err, errlen))
 		return hdr_fail(h, buf, err, errlen, NULL);
+	if (nt_header_index(h))
+		return hdr_fail(h, buf, err, errlen, "out of memory reading the header");
 	free(buf);
 	*off = total;
 	return 0;
@@ -2245,9 +2483,12 @@ static bool chunk_sane(const struct nt_reader *rd, uint32_t nrec, uint32_t raw,
 {
 	if (rd->version == 1)
 		return nrec && nrec <= MAX_CHUNK_NREC && raw <= MAX_CHUNK_RAW &&
+		       nrec <= CHUNK_RECS_PER_BYTE * ((uint64_t)CHUNK_HDR + clen) &&
 		       (uint64_t)nrec * rd->rec_size == raw &&
 		       clen && clen <= compressBound(raw);
 	return nrec && nrec <= MAX_CHUNK_NREC && raw <= MAX_CHUNK_RAW &&
+	       nrec <= CHUNK_RECS_PER_BYTE * ((uint64_t)CHUNK_HDR + clen) &&
+	       raw <= DEFLATE_MAX_RATIO * (uint64_t)clen &&
 	       raw <= V2_LIMIT_DIR + (uint64_t)nrec * V2_LIMIT_REC &&
 	       clen && clen <= compressBound(raw) + V2_CLEN_SLACK;
 }
@@ -2313,15 +2554,30 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 		     nrec, raw, clen);
 		return false;
 	}
-	if (grow((void **)&rd->comp, &rd->comp_cap, clen, 1) ||
-	    grow((void **)&rd->raw, &rd->raw_cap, (size_t)raw + V2_SLACK, 1) ||
+	/* the compressed bytes first, memory as they arrive; then what they inflate to */
+	{
+		size_t got;
+
+		if (fread_grow(rd->f, &rd->comp, &rd->comp_cap, 0, clen, &got)) {
+			stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u bytes", clen);
+			return false;
+		}
+		rd->off += got;
+		if (got != clen) {
+			if (ferror(rd->f))
+				stop(rd, NT_READ_CORRUPT, "read error at offset %llu: %s",
+				     (unsigned long long)rd->off, strerror(errno));
+			else
+				stop_truncated(rd, "no trailer");
+			return false;
+		}
+	}
+	if (grow((void **)&rd->raw, &rd->raw_cap, (size_t)raw + V2_SLACK, 1) ||
 	    (rd->version > 1 && v2_scratch(&rd->v2, nrec)) ||
 	    grow((void **)&rd->recs, &rd->recs_cap, nrec, REC_SIZE)) {
 		stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u records", nrec);
 		return false;
 	}
-	if (rd_read(rd, rd->comp, clen, "no trailer"))
-		return false;
 	if (crc32(0, rd->comp, clen) != get32(hd + 16))
 		bad = "CRC mismatch";
 	else if (inflate_chunk(rd, clen, raw))

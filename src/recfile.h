@@ -15,6 +15,7 @@
 #ifndef NTBPF_RECFILE_H
 #define NTBPF_RECFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <linux/types.h>
@@ -71,6 +72,7 @@ struct nt_header {
 	struct nt_hook_info *hooks;	/* owned by the header */
 	uint32_t nctrls;
 	struct nt_ctrl_info *ctrls;	/* owned by the header */
+	struct nt_ctrl_index *ctrl_index;	/* nt_header_index(): lookups in O(1); owned */
 };
 
 struct nt_trailer {
@@ -93,6 +95,21 @@ struct nt_hook_info *nt_header_add_hook(struct nt_header *h);	/* appends a zeroe
 struct nt_ctrl_info *nt_header_add_ctrl(struct nt_header *h);
 struct nt_queue_info *nt_ctrl_add_queue(struct nt_ctrl_info *c);
 void nt_header_free(struct nt_header *h);
+/*
+ * Controller lookups by hash (a file may name tens of thousands of
+ * controllers): nt_reader_open() indexes the header it read; a header built
+ * in memory is indexed by nt_header_index() once its controllers are filled
+ * in (-1: out of memory).  Without an index (or after nt_header_add_ctrl) the
+ * lookups scan the list: the same answers, slower.
+ */
+int nt_header_index(struct nt_header *h);
+/* the first controller whose instance (nvmeN) is this one, or NULL */
+const struct nt_ctrl_info *nt_header_ctrl(const struct nt_header *h, uint16_t instance);
+/*
+ * Initiator controllers (instance >= 0) with this cntlid: how many; *other
+ * (if not NULL): whether one of them has an instance other than `instance`.
+ */
+uint32_t nt_header_cntlid_ctrls(const struct nt_header *h, uint16_t cntlid, uint16_t instance, bool *other);
 
 /* writer */
 struct nt_writer;
@@ -101,6 +118,13 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a 
 int nt_writer_flush(struct nt_writer *w);	/* writes the pending records as a chunk (none: no-op), fflush */
 int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t);	/* flush, trailer, free; not fclose */
 uint64_t nt_writer_bytes(const struct nt_writer *w);	/* bytes written so far */
+/*
+ * After a failed write on an unbuffered stream (setvbuf _IONBF: every block is
+ * one write, counted only when whole), the caller cut the file back to
+ * nt_writer_bytes(): forget the failure and the pending records, so that
+ * nt_writer_close() can end the file with a trailer counting what it holds.
+ */
+void nt_writer_recover(struct nt_writer *w);
 
 /* reader */
 struct nt_reader;

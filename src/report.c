@@ -10,6 +10,7 @@
 #include <string.h>
 #include "match.h"
 #include "report.h"
+#include "escape.h"
 #include "sysinfo.h"
 
 static const char *const op_names[NTBPF_OP_NR] = {
@@ -300,12 +301,19 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 		char sub[200];
 
 		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
-			snprintf(err, errlen, "%s: %s", names[i], sub);
+			char path[256];
+
+			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
 			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
 			goto out;
 		}
-		if (ins[i].status != NT_READ_OK && warn)
-			fprintf(warn, "ntbpf report: warning: %s: %s\n", names[i], ins[i].status_msg);
+		if (ins[i].status != NT_READ_OK && warn) {
+			fputs("ntbpf report: warning: ", warn);
+			nt_put_term(warn, names[i]);
+			fputs(": ", warn);
+			nt_put_term(warn, ins[i].status_msg);
+			fputc('\n', warn);
+		}
 		hdrs[i] = &ins[i].hdr;
 		init_at[i + 1] = c.ii.n;
 		tgt_at[i + 1] = c.ti.n;
@@ -504,10 +512,15 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		const struct nt_header *h = &rep->ins[i].hdr;
 
 		for (uint32_t k = 0; k < h->nhooks; k++)
-			if (strcmp(h->hooks[k].status, "attached"))
-				fprintf(out, "# %s: hook %s not attached (%s); %s\n", nt_role_name(h->role),
-					h->hooks[k].name, h->hooks[k].status,
-					h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");
+			if (strcmp(h->hooks[k].status, "attached")) {
+				fprintf(out, "# %s: hook ", nt_role_name(h->role));
+				nt_put_term(out, h->hooks[k].name);
+				fputs(" not attached (", out);
+				nt_put_term(out, h->hooks[k].status);
+				fputs("); ", out);
+				nt_put_term(out, h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");
+				fputc('\n', out);
+			}
 	}
 	if (!(rep->stages_seen & ~((1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E))) &&
 	    rep->n_init)
@@ -531,8 +544,8 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 		snprintf(q, sizeof(q), "%u", g->size);
 	else
 		snprintf(q, sizeof(q), "all");
-	fprintf(out, "group: op=%s size=%s dev=%s", g->op == 0xff ? "all" : nt_op_name(g->op),
-		q, (o->group_by & NT_GB_DEV) ? name : "all");
+	fprintf(out, "group: op=%s size=%s dev=", g->op == 0xff ? "all" : nt_op_name(g->op), q);
+	nt_put_term(out, (o->group_by & NT_GB_DEV) ? name : "all");	/* a name from a file */
 	queue_name(g, q, sizeof(q));
 	if (o->group_by & NT_GB_QUEUE)
 		fprintf(out, " queue=%s", q);
@@ -571,9 +584,16 @@ static void print_text(FILE *out, const struct nt_report *rep)
 	for (int i = 0; i < rep->nins; i++) {
 		const struct nt_input *in = &rep->ins[i];
 
-		fprintf(out, "# input %s: %s on %s, kernel %s, %zu records%s%s\n", in->path,
-			nt_role_name(in->hdr.role), in->hdr.hostname, in->hdr.kernel, in->n,
-			in->status == NT_READ_OK ? "" : ", ", in->status == NT_READ_OK ? "" : in->status_msg);
+		/* the strings come from the file: escaped, so that they cannot make lines or drive the terminal */
+		fputs("# input ", out);
+		nt_put_term(out, in->path);
+		fprintf(out, ": %s on ", nt_role_name(in->hdr.role));
+		nt_put_term(out, in->hdr.hostname);
+		fputs(", kernel ", out);
+		nt_put_term(out, in->hdr.kernel);
+		fprintf(out, ", %zu records%s", in->n, in->status == NT_READ_OK ? "" : ", ");
+		nt_put_term(out, in->status == NT_READ_OK ? "" : in->status_msg);
+		fputc('\n', out);
 	}
 	print_notes_text(out, rep);
 	for (int gi = 0; gi < rep->ngroups; gi++) {
@@ -586,24 +606,15 @@ static void print_text(FILE *out, const struct nt_report *rep)
 
 /* ---- JSON ---- */
 
+/* strings from files are untrusted: valid UTF-8 and valid JSON whatever they hold (escape.c) */
 static void json_str(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+	nt_put_json(out, s);
 }
 
 /* the "groups" array's members; secs > 0 adds "iops" (live intervals) */
-static void print_groups_json(FILE *out, const struct nt_report *rep, double secs)
+/* the groups as a JSON array's elements: laid out on lines (report), or on one line (live) */
+static void print_groups_json(FILE *out, const struct nt_report *rep, double secs, bool one_line)
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
@@ -614,7 +625,7 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 
 		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 		queue_name(g, q, sizeof(q));
-		fprintf(out, "%s\n  {\"op\": ", gi ? "," : "");
+		fprintf(out, "%s%s{\"op\": ", gi ? "," : "", one_line ? "" : "\n  ");
 		json_str(out, g->op == 0xff ? "all" : nt_op_name(g->op));
 		fprintf(out, ", \"size\": %u, \"device\": ", g->size);
 		json_str(out, (o->group_by & NT_GB_DEV) ? name : "all");
@@ -627,15 +638,15 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 			g->full, g->full_resid);
 		if (secs > 0)
 			fprintf(out, ", \"iops\": %.1f", g->count / secs);
-		fprintf(out, ",\n   \"stages\": {");
+		fprintf(out, ",%s\"stages\": {", one_line ? "" : "\n   ");
 		first = true;
 		for (int s = 0; s < NT_ST_NR; s++) {
 			const struct nt_hist *h = &g->h[s];
 
 			if (!h->count)
 				continue;
-			fprintf(out, "%s\n    \"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
-				nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
+			fprintf(out, "%s%s\"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
+				one_line ? "" : "\n    ", nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
 			for (int p = 0; p < o->npcts; p++) {
 				pct_key(o->pcts[p], key, sizeof(key));
 				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
@@ -706,7 +717,7 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		fprintf(out, ", \"clock_offset_ns\": null, \"clock_drift_ns\": null, \"clock_votes\": 0");
 	fprintf(out, "},\n");
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
-	print_groups_json(out, rep, 0);
+	print_groups_json(out, rep, 0, false);
 	fprintf(out, "]}\n");
 }
 
@@ -733,9 +744,9 @@ static void print_csv(FILE *out, const struct nt_report *rep)
 
 			if (!h->count)
 				continue;
-			fprintf(out, "%s,%u,%s,%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f",
-				g->op == 0xff ? "all" : nt_op_name(g->op), g->size,
-				(o->group_by & NT_GB_DEV) ? name : "all", q, g->count, nt_stage_name(s),
+			fprintf(out, "%s,%u,", g->op == 0xff ? "all" : nt_op_name(g->op), g->size);
+			nt_put_csv(out, (o->group_by & NT_GB_DEV) ? name : "all");	/* a name from a file */
+			fprintf(out, ",%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f", q, g->count, nt_stage_name(s),
 				h->count, nt_hist_mean(h) / 1000.0);
 			for (int p = 0; p < o->npcts; p++)
 				fprintf(out, ",%.3f", us(nt_hist_percentile(h, o->pcts[p])));
@@ -788,7 +799,10 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	for (int i = 0; i < cfg->nfiles; i++) {
 		files[i] = fopen(cfg->files[i], "rb");
 		if (!files[i]) {
-			fprintf(err, "ntbpf report: cannot open %s: %s\n", cfg->files[i], strerror(errno));
+			char path[256];
+
+			fprintf(err, "ntbpf report: cannot open %s: %s\n", nt_esc_term(path, sizeof(path), cfg->files[i]),
+				strerror(errno));
 			rc = 1;
 			goto out;
 		}
@@ -831,37 +845,23 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 		fprintf(out, "{\"time\": \"%s\", \"interval_s\": %.3f, \"iops\": %.1f, \"lost_records\": %" PRIu64
 			", \"matched\": %" PRIu64 ", \"unmatched\": {\"initiator\": %" PRIu64 ", \"target\": %" PRIu64 "}",
 			when, secs, n / secs, info->lost, info->matched, info->unmatched_init, info->unmatched_tgt);
-		if (info->peer)
-			fprintf(out, ", \"peer\": \"%s\"", info->peer);
-		fprintf(out, ", \"groups\": [");
-		{
-			/* one line per interval, for pipelines: render, then drop the layout */
-			char *buf = NULL;
-			size_t len = 0;
-			FILE *m = open_memstream(&buf, &len);
-
-			if (m) {
-				print_groups_json(m, rep, secs);
-				fclose(m);
-				for (char *c = buf; c && *c; c++) {
-					if (*c != '\n') {
-						fputc(*c, out);
-						continue;
-					}
-					while (c[1] == ' ')
-						c++;
-				}
-				free(buf);
-			}
+		if (info->peer) {	/* may name the peer's host, from its header: untrusted */
+			fputs(", \"peer\": ", out);
+			json_str(out, info->peer);
 		}
+		fprintf(out, ", \"groups\": [");
+		print_groups_json(out, rep, secs, true);	/* one line per interval, for pipelines */
 		fprintf(out, "]}\n");
 	} else {
 		fprintf(out, "%s  IOPS %.0f", when, n / secs);
 		if (info->lost)
 			fprintf(out, "  lost %" PRIu64, info->lost);
-		if (info->peer)
-			fprintf(out, "  peer %s: matched %" PRIu64 ", unmatched %" PRIu64 " initiator / %" PRIu64 " target",
-				info->peer, info->matched, info->unmatched_init, info->unmatched_tgt);
+		if (info->peer) {
+			fputs("  peer ", out);
+			nt_put_term(out, info->peer);
+			fprintf(out, ": matched %" PRIu64 ", unmatched %" PRIu64 " initiator / %" PRIu64 " target",
+				info->matched, info->unmatched_init, info->unmatched_tgt);
+		}
 		fputc('\n', out);
 		for (int gi = 0; gi < rep->ngroups; gi++)
 			print_group_text(out, rep, &rep->groups[gi], secs);

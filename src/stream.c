@@ -137,6 +137,14 @@ void nt_stream_mac(const struct nt_key *k, const char *label, const uint8_t a[32
 		memset(out, 0, 32);	/* never matches a real MAC's use: the peer's check fails */
 }
 
+/* OpenSSL's first use loads its providers (13 ms here, far longer in an emulated guest): before any peer waits */
+static void crypto_warm(void)
+{
+	uint8_t z[32] = { 0 }, o[32];
+
+	nt_stream_mac(NULL, "warm", z, z, o);
+}
+
 /* blocking I/O of exactly n bytes until deadline (ms, CLOCK_MONOTONIC) */
 static int io_full(int fd, void *buf, size_t n, bool out, uint64_t deadline, const volatile int *stop)
 {
@@ -322,6 +330,7 @@ struct nt_stream_server *nt_stream_server_new(const char *addr, const struct nt_
 		freeaddrinfo(ai);
 		return NULL;
 	}
+	crypto_warm();
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		freeaddrinfo(ai);
@@ -736,7 +745,9 @@ static int next_block(struct nt_stream_client *c)
 				pthread_mutex_unlock(&c->mu);
 				continue;
 			} else {
-				snprintf(c->err, sizeof(c->err), "not a record stream (a block '%.4s')", c->frame);
+				/* hex: bytes from the socket never reach a terminal or the JSON */
+				snprintf(c->err, sizeof(c->err), "not a record stream (a block %02x%02x%02x%02x)",
+					 c->frame[0], c->frame[1], c->frame[2], c->frame[3]);
 				return -1;
 			}
 		}
@@ -919,6 +930,7 @@ struct nt_stream_client *nt_stream_client_start(const char *addr, const struct n
 	c->max_recs = max_recs ? max_recs : NT_STREAM_MAX_RECS;
 	c->fd = -1;
 	snprintf(c->st.state, sizeof(c->st.state), "connecting");
+	crypto_warm();
 	pthread_mutex_init(&c->mu, NULL);
 	if (pthread_create(&c->th, NULL, client_main, c)) {
 		snprintf(err, errlen, "cannot start the peer thread");

@@ -107,6 +107,7 @@ static void test_report(void **state)
 	assert_true(cfg.pcts[3] == 99.9);
 	assert_int_equal(cfg.format, NT_FMT_TEXT);
 	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_SIZE | NT_GB_DEV);
+	nt_config_free(&cfg);
 
 	assert_int_equal(parse("ntbpf report --percentiles 50,99.99 --format json --group-by op,queue f",
 			       &cfg, err, sizeof(err)), 0);
@@ -114,9 +115,11 @@ static void test_report(void **state)
 	assert_true(cfg.pcts[1] == 99.99);
 	assert_int_equal(cfg.format, NT_FMT_JSON);
 	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_QUEUE);
+	nt_config_free(&cfg);
 	assert_int_equal(parse("ntbpf report --format csv --group-by none f", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.format, NT_FMT_CSV);
 	assert_int_equal(cfg.group_by, 0);
+	nt_config_free(&cfg);
 }
 
 static void test_report_bad(void **state)
@@ -155,6 +158,13 @@ static void test_live(void **state)
 	assert_bad("ntbpf live 1 2 3", "unexpected argument '3'");
 	assert_bad("ntbpf live --format csv", "bad --format 'csv' for live");
 	assert_bad("ntbpf live --serve a:1 --peer b:2", "exclude each other");
+	/* ports are 1-65535 (99999 used to listen on another port), --key goes with the stream */
+	assert_bad("ntbpf live --serve 0.0.0.0:99999", "bad --serve '0.0.0.0:99999' (want ADDR:PORT, port 1-65535)");
+	assert_bad("ntbpf live --serve 0.0.0.0:0", "port 1-65535");
+	assert_bad("ntbpf live --peer tgt:http", "bad --peer 'tgt:http'");
+	assert_bad("ntbpf live --key k", "--key is for --serve or --peer");
+	assert_int_equal(parse("ntbpf live --serve 0.0.0.0:4430 --key /k", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.key, "/k");
 	/* record --interval */
 	assert_int_equal(parse("ntbpf record --interval 2", &cfg, err, sizeof(err)), 0);
 	assert_true(cfg.interval == 2);

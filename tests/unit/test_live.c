@@ -273,10 +273,53 @@ static void test_peer_drops_and_returns(void **state)
 	nt_header_free(&h);
 }
 
+/* in-kernel histograms: per-CPU differences, 32-bit bucket counters wrapping around between intervals */
+static void test_kh_wraparound(void **state)
+{
+	struct nt_kh_gval *now = calloc(2, sizeof(*now)), *prev = calloc(2, sizeof(*prev));
+	uint64_t *b = calloc(NT_KH_NB, sizeof(*b)), count, sum;
+
+	prev[0].ios = 100;
+	now[0].ios = 130;
+	prev[1].ios = 7;
+	now[1].ios = 17;
+	assert_int_equal(nt_kh_ios(now, prev, 2), 40);
+	/* slot 2: CPU 0's bucket 5 wraps (0xfffffff0 -> 0x10: +32), CPU 1's adds 8; bucket 9 goes 3 -> 4 on CPU 1 */
+	prev[0].count[2] = 1000;
+	now[0].count[2] = 1032;
+	prev[1].count[2] = 50;
+	now[1].count[2] = 59;
+	prev[0].sum[2] = 5000000;
+	now[0].sum[2] = 5000000 + 32 * 1000;
+	now[1].sum[2] = 9 * 2000;
+	prev[0].b[2][5] = 0xfffffff0u;
+	now[0].b[2][5] = 0x10;
+	prev[1].b[2][5] = 1;
+	now[1].b[2][5] = 9;
+	prev[1].b[2][9] = 3;
+	now[1].b[2][9] = 4;
+	b[NT_KH_NB - 1] = 77;	/* zeroed first */
+	assert_int_equal(nt_kh_slot_interval(now, prev, 2, 2, &count, &sum, b), 41);
+	assert_int_equal(count, 41);
+	assert_int_equal(sum, 32 * 1000 + 9 * 2000);
+	assert_int_equal(b[5], 40);
+	assert_int_equal(b[9], 1);
+	assert_int_equal(b[NT_KH_NB - 1], 0);
+	for (unsigned int k = 0; k < NT_KH_NB; k++)
+		if (k != 5 && k != 9)
+			assert_int_equal(b[k], 0);
+	/* a slot with nothing new: 0, nothing computed */
+	assert_int_equal(nt_kh_slot_interval(now, prev, 2, 3, &count, &sum, b), 0);
+	free(now);
+	free(prev);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_intervals),
+		cmocka_unit_test(test_kh_wraparound),
 		cmocka_unit_test(test_peer_stream_pairs),
 		cmocka_unit_test(test_peer_drops_and_returns),
 	};

@@ -1655,6 +1655,47 @@ static void test_roundtrip_extremes(void **state)
 	free(recs);
 }
 
+/*
+ * Records so alike that a chunk of them takes less than the reader's bound
+ * (16 records per byte: identical records cost no bits): the writer splits
+ * them into smaller chunks, so what it writes reads back whole.
+ */
+static void test_identical_records(void **state)
+{
+	size_t n = 3 * NT_CHUNK_RECS, c;
+	struct ntbpf_rec *recs = calloc(n, sizeof(*recs));
+	enum nt_read_status st;
+	struct nt_header h;
+	struct written wr;
+	char err[256];
+	FILE *f;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++)
+			if (pass)	/* the same I/O over and over, 1 us apart */
+				recs[i] = (struct ntbpf_rec){ .t0 = 1000 * i, .bytes = 4096, .ev_mask = 3,
+							      .ev = { 0, 5000 }, .role = 1 };
+		nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+		write_file(&wr, &h, recs, n, NULL, NULL);
+		index_chunks(&wr);
+		if (!pass)	/* 12288 zero records: 24 chunks of 512 (about 60 bytes each) */
+			assert_true(wr.nchunks > 3);
+		for (c = 0; c < wr.nchunks; c++) {
+			size_t bytes = wr.chunk_end[c] - (c ? wr.chunk_end[c - 1] : wr.hdr_len);
+			uint64_t recs_in = wr.chunk_recs[c] - (c ? wr.chunk_recs[c - 1] : 0);
+
+			assert_true(recs_in <= 16 * bytes);
+		}
+		f = rd_stream(wr.m.buf, wr.m.len);
+		assert_int_equal(read_all(f, recs, n, &st, err, sizeof(err)), n);
+		assert_int_equal(st, NT_READ_OK);
+		fclose(f);
+		nt_header_free(&h);
+		free(wr.m.buf);
+	}
+	free(recs);
+}
+
 /* Given version 1, the writer writes a version-1 file; it reads back. */
 static void test_v1_writer(void **state)
 {
@@ -2268,6 +2309,7 @@ int main(void)
 		cmocka_unit_test(test_chunk_stream_ends),
 		cmocka_unit_test(test_roundtrip_extremes),
 		cmocka_unit_test(test_v1_writer),
+		cmocka_unit_test(test_identical_records),
 		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_reserved_zero),
 		cmocka_unit_test(test_old_files),

@@ -252,7 +252,7 @@ static int run_cmd(const char *file, char *out, size_t outlen, char *err, size_t
 
 	memset(out, 0, outlen);
 	memset(err, 0, errlen);
-	cfg.files[0] = file;
+	cfg.files = &file;
 	rc = nt_report_cmd(&cfg, o, e);
 	fclose(o);
 	fclose(e);

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* outfile.c - the record file's creation, lock and renames (outfile.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "outfile.h"
+
+static int create_locked(struct nt_outfile *o, char *err, size_t errlen)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct stat a, b;
+		int fd = open(o->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd >= 0) {
+			/* locked, and still the file at that name (a stale-file cleaner may have raced us) */
+			if (flock(fd, LOCK_EX | LOCK_NB) || fstat(fd, &a) || lstat(o->tmp, &b) || a.st_ino != b.st_ino ||
+			    a.st_dev != b.st_dev) {
+				close(fd);
+				snprintf(err, errlen, "%s is being written by another ntbpf record", o->path);
+				return -1;
+			}
+			return fd;
+		}
+		if (errno != EEXIST) {
+			snprintf(err, errlen, "cannot write %s: %s", o->tmp, strerror(errno));
+			return -1;
+		}
+		/* there already: held by a running recorder, or left by one that died */
+		fd = open(o->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0) {
+			snprintf(err, errlen, "cannot write %s: %s exists (%s)", o->path, o->tmp,
+				 errno == ELOOP ? "a symbolic link" : strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB)) {
+			close(fd);
+			snprintf(err, errlen, "%s is being written by another ntbpf record (it holds %s)", o->path,
+				 o->tmp);
+			return -1;
+		}
+		if (fstat(fd, &a) || !S_ISREG(a.st_mode) || a.st_uid != geteuid()) {
+			close(fd);
+			snprintf(err, errlen, "cannot write %s: %s exists and is not ours to replace", o->path, o->tmp);
+			return -1;
+		}
+		unlink(o->tmp);	/* stale: nobody holds it */
+		close(fd);
+	}
+	snprintf(err, errlen, "cannot write %s: %s keeps coming back", o->path, o->tmp);
+	return -1;
+}
+
+int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t errlen)
+{
+	char d[4096], b[4096];
+	struct stat sb;
+	int n;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	if (strlen(path) >= sizeof(d) - 16 || !path[0]) {
+		snprintf(err, errlen, "bad output file name");
+		return -1;
+	}
+	if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "cannot write %s: is a directory", path);
+		return -1;
+	}
+	snprintf(d, sizeof(d), "%s", path);
+	snprintf(b, sizeof(b), "%s", path);
+	n = snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.ntbpf-tmp", dirname(d), basename(b));
+	if (n < 0 || (size_t)n >= sizeof(o->tmp)) {
+		snprintf(err, errlen, "bad output file name");
+		return -1;
+	}
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	snprintf(o->old, sizeof(o->old), "%s.old", path);
+	o->fd = create_locked(o, err, errlen);
+	if (o->fd < 0)
+		return -1;
+	o->f = fdopen(dup(o->fd), "wb");
+	if (!o->f) {
+		snprintf(err, errlen, "cannot write %s: %s", o->tmp, strerror(errno));
+		nt_outfile_abort(o);
+		return -1;
+	}
+	setvbuf(o->f, NULL, _IONBF, 0);
+	return 0;
+}
+
+int nt_outfile_start(struct nt_outfile *o, char *err, size_t errlen)
+{
+	struct stat sb;
+
+	if (lstat(o->path, &sb)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
+		return -1;
+	}
+	if (rename(o->path, o->old)) {
+		snprintf(err, errlen, "cannot move %s to %s: %s", o->path, o->old, strerror(errno));
+		return -1;
+	}
+	o->moved_old = true;
+	return 0;
+}
+
+int nt_outfile_cut(struct nt_outfile *o, uint64_t len)
+{
+	clearerr(o->f);
+	if (ftruncate(o->fd, len) || fseeko(o->f, len, SEEK_SET))
+		return -1;
+	return 0;
+}
+
+static void close_files(struct nt_outfile *o)
+{
+	if (o->f)
+		fclose(o->f);
+	o->f = NULL;
+	if (o->fd >= 0)
+		close(o->fd);	/* the lock goes with it */
+	o->fd = -1;
+}
+
+int nt_outfile_commit(struct nt_outfile *o, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	if (fsync(o->fd) && errno != EINVAL) {
+		snprintf(err, errlen, "writing %s failed: %s", o->tmp, strerror(errno));
+		rc = -1;
+	} else if (rename(o->tmp, o->path)) {	/* still locked while it gets its name */
+		snprintf(err, errlen, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
+		rc = -1;
+	}
+	close_files(o);
+	return rc;
+}
+
+void nt_outfile_abort(struct nt_outfile *o)
+{
+	if (o->fd >= 0)
+		unlink(o->tmp);
+	close_files(o);
+}

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * recorder.c - what "ntbpf record" and "ntbpf live" share: the checks before
+ * loading (root, BTF, role, devices), the header of a recording, and the
+ * ring-buffer round.  Their own loops are in bpfrec.c and liverun.c.
+ */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "probes.h"
+#include "recorder.h"
+#include "sysinfo.h"
+
+/* root, or CAP_BPF + CAP_PERFMON (5.8+), or CAP_SYS_ADMIN */
+static bool privileged(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	if (geteuid() == 0)
+		return true;
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+#define HAS(c) (data[(c) / 32].effective & (1u << ((c) % 32)))
+	return HAS(21 /* CAP_SYS_ADMIN */) || (HAS(39 /* CAP_BPF */) && HAS(38 /* CAP_PERFMON */));
+#undef HAS
+}
+
+
+static int resolve_role(const struct nt_config *cfg, char *err, size_t errlen)
+{
+	bool host, tgt;
+
+	if (cfg->role)
+		return cfg->role;
+	host = nt_sys_module_loaded("", "nvme_tcp");
+	tgt = nt_sys_module_loaded("", "nvmet_tcp");
+	if (host && tgt) {
+		snprintf(err, errlen, "both nvme_tcp and nvmet_tcp are loaded: say --role initiator or --role target");
+		return -1;
+	}
+	return tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR;
+}
+
+int nt_record_preflight(const struct nt_config *cfg, const char *cmd, struct nt_devset *devs)
+{
+	char err[256];
+	int role;
+
+	if (!privileged()) {
+		fprintf(stderr, "ntbpf %s: needs root (or CAP_BPF and CAP_PERFMON)\n", cmd);
+		return -1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		fprintf(stderr, "ntbpf %s: this kernel has no BTF (/sys/kernel/btf/vmlinux missing; "
+			"CONFIG_DEBUG_INFO_BTF=y is needed)\n", cmd);
+		return -1;
+	}
+	role = resolve_role(cfg, err, sizeof(err));
+	if (role < 0) {
+		fprintf(stderr, "ntbpf %s: %s\n", cmd, err);
+		return -1;
+	}
+	for (int i = 0; i < cfg->ndevs; i++)
+		if (nt_dev_resolve("", cfg->devs[i], devs, err, sizeof(err))) {
+			fprintf(stderr, "ntbpf %s: %s\n", cmd, err);
+			return -1;
+		}
+	return role;
+}
+
+void nt_record_header(struct nt_header *hdr, const struct nt_config *cfg, int role, struct nt_devset *devs,
+		      const struct nt_probes *pr, int argc, char **argv)
+{
+	hdr->role = role;
+	hdr->sample = cfg->sample;
+	nt_sys_identity(hdr, argc, argv);
+	if (!devs->n)
+		nt_dev_all("", devs);
+	nt_dev_to_header(devs, hdr);
+	if (role == NTBPF_ROLE_INITIATOR)
+		nt_sys_nvme_ctrls("", hdr);
+	nt_probes_to_header(pr, hdr);
+}
+
+int nt_recorder_poll(struct ring_buffer *rb, int timeout_ms)
+{
+	/* BPF wakes us per batch: take the rest every round */
+	int n = ring_buffer__poll(rb, timeout_ms);
+
+	if (n >= 0)
+		n = ring_buffer__consume(rb);
+	return n == -EINTR ? 0 : n;
+}
