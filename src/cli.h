@@ -40,6 +40,8 @@ struct nt_config {
 	const char *peer;		/* live --peer ADDR:PORT (initiator) */
 	const char *key;		/* live --key FILE: the stream's shared secret */
 	bool records;			/* live --records: per-I/O records, not in-kernel histograms */
+	const char *metrics;		/* live --metrics ADDR:PORT: OpenMetrics endpoint */
+	bool metrics_remote;		/* live --metrics-remote: a non-loopback --metrics address is allowed */
 	/* report */
 	int npcts;
 	double pcts[NT_MAX_PCTS];

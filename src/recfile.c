@@ -2456,7 +2456,7 @@ static void read_trailer(struct nt_reader *rd)
 		goto out;
 	}
 	nstats = get32(p + 8);
-	if (len != TRAILER_MIN + 8 * nstats) {
+	if (len != TRAILER_MIN + 8ull * nstats) {	/* 64 bits: 8 * 2^29 is 0 in 32 */
 		stop(rd, NT_READ_CORRUPT, "trailer at offset %llu corrupt (%u counters)",
 		     (unsigned long long)at, nstats);
 		goto out;

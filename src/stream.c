@@ -554,15 +554,20 @@ size_t nt_stream_server_queued(const struct nt_stream_server *s)
 	return s ? s->qlen - s->qoff : 0;
 }
 
-int nt_stream_server_port(const struct nt_stream_server *s)
+int nt_sock_port(int fd)
 {
 	struct sockaddr_storage a;
 	socklen_t al = sizeof(a);
 
-	if (getsockname(s->lfd, (struct sockaddr *)&a, &al))
+	if (getsockname(fd, (struct sockaddr *)&a, &al))
 		return -1;
 	return ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
 					     : ((struct sockaddr_in *)&a)->sin_port);
+}
+
+int nt_stream_server_port(const struct nt_stream_server *s)
+{
+	return nt_sock_port(s->lfd);
 }
 
 void nt_stream_server_set_queue_max(struct nt_stream_server *s, size_t bytes)

@@ -124,7 +124,7 @@ static void test_report(void **state)
 
 static void test_report_bad(void **state)
 {
-	assert_bad("ntbpf report", "no record file given");
+	assert_bad("ntbpf report - -", "given more than once");	/* no FILE: ntbpf.data (test_conventions) */
 	assert_bad("ntbpf report --percentiles 0 f", "bad percentile '0'");
 	assert_bad("ntbpf report --percentiles 101 f", "bad percentile '101'");
 	assert_bad("ntbpf report --percentiles 50,x f", "bad percentile 'x'");

@@ -1696,6 +1696,37 @@ static void test_identical_records(void **state)
 	free(recs);
 }
 
+/*
+ * Found by the fuzzer: a trailer of 28 bytes whose counter count is 2^29:
+ * 28 + 8 * 2^29 wrapped to 28 in 32 bits, and the reader read the counters
+ * past the trailer's buffer.
+ */
+static void test_trailer_count_wraps(void **state)
+{
+	static struct bb b;
+	enum nt_read_status st;
+	char err[256];
+	size_t start;
+	FILE *f;
+
+	b.len = 0;
+	bb_header(&b, NT_FILE_VERSION, 112, 16, false);
+	start = b.len;
+	memcpy(b.b + b.len, "TRLR", 4);
+	b.len += 4;
+	bb_le(&b, 28, 4);
+	bb_le(&b, 0, 8);		/* records */
+	bb_le(&b, 1u << 29, 4);		/* nstats */
+	bb_le(&b, 0, 8);
+	bb_le(&b, 0, 8);
+	bb_le(&b, crc32(0, b.b + start, b.len - start), 4);
+	f = rd_stream(b.b, b.len);
+	assert_int_equal(read_all(f, NULL, 0, &st, err, sizeof(err)), 0);
+	assert_int_equal(st, NT_READ_CORRUPT);
+	assert_non_null(strstr(err, "(536870912 counters)"));
+	fclose(f);
+}
+
 /* Given version 1, the writer writes a version-1 file; it reads back. */
 static void test_v1_writer(void **state)
 {
@@ -2310,6 +2341,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_extremes),
 		cmocka_unit_test(test_v1_writer),
 		cmocka_unit_test(test_identical_records),
+		cmocka_unit_test(test_trailer_count_wraps),
 		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_reserved_zero),
 		cmocka_unit_test(test_old_files),
