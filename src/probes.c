@@ -157,6 +157,9 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->rec_role = p->role;
 	skel->rodata->kernel_agg = o->kernel_agg;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
+	/* only the fentry/fexit pairs use entry_ts; with no task storage they are never chosen */
+	if (p->no_task_storage)
+		bpf_map__set_autocreate(skel->maps.entry_ts, false);
 	if (set_autoload(skel->obj, p->choice, p->nhooks)) {
 		snprintf(err, errlen, "the BPF object lacks a program for a hook (build mismatch)");
 		ntbpf_bpf__destroy(skel);
@@ -209,6 +212,19 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		p->facts = *o->facts;
 	else if (nt_facts_read(&p->facts, err, errlen))
 		return -1;
+	/*
+	 * The fentry -> fexit entry time lives in task storage for tracing
+	 * programs (BPF_MAP_TYPE_TASK_STORAGE, v5.11).  Without it (5.10) the map
+	 * cannot be created and the whole object would be refused: functions are
+	 * attached as kprobes there, whose entry -> return stash is a hash.
+	 */
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) <= 0) {
+		p->no_task_storage = true;
+		if (!force_kprobe)
+			snprintf(p->fallback, sizeof(p->fallback),
+				 "no task storage for tracing programs (kernel before 5.11): kprobes used");
+		force_kprobe = true;
+	}
 	for (rounds = 0; rounds <= 2 * p->nhooks + 1; rounds++) {
 		int rc, i;
 

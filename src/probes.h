@@ -30,6 +30,7 @@ struct nt_probes {
 	char fallback[200];		/* why kprobes were used instead of fentry, or "" */
 	int nattached;
 	int stats_fd;			/* BPF_ENABLE_STATS while >= 0 */
+	bool no_task_storage;		/* kernel before 5.11: entry_ts not created, functions as kprobes */
 };
 
 struct nt_probe_opts {
