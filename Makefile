@@ -4,7 +4,10 @@
 # make check      unit tests (cmocka, no root, seconds)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
+# make demo-exact one guest on QEMU's instruction clock: deterministic microseconds
 # make bench      benchmarks
+# make install    binary, man pages, bash completion (PREFIX=/usr/local DESTDIR=)
+# make deb        .output/ntbpf_VERSION_ARCH.deb (dpkg-deb)
 # make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60)
 # make deps       install every Debian package needed (root)
 # V=1             show the commands
@@ -14,7 +17,16 @@ CC      ?= cc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 ARCH    := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+# The release number: "git describe --tags" of a release tag (v0.4.0 -> 0.4.0,
+# 3 commits later 0.4.0-3-gHASH); before any tag BASE_VERSION-dev+gHASH;
+# "unknown" outside git (a tarball).  Releasing: docs/release.md.
+BASE_VERSION := 0.4.0
+GIT_TOP   := $(shell git rev-parse --show-toplevel 2>/dev/null)
+ifeq ($(GIT_TOP),$(CURDIR))
+GIT_DESC  := $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null)
+GIT_HASH  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+endif
+VERSION   ?= $(if $(GIT_DESC),$(patsubst v%,%,$(GIT_DESC)),$(if $(GIT_HASH),$(BASE_VERSION)-dev+g$(GIT_HASH),unknown))
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -std=gnu11 \
@@ -46,7 +58,8 @@ CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all check test test-root test-lab deps demo bench clean lab-shell vmlinux fuzz fuzz-merge
+.PHONY: all check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge \
+	man install uninstall deb
 .DELETE_ON_ERROR:
 
 all: $(OUTPUT)/ntbpf
@@ -62,7 +75,13 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(OUTPUT)/%.o: src/%.c $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+# the version is compiled in: objects are rebuilt when it changes
+$(OUTPUT)/version.stamp: FORCE | $(OUTPUT)
+	$(Q)[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $@
+
+FORCE:
+
+$(OUTPUT)/%.o: src/%.c $(wildcard src/*.h) $(wildcard include/*.h) $(OUTPUT)/version.stamp | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
@@ -93,7 +112,8 @@ check: $(TESTS)
 
 # Root integration tests on this machine's kernel (block layer only).
 test-root: all
-	$(Q)tests/integration/run-all
+	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
+		tests/integration/pipes || fail=1; exit $$fail
 
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
 test-lab: all
@@ -103,14 +123,80 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory check
 	$(Q)$(MAKE) --no-print-directory test-root
+	$(Q)$(MAKE) --no-print-directory test-install
 	$(Q)$(MAKE) --no-print-directory test-lab
 
 deps:
 	$(Q)scripts/deps
 
+# ---- man pages, install, package ----
+
+PREFIX     ?= /usr/local
+SBINDIR    ?= $(PREFIX)/sbin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/ntbpf
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SUBCMDS    := record report live probe
+MANPAGES   := $(OUTPUT)/man/ntbpf.8 $(patsubst %,$(OUTPUT)/man/ntbpf-%.8,$(SUBCMDS))
+summary_record := record one record per NVMe/TCP (or block) I/O on this host
+summary_report := merge the record files of both hosts and print the per-stage latency breakdown
+summary_live   := stage latencies every interval, and a Prometheus / OpenMetrics endpoint
+summary_probe  := list the kernel hooks ntbpf wants and how they attach here
+
+$(OUTPUT)/man:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/man/ntbpf.8: man/ntbpf.8.in $(OUTPUT)/version.stamp | $(OUTPUT)/man
+	$(call msg,MAN,$@)
+	$(Q)sed 's/@VERSION@/$(VERSION)/' $< > $@
+
+# subcommand pages are made from --help, so the two never disagree
+$(OUTPUT)/man/ntbpf-%.8: $(OUTPUT)/ntbpf scripts/man-from-help | $(OUTPUT)/man
+	$(call msg,MAN,$@)
+	$(Q)scripts/man-from-help $(OUTPUT)/ntbpf $* '$(VERSION)' '$(summary_$*)' > $@
+
+man: $(MANPAGES)
+
+install: all man
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
+	$(Q)install -m 0755 $(OUTPUT)/ntbpf $(DESTDIR)$(SBINDIR)/ntbpf
+	$(Q)install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)install -m 0644 contrib/bash-completion/ntbpf $(DESTDIR)$(BASHCOMPDIR)/ntbpf
+	$(Q)install -m 0644 LICENSE README.md contrib/grafana-dashboard.json $(DESTDIR)$(DOCDIR)/
+	$(Q)install -d $(DESTDIR)$(DOCDIR)/LICENSES
+	$(Q)install -m 0644 LICENSES/* $(DESTDIR)$(DOCDIR)/LICENSES/
+	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/ntbpf)
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/ntbpf $(DESTDIR)$(BASHCOMPDIR)/ntbpf \
+		$(patsubst $(OUTPUT)/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(MANPAGES))
+	$(Q)rm -rf $(DESTDIR)$(DOCDIR)
+
+# Debian package: 0.4.0-dev+gHASH -> 0.4.0~dev+gHASH (sorts before 0.4.0), 0.4.0-3-gHASH -> 0.4.0+3.gHASH
+DEB_VERSION := $(shell echo '$(VERSION)' | sed -e 's/-dev+/~dev+/' -e 's/-\([0-9]*\)-g/+\1.g/' -e 's/^unknown$$/0~unknown/')
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB         := $(OUTPUT)/ntbpf_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb: $(DEB)
+
+$(DEB): $(OUTPUT)/ntbpf $(MANPAGES) contrib/bash-completion/ntbpf contrib/grafana-dashboard.json LICENSE
+	$(call msg,DEB,$@)
+	$(Q)rm -rf $(OUTPUT)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(CURDIR)/$(OUTPUT)/deb >/dev/null
+	$(Q)gzip -9n $(OUTPUT)/deb/usr/share/man/man8/*.8
+	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/ntbpf '$(DEB_VERSION)' $(DEB_ARCH)
+	$(Q)dpkg-deb --root-owner-group -Zxz --build $(OUTPUT)/deb $@ >/dev/null
+
+# make install, the man pages, the completion and make deb, in scratch directories (no root)
+test-install: all
+	$(Q)tests/install/run
+
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/lab/demo
+
+demo-exact: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/lab/demo --exact
 
 lab-shell: all
 	$(Q)tests/lab/run --shell --kernel $(or $(KERNEL),6.12)

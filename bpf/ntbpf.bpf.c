@@ -957,34 +957,61 @@ static __always_inline struct ntbpf_rec *host_rec_of(struct nvme_tcp_request *re
 	return (r && r->role == NTBPF_ROLE_INITIATOR) ? r : NULL;
 }
 
-/* nvme_tcp_try_send_cmd_pdu(req) returns 1 once the whole command PDU is sent */
-static __always_inline int on_cmd_pdu_sent(bool btf, struct nvme_tcp_request *req, __u64 ts, int ret)
+/*
+ * cmd_sent is the entry of the nvme_tcp_try_send_cmd_pdu(req) call that
+ * sends the command PDU's last byte.  It is stamped at that entry, not at
+ * the return: the response can complete the I/O before the sender returns
+ * (a softirq on the sender's return from the socket processes it, or another
+ * CPU does; seen on 7.2 at QD1), and by then the record has been emitted.
+ * A PDU sent in pieces takes several calls: each overwrites the stamp, so the
+ * last one, the call that completed the PDU, is what the record keeps.
+ */
+static __always_inline int on_cmd_pdu_sent(struct nvme_tcp_request *req, __u64 ts)
 {
-	struct ntbpf_rec *r;
+	struct ntbpf_rec *r = host_rec_of(req);
 
-	if (ret == 1 && (r = host_rec_of(req)))
+	if (r)
 		ev_set(r, EV_I_CMD_SENT, ts);
 	return 0;
 }
 
-/*
- * nvme_tcp_try_send_data(req) returns 1 after the last send of the current
- * data PDU: data sent after an R2T is data_sent.  In-capsule data follows
- * its command PDU on the wire like any payload: its transfer is network
- * time, and the target dates the command by its header, so cmd_sent stays
- * at the command PDU.
- */
-static __always_inline int on_data_sent(bool btf, struct nvme_tcp_request *req, __u64 ts, int ret)
+static __always_inline int on_cmd_pdu_send(bool btf, struct nvme_tcp_request *req)
 {
-	struct ntbpf_rec *r;
+	struct ntbpf_rec *r = host_rec_of(req);
 
-	if (ret == 1 && (r = host_rec_of(req)) && (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
+	if (r)
+		ev_set(r, EV_I_CMD_SENT, bpf_ktime_get_ns());
+	return 0;
+}
+
+/*
+ * nvme_tcp_try_send_data(req) sends the data PDU of an R2T: data_sent is
+ * the entry of the call that sends its last byte, stamped at entry for the
+ * same reason as cmd_sent (the response may complete the write before it
+ * returns).  In-capsule data follows its command PDU on the wire like any
+ * payload: its transfer is network time, and the target dates the command
+ * by its header, so cmd_sent stays at the command PDU.
+ */
+static __always_inline int on_data_sent(struct nvme_tcp_request *req, __u64 ts)
+{
+	struct ntbpf_rec *r = host_rec_of(req);
+
+	if (r && (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
 		ev_set(r, EV_I_DATA_SENT, ts);
 	return 0;
 }
 
-EXIT_HOOK1(nvme_tcp_try_send_cmd_pdu, on_cmd_pdu_sent, struct nvme_tcp_request *, host_rec_of)
-EXIT_HOOK1(nvme_tcp_try_send_data, on_data_sent, struct nvme_tcp_request *, host_rec_of)
+static __always_inline int on_data_send(bool btf, struct nvme_tcp_request *req)
+{
+	struct ntbpf_rec *r = host_rec_of(req);
+
+	if (r && (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
+		ev_set(r, EV_I_DATA_SENT, bpf_ktime_get_ns());
+	return 0;
+}
+
+ENTRY_HOOK1(nvme_tcp_try_send_cmd_pdu, on_cmd_pdu_send, struct nvme_tcp_request *)
+ENTRY_HOOK1(nvme_tcp_try_send_data, on_data_send, struct nvme_tcp_request *)
 
 /*
  * The first H2C data PDU of a request goes out after its R2T arrived
@@ -1254,7 +1281,7 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 			return 0;
 		state = BPF_CORE_READ(req, state);	/* enum nvme_tcp_send_state, from BTF */
 		if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_CMD_PDU)) {
-			on_cmd_pdu_sent(false, req, ts, 1);
+			on_cmd_pdu_sent(req, ts);
 		} else if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_H2C_PDU)) {
 			on_send_data_pdu(false, req);	/* an R2T was answered */
 		} else if (state == bpf_core_enum_value(enum nvme_tcp_send_state, NVME_TCP_SEND_DATA)) {
@@ -1262,7 +1289,7 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 			__u32 left = BPF_CORE_READ(req, pdu_len) - BPF_CORE_READ(req, pdu_sent);
 
 			if (left <= size)
-				on_data_sent(false, req, ts, 1);
+				on_data_sent(req, ts);
 		}
 	} else {
 		struct nvmet_tcp_cmd *cmd = BPF_CORE_READ((struct nvmet_tcp_queue *)q, snd_cmd);

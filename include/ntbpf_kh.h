@@ -78,15 +78,29 @@ struct nt_kh_gval {
 
 /*
  * which stage slot i of a group of this role holds; NT_KH_NONE past the
- * last.  Unrolled compares on constants from the stage table: no data for BPF.
+ * last.  A switch per role over constants from the stage table (rows of the
+ * other role get case labels past the slots, which i never reaches): no data
+ * for BPF, a few compares.
  */
+#define NT_X_KH_CASE(ROLE, id, name, role_, from, to, afrom, ato, slot, ...) \
+	case (role_) == (ROLE) ? (slot) : NT_KH_SLOTS + NT_ST_##id: \
+		return NT_ST_##id;
+#define NT_X_KH_INIT(...) NT_X_KH_CASE(NTBPF_ROLE_INITIATOR, __VA_ARGS__)
+#define NT_X_KH_TGT(...) NT_X_KH_CASE(NTBPF_ROLE_TARGET, __VA_ARGS__)
+
 static inline int nt_kh_slot_stage(int role, int i)
 {
-#define NT_X_KH_SLOT(id, name, role_, from, to, afrom, ato, slot, ...) \
-	if ((role_) && role == (role_) && i == (slot)) \
-		return NT_ST_##id;
-	NT_STAGES(NT_X_KH_SLOT)
-#undef NT_X_KH_SLOT
+	if ((unsigned int)i >= NT_KH_SLOTS)
+		return NT_KH_NONE;
+	if (role == NTBPF_ROLE_INITIATOR) {
+		switch (i) {
+		NT_STAGES(NT_X_KH_INIT)
+		}
+	} else if (role == NTBPF_ROLE_TARGET) {
+		switch (i) {
+		NT_STAGES(NT_X_KH_TGT)
+		}
+	}
 	return NT_KH_NONE;
 }
 

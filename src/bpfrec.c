@@ -122,8 +122,8 @@ static void rec_salvage(struct rec_state *st, struct nt_outfile *of, struct nt_t
 	uint64_t good = nt_writer_bytes(st->w);
 	int rc;
 
-	fprintf(stderr, "ntbpf record: warning: writing %s failed (%s): recording stopped; the file keeps the %"
-		PRIu64 " records written before\n", path, strerror(st->werr), st->written);
+	fprintf(stderr, "ntbpf record: warning: writing %s failed (%s): recording stopped; the file keeps every "
+		"whole chunk written before\n", path, strerror(st->werr));
 	nt_outfile_cut(of, good);
 	nt_writer_recover(st->w);
 	tr->records = st->written;

@@ -113,7 +113,8 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 /* ---- record ---- */
 
-enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS };
+enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
+       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -127,10 +128,13 @@ static const char record_doc[] =
 "  # about 1 I/O in 10, for 30 s, printing the stages every second:\n"
 "  ntbpf record --sample 10 --duration 30 --interval 1\n"
 "  # then, anywhere:\n"
-"  ntbpf report init.ntbpf target.ntbpf";
+"  ntbpf report init.ntbpf target.ntbpf\n"
+"  # to standard output, e.g. into ssh:\n"
+"  ntbpf record -o - --duration 10 | ssh collector 'cat > host1.ntbpf'";
 
 static const struct argp_option record_opts[] = {
-	{ "output", 'o', "FILE", 0, "Record file to write (default: ntbpf.data)", 0 },
+	{ "output", 'o', "FILE", 0, "Record file to write (default: ntbpf.data; '-': standard output, and "
+	  "everything else, CMD's output included, to standard error)", 0 },
 	{ "role", OPT_ROLE, "ROLE", 0, "initiator, target or auto (default: auto, from the loaded nvme_tcp / nvmet_tcp modules)", 0 },
 	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable), e.g. nvme1n1", 0 },
@@ -229,11 +233,14 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 
 static const char report_doc[] =
 "Merge record files from the initiator and the target, match each I/O across hosts, "
-"and print the per-stage latency breakdown with percentiles.\n"
+"and print the per-stage latency breakdown with percentiles.  Without FILE: ntbpf.data; "
+"'-' reads standard input (a pipe will do).\n"
 "\v"
 "EXAMPLES:\n"
 "  # the full breakdown, both hosts:\n"
 "  ntbpf report initiator.ntbpf target.ntbpf\n"
+"  # a recording streamed over ssh, never stored on the recording host:\n"
+"  ntbpf record -o - --duration 10 | ssh collector ntbpf report -\n"
 "  ntbpf report --percentiles 50,99,99.99 --group-by op,queue ntbpf.data\n"
 "  ntbpf report --format json ntbpf.data | jq .groups[0].stages";
 
@@ -319,10 +326,13 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		cfg->files[cfg->nfiles++] = arg;	/* room for every argument */
 		break;
 	case ARGP_KEY_END:
-		if (!cfg->nfiles) {
-			fail(pc, "no record file given (usage: ntbpf report [OPTION...] FILE...)");
-			return EINVAL;
-		}
+		if (!cfg->nfiles)
+			cfg->files[cfg->nfiles++] = "ntbpf.data";	/* what record writes by default */
+		for (int i = 0, stdins = 0; i < cfg->nfiles; i++)
+			if (!strcmp(cfg->files[i], "-") && ++stdins > 1) {
+				fail(pc, "'-' (standard input) given more than once");
+				return EINVAL;
+			}
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -345,7 +355,9 @@ static const char live_doc[] =
 "  # all ten stages every second: on the target, then on the initiator\n"
 "  ntbpf live --serve 0.0.0.0:4430 --key ~/.ntbpf.key\n"
 "  ntbpf live --peer target-host:4430 --key ~/.ntbpf.key -d nvme1n1\n"
-"  ntbpf live --format json | jq .groups[0].stages.end_to_end";
+"  ntbpf live --format json | jq .groups[0].stages.end_to_end\n"
+"  # a Prometheus endpoint at http://127.0.0.1:9464/metrics, updated every 5 s:\n"
+"  ntbpf live --metrics 127.0.0.1:9464 5 > /dev/null";
 
 static const struct argp_option live_opts[] = {
 	{ "role", OPT_ROLE, "ROLE", 0, "initiator, target or auto (default: auto)", 0 },
@@ -360,6 +372,10 @@ static const struct argp_option live_opts[] = {
 	  "without it --serve takes only a loopback address", 0 },
 	{ "records", OPT_RECORDS, NULL, 0, "Per-I/O records to user space (default without --serve/--peer: "
 	  "histograms in the kernel, percentiles within 1.6 %)", 0 },
+	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve OpenMetrics / Prometheus text at http://ADDR:PORT/metrics, "
+	  "updated every interval (ADDR must be loopback unless --metrics-remote)", 0 },
+	{ "metrics-remote", OPT_METRICS_REMOTE, NULL, 0, "Allow a non-loopback --metrics address (the endpoint has no "
+	  "authentication: firewall it)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O at the end", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf details", 0 },
@@ -385,6 +401,12 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 		return 0;
 	case OPT_RECORDS:
 		cfg->records = true;
+		return 0;
+	case OPT_METRICS:
+		cfg->metrics = arg;
+		return 0;
+	case OPT_METRICS_REMOTE:
+		cfg->metrics_remote = true;
 		return 0;
 	case OPT_FORMAT:
 		if (!strcmp(arg, "csv")) {
@@ -433,6 +455,14 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 			fail(pc, "--key is for --serve or --peer");
 			return EINVAL;
 		}
+		if (cfg->metrics && nt_split_addr(cfg->metrics, host, sizeof(host), port, sizeof(port))) {
+			fail(pc, "bad --metrics '%s' (want ADDR:PORT, e.g. 127.0.0.1:9464)", cfg->metrics);
+			return EINVAL;
+		}
+		if (cfg->metrics_remote && !cfg->metrics) {
+			fail(pc, "--metrics-remote without --metrics ADDR:PORT");
+			return EINVAL;
+		}
 		return 0;
 	default:
 		return record_parse(key, arg, st);
@@ -450,6 +480,7 @@ static const char probe_doc[] =
 
 static const struct argp_option probe_opts[] = {
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Show what kprobes would attach (instead of fentry)", 0 },
+	{ "no-verify", OPT_NO_VERIFY, NULL, 0, "Decide from the kernel's facts only; do not load the programs to verify (as root, probe loads them: seconds in a slow VM)", 0 },
 	{ "facts", OPT_FACTS, NULL, OPTION_HIDDEN, "Print the facts hook choice is made from", 0 },
 	{},
 };
@@ -467,6 +498,9 @@ static error_t probe_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_FACTS:
 		pc->cfg->probe_facts = true;
+		break;
+	case OPT_NO_VERIFY:
+		pc->cfg->probe_no_verify = true;
 		break;
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s'", arg);
@@ -489,7 +523,10 @@ static const char top_usage[] =
 "  target#    ntbpf record --role target -o target.ntbpf        (Ctrl-C to stop)\n"
 "  initiator# ntbpf record -o initiator.ntbpf -d nvme1n1 -- fio job.fio\n"
 "  anywhere$  ntbpf report initiator.ntbpf target.ntbpf\n\n"
-"'ntbpf COMMAND --help' for the options of a command.\n";
+"Exit status: 0 done; 1 failed (the cause is one line on stderr), or a record file\n"
+"was cut short (what it holds is still reported); 2 bad command line; with\n"
+"'record -- CMD', CMD's failing status (128+N if killed by signal N).\n\n"
+"'ntbpf COMMAND --help' (or -h) for the options of a command; 'ntbpf --version'.\n";
 
 static void defaults(struct nt_config *cfg)
 {
@@ -526,7 +563,7 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 {
 	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
-	static const struct argp report_argp = { report_opts, report_parse, "FILE...", report_doc, NULL,
+	static const struct argp report_argp = { report_opts, report_parse, "[FILE...]", report_doc, NULL,
 						 report_help_filter, NULL };
 	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
 	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
@@ -542,7 +579,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		fputs(top_usage, argc < 2 ? err : stdout);
 		return argc < 2 ? -1 : 1;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
 		printf("%s\n", argp_program_version);
 		return 1;
 	}
@@ -589,10 +626,10 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	snprintf(prog, sizeof(prog), "ntbpf %s", sub);
 	pc.prog = prog;
 	for (i = 2; i < (dashdash >= 0 ? dashdash : argc); i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-?") ||
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-?") || !strcmp(argv[i], "-h") ||
 		    !strcmp(argv[i], "--usage") || !strcmp(argv[i], "-V") ||
 		    !strcmp(argv[i], "--version")) {
-			char *hargv[] = { prog, argv[i], NULL };
+			char *hargv[] = { prog, strcmp(argv[i], "-h") ? argv[i] : "--help", NULL };
 
 			pc.help = true;
 			pc.scratch = stderr;

@@ -24,6 +24,7 @@ struct nt_config {
 	bool verbose;
 	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
 	bool bpf_stats;			/* --bpf-stats: measure the BPF programs' run time */
+	bool probe_no_verify;		/* probe --no-verify: from the facts only, load nothing */
 	bool probe_facts;		/* probe --facts (hidden): print the kernel's facts (tests/unit/facts-*.txt) */
 	/* record */
 	const char *output;		/* -o, default "ntbpf.data" */
@@ -39,6 +40,8 @@ struct nt_config {
 	const char *peer;		/* live --peer ADDR:PORT (initiator) */
 	const char *key;		/* live --key FILE: the stream's shared secret */
 	bool records;			/* live --records: per-I/O records, not in-kernel histograms */
+	const char *metrics;		/* live --metrics ADDR:PORT: OpenMetrics endpoint */
+	bool metrics_remote;		/* live --metrics-remote: a non-loopback --metrics address is allowed */
 	/* report */
 	int npcts;
 	double pcts[NT_MAX_PCTS];

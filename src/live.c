@@ -55,7 +55,7 @@ struct nt_live {
 	struct recvec pending;		/* peer mode: last interval's initiator records */
 	double pending_secs;
 	uint64_t pending_lost;
-	char pending_when[16];
+	char pending_when[40];
 	struct recvec pool;		/* peer mode: target records waiting for a partner */
 	uint8_t *pool_age;
 	size_t pool_age_cap;
@@ -79,6 +79,13 @@ struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header 
 	return l;
 }
 
+void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct nt_report *rep,
+						       const struct nt_interval_info *info), void *ctx)
+{
+	l->o.on_interval = fn;
+	l->o.on_interval_ctx = ctx;
+}
+
 void nt_live_set_cap(struct nt_live *l, size_t max_recs)
 {
 	l->max_recs = max_recs;
@@ -90,13 +97,28 @@ void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r)
 		l->dropped++;
 }
 
-static void now_label(char *buf, size_t len)
+int nt_time_label(char *buf, size_t len, bool rfc3339)
 {
-	time_t t = time(NULL);
+	struct timespec ts;
 	struct tm tm;
+	char zone[8];
+	size_t n;
 
-	localtime_r(&t, &tm);
-	strftime(buf, len, "%H:%M:%S", &tm);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (!localtime_r(&ts.tv_sec, &tm))
+		return -1;
+	if (!rfc3339)
+		return strftime(buf, len, "%H:%M:%S", &tm) ? 0 : -1;
+	/* 2026-11-24T04:33:08.123+01:00: RFC 3339, local time with its offset */
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!n || !strftime(zone, sizeof(zone), "%z", &tm) || strlen(zone) != 5)
+		return -1;
+	return snprintf(buf + n, len - n, ".%03ld%.3s:%s", ts.tv_nsec / 1000000, zone, zone + 3) < (int)(len - n) ? 0 : -1;
+}
+
+static void now_label(const struct nt_live *l, char *buf, size_t len)
+{
+	nt_time_label(buf, len, l->o.format == NT_FMT_JSON);
 }
 
 /* this host's records alone */
@@ -104,10 +126,10 @@ static void tick_local(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 {
 	struct nt_report rep;
 	struct nt_interval_info info = { .lost = lost + l->dropped };
-	char when[16];
+	char when[40];
 
 	l->dropped = 0;	/* over the cap: lost in this interval */
-	now_label(when, sizeof(when));
+	now_label(l, when, sizeof(when));
 	nt_report_begin(&rep, &l->local, 1, &l->o);
 	for (size_t k = 0; k < l->cur.n; k++) {
 		const struct ntbpf_rec *r = &l->cur.v[k];
@@ -220,7 +242,7 @@ static void tick_peer(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 	}
 	l->pending_secs = secs;
 	l->pending_lost = lost;
-	now_label(l->pending_when, sizeof(l->pending_when));
+	now_label(l, l->pending_when, sizeof(l->pending_when));
 }
 
 void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost)

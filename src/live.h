@@ -14,6 +14,7 @@
 #ifndef NTBPF_LIVE_H
 #define NTBPF_LIVE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "cli.h"
 #include "recfile.h"
@@ -22,6 +23,8 @@
 #include "ntbpf_kh.h"
 
 struct nt_live;
+struct nt_report;
+struct nt_interval_info;
 
 /* per-interval aggregation for one host (and its peer's records, if any) */
 struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header *local);
@@ -29,6 +32,11 @@ void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r);
 /* the end of an interval of 'secs' seconds: print it; lost = records lost in it */
 void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost);
 void nt_live_free(struct nt_live *l);
+/* each interval's report also goes to fn(ctx, ...) before it is printed (--metrics) */
+void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct nt_report *rep,
+						       const struct nt_interval_info *info), void *ctx);
+/* now, "HH:MM:SS" (text), or RFC 3339 with milliseconds and zone (JSON Lines): 0, or -1 if it does not fit */
+int nt_time_label(char *buf, size_t len, bool rfc3339);
 /* records held per interval and waiting from the peer, each (default NT_STREAM_MAX_RECS); more are dropped */
 void nt_live_set_cap(struct nt_live *l, size_t max_recs);
 /* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects); key NULL: none */

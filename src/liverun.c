@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "live.h"
+#include "metrics.h"
 #include "ntbpf.h"
 #include "ntbpf_stages.h"
 #include "ntbpf_kh.h"
@@ -102,12 +103,9 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 	struct nt_kh_gkey key, prev;
 	struct nt_report rep;
 	bool first = true;
-	char when[16];
-	time_t t = time(NULL);
-	struct tm tm;
+	char when[40];
 
-	localtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	nt_time_label(when, sizeof(when), o->format == NT_FMT_JSON);
 	nt_report_begin(&rep, local, 1, o);
 	while (!bpf_map_get_next_key(fd, first ? NULL : &prev, &key)) {
 		struct nt_kh_key hk = { .dev = key.dev, .bytes = key.bytes, .op = key.op, .role = key.role };
@@ -167,6 +165,16 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+/* --metrics: the lost records by cause, before each interval is handed over */
+static void metrics_lost(struct nt_metrics *mx, const uint64_t *s)
+{
+	uint64_t l[NT_ML_NR] = { [NT_ML_RINGBUF] = s[ST_LOST_RINGBUF], [NT_ML_MAP_FULL] = s[ST_LOST_MAP_FULL],
+				 [NT_ML_NO_COMPLETE] = s[ST_NO_COMPLETE], [NT_ML_PROG_MISSES] = s[ST_PROG_MISSES] };
+
+	if (mx)
+		nt_metrics_set_lost(mx, l);
+}
+
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -182,6 +190,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_key key = { 0 };
 	struct live_state st = { 0 };
 	struct ring_buffer *rb = NULL;
+	struct nt_metrics *mx = NULL;
+	struct nt_metrics_server *mxs = NULL;
 	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last;
 	int role, rc = 1, ticks = 0;
 	bool loaded = false;
@@ -196,7 +206,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &key : NULL, &hdr, stderr, err, sizeof(err));
 		if (!st.srv) {
 			fprintf(stderr, "ntbpf live: %s\n", err);
-			return 1;
+			goto out;
 		}
 	}
 	role = nt_record_preflight(cfg, "live", &devs);
@@ -221,6 +231,23 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		goto out;
 	nt_report_opts_of(cfg, &ko);
 	local.hdr = hdr;
+	if (cfg->metrics) {
+		/* every interval's report also updates the endpoint (src/metrics.c) */
+		mx = nt_metrics_new(nt_role_name(role));
+		if (!mx)
+			goto out;
+		nt_metrics_set_hooks(mx, pr.nattached);
+		if (cfg->peer)
+			nt_metrics_set_peer(mx, 0);
+		ko.on_interval = nt_metrics_on_interval;
+		ko.on_interval_ctx = mx;
+		nt_live_on_interval(st.l, nt_metrics_on_interval, mx);
+		mxs = nt_metrics_serve(mx, cfg->metrics, cfg->metrics_remote, err, sizeof(err));
+		if (!mxs) {
+			fprintf(stderr, "ntbpf live: %s\n", err);
+			goto out;
+		}
+	}
 	if (cfg->peer && nt_live_peer(st.l, cfg->peer, cfg->key ? &key : NULL, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		goto out;
@@ -234,9 +261,10 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s%s; Ctrl-C to stop\n",
+	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s%s%s%s%s; Ctrl-C to stop\n",
 		nt_role_name(role), pr.nattached, cfg->interval, cfg->serve ? ", serving on " : "",
-		cfg->serve ? cfg->serve : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
+		cfg->serve ? cfg->serve : "", cfg->metrics ? ", metrics at http://" : "",
+		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
@@ -259,6 +287,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 			continue;
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
+		metrics_lost(mx, stats);
 		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		lost_before = nt_lost_sum(stats);
 		t_last = t;
@@ -275,6 +304,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		ring_buffer__consume(rb);
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
+		metrics_lost(mx, stats);
 		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
@@ -293,10 +323,13 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	rc = 0;
 out:
+	nt_metrics_server_stop(mxs);
+	nt_metrics_free(mx);
 	kh_free(kh);
 	ring_buffer__free(rb);
 	nt_stream_server_free(st.srv);
 	nt_live_free(st.l);
+	explicit_bzero(&key, sizeof(key));
 	if (loaded)
 		nt_probes_destroy(&pr);
 	nt_header_free(&hdr);

@@ -26,7 +26,7 @@ int main(int argc, char **argv)
 	case NT_CMD_LIVE:
 		return nt_live_run(&cfg, argc, argv);
 	case NT_CMD_PROBE:
-		return nt_probe_print(stdout, stderr, cfg.force_kprobe, cfg.probe_facts) ? 1 : 0;
+		return nt_probe_print(stdout, stderr, cfg.force_kprobe, cfg.probe_facts, !cfg.probe_no_verify) ? 1 : 0;
 	default:
 		return 2;
 	}

@@ -55,6 +55,16 @@ static int create_locked(struct nt_outfile *o, char *err, size_t errlen)
 	return -1;
 }
 
+static void close_files(struct nt_outfile *o)
+{
+	if (o->f)
+		fclose(o->f);
+	o->f = NULL;
+	if (o->fd >= 0)
+		close(o->fd);	/* the lock goes with it */
+	o->fd = -1;
+}
+
 int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t errlen)
 {
 	char d[4096], b[4096];
@@ -63,6 +73,19 @@ int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t er
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
+	if (!strcmp(path, "-")) {
+		/* the stream takes stdout; --interval lines and CMD's output go to stderr from here on */
+		o->is_stdout = true;
+		snprintf(o->path, sizeof(o->path), "-");
+		o->fd = dup(STDOUT_FILENO);
+		o->f = o->fd >= 0 ? fdopen(dup(o->fd), "wb") : NULL;
+		if (!o->f || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			snprintf(err, errlen, "cannot write to standard output: %s", strerror(errno));
+			close_files(o);
+			return -1;
+		}
+		return 0;
+	}
 	if (strlen(path) >= sizeof(d) - 16 || !path[0]) {
 		snprintf(err, errlen, "bad output file name");
 		return -1;
@@ -97,6 +120,8 @@ int nt_outfile_start(struct nt_outfile *o, char *err, size_t errlen)
 {
 	struct stat sb;
 
+	if (o->is_stdout)
+		return 0;
 	if (lstat(o->path, &sb)) {
 		if (errno == ENOENT)
 			return 0;
@@ -119,21 +144,16 @@ int nt_outfile_cut(struct nt_outfile *o, uint64_t len)
 	return 0;
 }
 
-static void close_files(struct nt_outfile *o)
-{
-	if (o->f)
-		fclose(o->f);
-	o->f = NULL;
-	if (o->fd >= 0)
-		close(o->fd);	/* the lock goes with it */
-	o->fd = -1;
-}
-
 int nt_outfile_commit(struct nt_outfile *o, char *err, size_t errlen)
 {
 	int rc = 0;
 
-	if (fsync(o->fd) && errno != EINVAL) {
+	if (o->is_stdout) {
+		if (o->f && fflush(o->f)) {
+			snprintf(err, errlen, "writing to standard output failed: %s", strerror(errno));
+			rc = -1;
+		}
+	} else if (fsync(o->fd) && errno != EINVAL) {
 		snprintf(err, errlen, "writing %s failed: %s", o->tmp, strerror(errno));
 		rc = -1;
 	} else if (rename(o->tmp, o->path)) {	/* still locked while it gets its name */
@@ -146,7 +166,7 @@ int nt_outfile_commit(struct nt_outfile *o, char *err, size_t errlen)
 
 void nt_outfile_abort(struct nt_outfile *o)
 {
-	if (o->fd >= 0)
+	if (o->fd >= 0 && !o->is_stdout)
 		unlink(o->tmp);
 	close_files(o);
 }

@@ -26,9 +26,13 @@ struct nt_outfile {
 	int fd;
 	FILE *f;		/* unbuffered, over fd */
 	bool moved_old;		/* FILE was moved to FILE.old */
+	bool is_stdout;		/* "-": standard output (no temporary file, no rename, no lock) */
 };
 
-/* 0, or -1 with a one-line cause ("... is being written by another ntbpf record") */
+/*
+ * 0, or -1 with a one-line cause ("... is being written by another ntbpf record").
+ * "-" is standard output: fd 1 then becomes stderr, so that nothing else lands in the stream.
+ */
 int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t errlen);
 /* recording runs: FILE (if any) to FILE.old; 0 or -1 with the cause */
 int nt_outfile_start(struct nt_outfile *o, char *err, size_t errlen);

@@ -33,7 +33,7 @@ static void print_facts_line(FILE *out, const struct nt_facts *f)
 		tri(f->kprobes, "yes", "no (CONFIG_KPROBES off)", "?"));
 }
 
-int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only)
+int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only, bool verify)
 {
 	struct nt_probes *p = calloc(1, sizeof(*p));
 	struct nt_hook_choice *c;
@@ -55,8 +55,9 @@ int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only)
 		free(p);
 		return 0;
 	}
-	if (p->facts.root == 1) {
-		struct nt_probe_opts o = { .force_kprobe = force_kprobe, .quiet = true };
+	if (p->facts.root == 1 && verify) {
+		struct nt_facts f = p->facts;
+		struct nt_probe_opts o = { .force_kprobe = force_kprobe, .quiet = true, .facts = &f };
 
 		/* verify: load what was chosen, through record's retry loop (nothing is attached) */
 		if (nt_probes_load(p, &o, msg, sizeof(msg)))
@@ -79,6 +80,8 @@ int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only)
 		fprintf(out, "not root: attachability NOT verified (nothing loaded); choices from the facts read: "
 			"BTF%s, kallsyms%s, tracefs%s\n", p->facts.vmlinux_btf == 1 ? "" : " (none)",
 			p->facts.kallsyms == 1 ? "" : " (unreadable)", p->facts.tracefs == 1 ? "" : " (unread)");
+	else if (!verify)
+		fprintf(out, "--no-verify: attachability NOT verified (nothing loaded); choices from the facts\n");
 	else if (loaded)
 		fprintf(out, "verified as root: every program marked here loaded%s%s\n", p->fallback[0] ? "; " : "",
 			p->fallback);

@@ -6,7 +6,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* facts_only: print the facts (the hidden --facts); 0, or -1 after a one-line cause on err */
-int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only);
+/*
+ * facts_only: print the facts (the hidden --facts); verify: as root, load the
+ * chosen programs through record's retry loop.  0, or -1 after a one-line cause on err.
+ */
+int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only, bool verify);
 
 #endif

@@ -205,7 +205,9 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		p->nhooks = NT_MAX_HOOKS;
 	lb.verbose = o->verbose;
 	libbpf_set_print(libbpf_print);
-	if (nt_facts_read(&p->facts, err, errlen))
+	if (o->facts)
+		p->facts = *o->facts;
+	else if (nt_facts_read(&p->facts, err, errlen))
 		return -1;
 	for (rounds = 0; rounds <= 2 * p->nhooks + 1; rounds++) {
 		int rc, i;

@@ -41,6 +41,7 @@ struct nt_probe_opts {
 	bool kernel_agg;		/* histograms in the kernel, no per-I/O records */
 	bool verbose;
 	bool quiet;			/* no warning per refused hook (probe shows them) */
+	const struct nt_facts *facts;	/* already read (probe), or NULL: read them */
 };
 
 /* facts, choice, open + load (the retry loop); 0, or -1 with a one-line cause in err */

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "match.h"
 #include "report.h"
 #include "escape.h"
@@ -426,6 +427,11 @@ static void dev_name(const struct nt_report *rep, int role, uint32_t dev, char *
 		snprintf(buf, len, "%u:%u", maj, min);
 }
 
+void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
+{
+	dev_name(rep, role, dev, buf, len);
+}
+
 static void queue_name(const struct nt_group *g, char *buf, size_t len)
 {
 	if (!g->has_queue)
@@ -797,7 +803,8 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	}
 	nt_report_opts_of(cfg, &o);
 	for (int i = 0; i < cfg->nfiles; i++) {
-		files[i] = fopen(cfg->files[i], "rb");
+		/* "-": standard input, read front to back like any file (a pipe will do) */
+		files[i] = strcmp(cfg->files[i], "-") ? fopen(cfg->files[i], "rb") : fdopen(dup(STDIN_FILENO), "rb");
 		if (!files[i]) {
 			char path[256];
 
@@ -839,6 +846,8 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 {
 	uint64_t n = 0;
 
+	if (rep->o->on_interval)
+		rep->o->on_interval(rep->o->on_interval_ctx, rep, info);
 	for (int gi = 0; gi < rep->ngroups; gi++)
 		n += rep->groups[gi].count;
 	if (rep->o->format == NT_FMT_JSON) {

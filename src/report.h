@@ -36,6 +36,9 @@ struct nt_group {
 	bool used;			/* has an I/O (a file report makes groups ahead; unused ones go) */
 };
 
+struct nt_report;
+struct nt_interval_info;
+
 struct nt_report_opts {
 	const char *version;	/* ntbpf_version printed in JSON */
 	int npcts;
@@ -43,6 +46,9 @@ struct nt_report_opts {
 	enum nt_format format;
 	unsigned int group_by;
 	bool verbose;
+	/* live: called with each interval before it is printed (ntbpf live --metrics) */
+	void (*on_interval)(void *ctx, const struct nt_report *rep, const struct nt_interval_info *info);
+	void *on_interval_ctx;
 };
 
 /* the report's options from the command line: "ntbpf report", live intervals, record --interval */
@@ -105,6 +111,8 @@ void nt_report_print(FILE *out, const struct nt_report *rep);
 void nt_report_free(struct nt_report *rep);
 
 const char *nt_op_name(uint8_t op);
+/* a group's device as the report prints it: "nvme1n1", "nsid1" (target), "259:3" or "-" */
+void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len);
 
 /* "ntbpf report": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err);

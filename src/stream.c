@@ -137,6 +137,14 @@ void nt_stream_mac(const struct nt_key *k, const char *label, const uint8_t a[32
 		memset(out, 0, 32);	/* never matches a real MAC's use: the peer's check fails */
 }
 
+/* OpenSSL's first use loads its providers (13 ms here, far longer in an emulated guest): before any peer waits */
+static void crypto_warm(void)
+{
+	uint8_t z[32] = { 0 }, o[32];
+
+	nt_stream_mac(NULL, "warm", z, z, o);
+}
+
 /* blocking I/O of exactly n bytes until deadline (ms, CLOCK_MONOTONIC) */
 static int io_full(int fd, void *buf, size_t n, bool out, uint64_t deadline, const volatile int *stop)
 {
@@ -322,6 +330,7 @@ struct nt_stream_server *nt_stream_server_new(const char *addr, const struct nt_
 		freeaddrinfo(ai);
 		return NULL;
 	}
+	crypto_warm();
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		freeaddrinfo(ai);
@@ -545,15 +554,20 @@ size_t nt_stream_server_queued(const struct nt_stream_server *s)
 	return s ? s->qlen - s->qoff : 0;
 }
 
-int nt_stream_server_port(const struct nt_stream_server *s)
+int nt_sock_port(int fd)
 {
 	struct sockaddr_storage a;
 	socklen_t al = sizeof(a);
 
-	if (getsockname(s->lfd, (struct sockaddr *)&a, &al))
+	if (getsockname(fd, (struct sockaddr *)&a, &al))
 		return -1;
 	return ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
 					     : ((struct sockaddr_in *)&a)->sin_port);
+}
+
+int nt_stream_server_port(const struct nt_stream_server *s)
+{
+	return nt_sock_port(s->lfd);
 }
 
 void nt_stream_server_set_queue_max(struct nt_stream_server *s, size_t bytes)
@@ -921,6 +935,7 @@ struct nt_stream_client *nt_stream_client_start(const char *addr, const struct n
 	c->max_recs = max_recs ? max_recs : NT_STREAM_MAX_RECS;
 	c->fd = -1;
 	snprintf(c->st.state, sizeof(c->st.state), "connecting");
+	crypto_warm();
 	pthread_mutex_init(&c->mu, NULL);
 	if (pthread_create(&c->th, NULL, client_main, c)) {
 		snprintf(err, errlen, "cannot start the peer thread");

@@ -52,6 +52,8 @@ int nt_key_load(const char *path, struct nt_key *k, char *err, size_t errlen);
 
 /* "HOST:PORT" or "[v6]:PORT", port 1..65535; 0, or -1 with a one-line cause */
 int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
+/* the local port a socket is bound to (IPv4 or IPv6), -1 on error */
+int nt_sock_port(int fd);
 
 /* HMAC-SHA256(key, label || a[32] || b[32]) */
 void nt_stream_mac(const struct nt_key *k, const char *label, const uint8_t a[32], const uint8_t b[32],

@@ -34,15 +34,17 @@ def fio_clat_us(fio, pct):
     return max(vals)
 
 
-def dev_groups(rep):
-    return [g for g in rep.get("groups", []) if str(g.get("device", "")).startswith(DEV_PREFIX)]
+def dev_groups(rep, op=None):
+    return [g for g in rep.get("groups", []) if str(g.get("device", "")).startswith(DEV_PREFIX)
+            and (op is None or g.get("op") == op)]
 
 
-def stage_pct(rep, stage, pct):
-    """count-weighted mean of a stage percentile over the device's groups (QD1: one group)."""
-    gs = [g for g in dev_groups(rep) if stage in g.get("stages", {})]
+def stage_pct(rep, stage, pct, op=None):
+    """count-weighted mean of a stage percentile over the device's groups (QD1: one group), or
+    over the groups of one op (read, write)."""
+    gs = [g for g in dev_groups(rep, op) if stage in g.get("stages", {})]
     if not gs:
-        raise AssertionError(f"no '{stage}' stage for {DEV_PREFIX}* in the report")
+        raise AssertionError(f"no '{stage}' stage for {DEV_PREFIX}*{' ' + op if op else ''} in the report")
     key = "avg_us" if pct == "avg" else f"p{pct}_us"
     n = sum(g["count"] for g in gs)
     return sum(g["stages"][stage][key] * g["count"] for g in gs) / max(n, 1)
@@ -213,36 +215,46 @@ def injected_us(d, baseline, factor):
     return factor * (ping_ms(d) - ping_ms(os.path.join(os.path.dirname(os.path.abspath(d)), baseline))) * 1000
 
 
-def stage_delta(d, baseline, stage, expect_us=None, tol=0.10, pct=50, ping_factor=None):
-    """An injected delay moves this stage's median by the injected amount (+-tol) against the
-    baseline scenario (same topology and kernel, no delay), run just before.  With ping_factor
-    the injected amount is measured (injected_us), else it is expect_us."""
-    now = stage_pct(load(d, "report.json"), stage, pct)
-    base = stage_pct(_baseline(d, baseline), stage, pct)
-    delta = now - base
+def stage_delta(d, baseline, stage, expect_us=None, tol=0.10, pct=50, ping_factor=None, ops=(None,), tol_us=0):
+    """An injected delay moves this stage's median by the injected amount (+-tol, +-tol_us)
+    against the baseline scenario (same topology and kernel, no delay), run just before; with
+    ops, each op's groups separately.  With ping_factor the injected amount is measured
+    (injected_us), else it is expect_us."""
     what = f"{expect_us}us"
     if ping_factor is not None:
         expect_us = injected_us(d, baseline, ping_factor)
         what = f"{expect_us:.0f}us injected (ping)"
-    assert abs(delta - expect_us) <= tol * expect_us, \
-        f"{stage} p{pct} moved {delta:.0f}us ({base:.0f} -> {now:.0f}), expected {what} +-{tol:.0%}"
-    return f"{stage} p{pct} +{delta:.0f}us (expected {what} +-{tol:.0%})"
+    rep, brep = load(d, "report.json"), _baseline(d, baseline)
+    msgs = []
+    for op in ops:
+        now = stage_pct(rep, stage, pct, op)
+        base = stage_pct(brep, stage, pct, op)
+        delta = now - base
+        lbl = f"{op + ' ' if op else ''}{stage} p{pct}"
+        assert abs(delta - expect_us) <= tol * expect_us + tol_us, \
+            f"{lbl} moved {delta:.1f}us ({base:.1f} -> {now:.1f}), expected {what} +-{tol:.0%}"
+        msgs.append(f"{lbl} +{delta:.1f}us ({base:.1f} -> {now:.1f})")
+    return ", ".join(msgs) + f" (expected {what} +-{tol:.0%})"
 
 
-def others_still(d, baseline, moved, max_us=None, pct=50, ping_factor=None, frac=0.10):
-    """...and moves no other stage's median by more than max_us, or frac of the injected delay."""
+def others_still(d, baseline, moved, max_us=None, pct=50, ping_factor=None, frac=0.10, ops=(None,)):
+    """...and moves no other stage's median by more than max_us, or frac of the injected delay
+    (with ops, each op's groups separately)."""
     rep, base = load(d, "report.json"), _baseline(d, baseline)
     if ping_factor is not None:
         max_us = frac * injected_us(d, baseline, ping_factor)
     bad = []
-    for x in TEN:
-        if x in moved:
-            continue
-        delta = stage_pct(rep, x, pct) - stage_pct(base, x, pct)
-        if abs(delta) > max_us:
-            bad.append(f"{x} {delta:+.0f}us")
-    assert not bad, "other stages moved more than %dus: %s" % (max_us, ", ".join(bad))
-    return f"other stages within {max_us}us"
+    worst = 0.0
+    for op in ops:
+        for x in TEN:
+            if x in moved:
+                continue
+            delta = stage_pct(rep, x, pct, op) - stage_pct(base, x, pct, op)
+            worst = max(worst, abs(delta))
+            if abs(delta) > max_us:
+                bad.append(f"{op + ' ' if op else ''}{x} {delta:+.1f}us")
+    assert not bad, "other stages moved more than %gus: %s" % (max_us, ", ".join(bad))
+    return f"other stages within {max_us}us (largest move {worst:.1f}us)"
 
 
 def sampled_fraction(d, n, tol=0.3):

@@ -124,7 +124,7 @@ static void test_report(void **state)
 
 static void test_report_bad(void **state)
 {
-	assert_bad("ntbpf report", "no record file given");
+	assert_bad("ntbpf report - -", "given more than once");	/* no FILE: ntbpf.data (test_conventions) */
 	assert_bad("ntbpf report --percentiles 0 f", "bad percentile '0'");
 	assert_bad("ntbpf report --percentiles 101 f", "bad percentile '101'");
 	assert_bad("ntbpf report --percentiles 50,x f", "bad percentile 'x'");
@@ -158,6 +158,13 @@ static void test_live(void **state)
 	assert_bad("ntbpf live 1 2 3", "unexpected argument '3'");
 	assert_bad("ntbpf live --format csv", "bad --format 'csv' for live");
 	assert_bad("ntbpf live --serve a:1 --peer b:2", "exclude each other");
+	/* ports are 1-65535 (99999 used to listen on another port), --key goes with the stream */
+	assert_bad("ntbpf live --serve 0.0.0.0:99999", "bad --serve '0.0.0.0:99999' (want ADDR:PORT, port 1-65535)");
+	assert_bad("ntbpf live --serve 0.0.0.0:0", "port 1-65535");
+	assert_bad("ntbpf live --peer tgt:http", "bad --peer 'tgt:http'");
+	assert_bad("ntbpf live --key k", "--key is for --serve or --peer");
+	assert_int_equal(parse("ntbpf live --serve 0.0.0.0:4430 --key /k", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.key, "/k");
 	/* record --interval */
 	assert_int_equal(parse("ntbpf record --interval 2", &cfg, err, sizeof(err)), 0);
 	assert_true(cfg.interval == 2);

@@ -160,8 +160,8 @@ static void check_choices(const char *facts, int role, bool force_kprobe, const 
 static const struct expect k612[] = {
 	A("block_rq_issue", TP_BTF), A("block_rq_complete", TP_BTF), A("nvme_setup_cmd", TP_BTF),
 	A("nvme_complete_rq", TP_BTF), A("nvme_tcp_data_ready", FENTRY), A("nvme_tcp_recv_skb", FENTRY),
-	A("blk_mq_complete_request_remote", FENTRY), A("nvme_tcp_try_send_cmd_pdu", FEXIT),
-	A("nvme_tcp_try_send_data", FEXIT), A("nvme_tcp_try_send_data_pdu", FENTRY),
+	A("blk_mq_complete_request_remote", FENTRY), A("nvme_tcp_try_send_cmd_pdu", FENTRY),
+	A("nvme_tcp_try_send_data", FENTRY), A("nvme_tcp_try_send_data_pdu", FENTRY),
 	A("nvmet_tcp_data_ready", FENTRY), A("nvmet_tcp_try_recv_pdu", FENTRY), A("nvmet_req_init", TP_BTF),
 	A("nvmet_bdev_execute_rw", FENTRY), A("nvmet_bdev_execute_flush", FENTRY),
 	A("nvmet_file_execute_rw", FENTRY), A("nvmet_file_execute_flush", FENTRY),
@@ -235,7 +235,8 @@ static void test_role_and_kprobes(void **state)
 	nt_hooks_decide(&f, c, n, NTBPF_ROLE_INITIATOR, true);
 	assert_int_equal(c[hook_index("nvmet_req_init")].why, NT_WHY_ROLE);
 	assert_int_equal(c[hook_index("nvme_tcp_data_ready")].attach, NT_AT_KPROBE);
-	assert_int_equal(c[hook_index("nvme_tcp_try_send_cmd_pdu")].attach, NT_AT_KRETPROBE);
+	assert_int_equal(c[hook_index("nvme_tcp_try_send_cmd_pdu")].attach, NT_AT_KPROBE);
+	assert_int_equal(c[hook_index("nvmet_try_send_response")].attach, NT_AT_NONE);	/* a target hook */
 	assert_int_equal(c[hook_index("nvme_setup_cmd")].attach, NT_AT_TP_BTF);
 	/* 6.18 with fentry refused and no kprobes: a function that is there still cannot attach */
 	load_facts("facts-6.18-nonvme.txt", &f);
@@ -297,18 +298,18 @@ static void test_refused_and_standin(void **state)
 		if (strstr(f.fn[i].name, "try_send"))
 			f.fn[i].btf = f.fn[i].ksym = 1, f.fn[i].ftrace = -1;
 	nt_hooks_decide(&f, c, n, 0, false);
-	assert_int_equal(c[cmd].attach, NT_AT_FEXIT);
+	assert_int_equal(c[cmd].attach, NT_AT_FENTRY);
 	assert_int_equal(c[ks].why, NT_WHY_NOT_NEEDED);
 	/* the kernel refuses one: it stays off on every later decision, and the stand-in attaches */
 	c[cmd].refused = true;
-	snprintf(c[cmd].detail, sizeof(c[cmd].detail), "fexit_nvme_tcp_try_send_cmd_pdu: Invalid argument");
+	snprintf(c[cmd].detail, sizeof(c[cmd].detail), "fentry_nvme_tcp_try_send_cmd_pdu: Invalid argument");
 	nt_hooks_decide(&f, c, n, 0, false);
 	nt_hooks_decide(&f, c, n, 0, true);
 	assert_int_equal(c[cmd].attach, NT_AT_NONE);
 	assert_int_equal(c[cmd].why, NT_WHY_REFUSED);
 	assert_int_equal(c[ks].attach, NT_AT_KRETPROBE);
 	nt_why_text(&c[cmd], text, sizeof(text));
-	assert_string_equal(text, "refused by the kernel: fexit_nvme_tcp_try_send_cmd_pdu: Invalid argument");
+	assert_string_equal(text, "refused by the kernel: fentry_nvme_tcp_try_send_cmd_pdu: Invalid argument");
 	/* a module that is not loaded does not call for the stand-in */
 	load_facts("facts-6.1.txt", &f);
 	memset(c, 0, sizeof(c));
@@ -330,8 +331,10 @@ static void test_prog_to_hook(void **state)
 
 	load_facts("facts-6.12.txt", &f);
 	nt_hooks_decide(&f, c, n, 0, false);
-	assert_int_equal(nt_hook_of_prog(c, n, "fexit_nvme_tcp_try_send_cmd_pdu"), hook_index("nvme_tcp_try_send_cmd_pdu"));
 	assert_int_equal(nt_hook_of_prog(c, n, "fentry_nvme_tcp_try_send_cmd_pdu"), hook_index("nvme_tcp_try_send_cmd_pdu"));
+	assert_int_equal(nt_hook_of_prog(c, n, "fexit_nvme_tcp_try_send_cmd_pdu"), -1);	/* an entry hook now */
+	assert_int_equal(nt_hook_of_prog(c, n, "fexit_nvmet_try_send_response"), hook_index("nvmet_try_send_response"));
+	assert_int_equal(nt_hook_of_prog(c, n, "fentry_nvmet_try_send_response"), hook_index("nvmet_try_send_response"));
 	assert_int_equal(nt_hook_of_prog(c, n, "tp_btf_nvme_setup_cmd"), hook_index("nvme_setup_cmd"));
 	assert_int_equal(nt_hook_of_prog(c, n, "raw_tp_nvme_setup_cmd"), -1);	/* not the chosen variant */
 	assert_int_equal(nt_hook_of_prog(c, n, "kh_record"), -1);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "live.h"
+#include "metrics.h"
 #include "stream.h"
 
 static struct nt_config cfg_for(const char *fmt)
@@ -92,6 +93,16 @@ static void local_header(struct nt_header *h)
 	c->cntlid = 3;
 }
 
+/* n initiator I/Os, 200 us apart */
+static void push_local(struct nt_live *l, int n)
+{
+	for (int k = 0; k < n; k++) {
+		struct ntbpf_rec r = init_rec(2000000000ull + k * 200000ull, (uint16_t)(k % 16) << 12);
+
+		nt_live_push(l, &r);
+	}
+}
+
 static void test_local_intervals(void **state)
 {
 	struct nt_config cfg = cfg_for("json");
@@ -101,11 +112,7 @@ static void test_local_intervals(void **state)
 
 	local_header(&h);
 	l = nt_live_new(&cfg, &h);
-	for (int k = 0; k < 250; k++) {
-		struct ntbpf_rec r = init_rec(2000000000ull + k * 200000ull, (uint16_t)(k % 16) << 12);
-
-		nt_live_push(l, &r);
-	}
+	push_local(l, 250);
 	out = tick(l, 0.5);
 	/* one line, 250 I/Os in half a second */
 	assert_non_null(strstr(out, "\"iops\": 500.0"));
@@ -119,6 +126,16 @@ static void test_local_intervals(void **state)
 	out = tick(l, 1.0);
 	assert_non_null(strstr(out, "\"iops\": 0.0"));
 	assert_non_null(strstr(out, "\"groups\": []"));
+	free(out);
+	/* this host's records per interval are capped: the rest are counted lost in that interval, not held */
+	nt_live_set_cap(l, 100);
+	push_local(l, 150);
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "\"lost_records\": 50"));
+	assert_non_null(strstr(out, "\"end_to_end\": {\"count\": 100"));
+	free(out);
+	out = tick(l, 1.0);
+	assert_non_null(strstr(out, "\"lost_records\": 0"));
 	free(out);
 	nt_live_free(l);
 	nt_header_free(&h);
@@ -201,6 +218,7 @@ static void test_peer_stream_pairs(void **state)
 	struct srv s = { .nrec = 200, .base = 3000000000ull, .off = 55555555, .close_after = 1 << 30 };
 	struct nt_header h;
 	struct nt_live *l;
+	struct nt_metrics *mx = nt_metrics_new("initiator");
 	pthread_t th;
 	char addr[64], err[128], *out;
 
@@ -208,6 +226,8 @@ static void test_peer_stream_pairs(void **state)
 	pthread_create(&th, NULL, serve, &s);
 	local_header(&h);
 	l = nt_live_new(&cfg, &h);
+	nt_live_on_interval(l, nt_metrics_on_interval, mx);	/* --metrics */
+	nt_metrics_set_peer(mx, 1);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", s.port);
 	assert_int_equal(nt_live_peer(l, addr, &test_key, err, sizeof(err)), 0);
 	pthread_join(th, NULL);
@@ -227,6 +247,24 @@ static void test_peer_stream_pairs(void **state)
 	assert_non_null(strstr(out, "\"network_transmission\": {\"count\": 200, \"avg_us\": 40.000"));
 	assert_non_null(strstr(out, "\"target_subsystem\": {\"count\": 200, \"avg_us\": 50.000"));
 	free(out);
+	/* --metrics with --peer: the paired interval's ten stages, and the peer's state (it hung up) */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		nt_metrics_render(f, mx, true);
+		fclose(f);
+		assert_non_null(strstr(buf, "ntbpf_stage_latency_seconds_count{stage=\"network_transmission\",op=\"read\","
+					    "size=\"4096\",device=\"nvme0n1\",role=\"initiator\"} 200\n"));
+		assert_non_null(strstr(buf, "ntbpf_stage_latency_seconds_sum{stage=\"target_subsystem\",op=\"read\","
+					    "size=\"4096\",device=\"nvme0n1\",role=\"initiator\"} 0.01\n"));
+		assert_non_null(strstr(buf, "ntbpf_ios_total{op=\"read\",size=\"4096\",device=\"nvme0n1\","
+					    "role=\"initiator\"} 200\n"));
+		assert_non_null(strstr(buf, "ntbpf_peer_up{role=\"initiator\"} 0\n"));
+		free(buf);
+	}
+	nt_metrics_free(mx);
 	nt_live_free(l);
 	nt_header_free(&h);
 }
