@@ -282,8 +282,11 @@ def _live(d):
     return [json.loads(l) for l in open(p) if l.strip()]
 
 
-def _secs(hms):
-    h, m, s_ = (int(x) for x in hms.split(":"))
+def _secs(t):
+    """seconds of the day from live's time: RFC 3339 (2026-11-24T07:20:05.123+00:00) or HH:MM:SS"""
+    if "T" in t:
+        t = t.split("T", 1)[1][:8]
+    h, m, s_ = (int(x) for x in t.split(":"))
     return h * 3600 + m * 60 + s_
 
 
