@@ -393,11 +393,40 @@ def paired_by_port(d):
     return f"{n}/{m} paired by queue port; controllers (name, cntlid): {ctrls}"
 
 
+def hooks_state(d, role, hooks):
+    """each named hook of ROLE has a status containing the given text ("attached", or the cause
+    it was left out for), in the report's list of the inputs' hooks: what docs/stages.md says"""
+    rep = load(d, "report.json")
+    seen = {h["name"]: h["status"] for i in rep["inputs"] if i["role"] == role for h in i["hooks"]}
+    bad = [f"{n}: '{seen.get(n, 'absent')}' lacks '{want}'" for n, want in hooks.items() if want not in seen.get(n, "")]
+    assert not bad, "; ".join(bad)
+    return f"{len(hooks)} {role} hooks as documented"
+
+
+def records_as_documented(d, initiator, target, log_says=()):
+    """record exited 0 on both roles with INITIATOR and TARGET records, its logs say each of
+    LOG_SAYS, and the report says so (0 records: 'no I/O recorded')"""
+    status = open(os.path.join(d, "status-both")).read().split()
+    assert status[:3] == ["0", "done", "ok"], f"guest status {' '.join(status)}"
+    rep = load(d, "report.json")
+    n = {i["role"]: i["records"] for i in rep["inputs"]}
+    assert n.get("initiator") == initiator and n.get("target") == target, f"records {n}"
+    for role in ("initiator", "target"):
+        log = open(os.path.join(d, f"record-{role}.log")).read()
+        assert f"ntbpf record: {n[role]} records" in log, f"record-{role}.log has no summary line"
+        for want in log_says:
+            assert want in log, f"record-{role}.log does not say '{want}'"
+    if initiator == 0 and target == 0:
+        assert "no I/O recorded" in open(os.path.join(d, "report.txt")).read(), "report does not say 'no I/O recorded'"
+    return f"records initiator {n['initiator']}, target {n['target']}; logs and report say so"
+
+
 CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step, live_host_stages_sum)}
+                                  live_netem_step, live_host_stages_sum, hooks_state,
+                                  records_as_documented)}
 
 
 def run_checks(d, checks, out=sys.stdout):
