@@ -59,6 +59,13 @@ const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
 
 struct nt_slot slots[NSLOTS];
 __u64 nover;	/* requests in the inflight hash */
+/*
+ * record --sample-by time: CLOCK_MONOTONIC when the current window's hooks
+ * were attached (user space sets it, and clears the slots and the queues'
+ * arrivals first).  An entry time older than that was stamped in an earlier
+ * window, whose exit program was detached before it ran: it is not used.
+ */
+__u64 win_t0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -112,28 +119,9 @@ static __always_inline struct ntbpf_rec *rec_get(__u64 key)
 
 /*
  * Per NVMe/TCP queue (struct nvme_tcp_queue * or struct nvmet_tcp_queue *):
- * the last ARRIVALS data_ready calls, each with how far the byte stream had
- * arrived (tp->rcv_nxt).  A PDU's arrival is the first of them that covered
- * the bytes being read (tp->copied_seq): exact at any queue depth, however
- * the driver batches its reads.
+ * its struct qstate (include/ntbpf.h: the last ARRIVALS data_ready calls and
+ * the connection's port), in qslots[] below or, past a slot collision, here.
  */
-#define ARRIVALS 16
-
-struct arrival {
-	__u32 seq;	/* rcv_nxt after this delivery */
-	__u32 pad;
-	__u64 ts;
-};
-
-struct qstate {
-	struct arrival a[ARRIVALS];
-	__u32 head;	/* next slot to write */
-	__u32 chunk_end;	/* initiator: end (stream seq) of what nvme_tcp_recv_skb is handling */
-	__u64 pickup;	/* target: last nvmet_tcp_try_recv_pdu */
-	void *sock;	/* the queue's struct socket when port was read (a reconnect makes a new one) */
-	__u16 port;	/* the initiator's TCP port of the queue's connection */
-	__u16 ctrl;	/* initiator: the queue's controller instance, read with port */
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -402,14 +390,9 @@ static __always_inline void track(__u64 key, struct ntbpf_rec *r)
  * another queue (qover counts those).  Queues are never removed: a slot is
  * taken for good, as the hash entries were.
  */
-struct nt_qslot {
-	__u64 key;
-	struct qstate s;
-};
-
 #define NQSLOTS_LOG2 10
 #define NQSLOTS (1u << NQSLOTS_LOG2)
-static struct nt_qslot qslots[NQSLOTS];	/* static: not in the skeleton */
+struct nt_qslot qslots[NQSLOTS];	/* in the skeleton: a sampling window clears the arrivals */
 static __u64 qover;
 
 static __always_inline struct nt_qslot *qslot_of(__u64 q)
@@ -471,7 +454,8 @@ static __always_inline struct args stash_take(void)
 	struct args *p = bpf_map_lookup_elem(&stash, &id), a = {};
 
 	if (p) {
-		a = *p;
+		if (p->ts >= win_t0)
+			a = *p;
 		bpf_map_delete_elem(&stash, &id);
 	}
 	if (!a.ts)
@@ -497,7 +481,7 @@ static __always_inline __u64 ts_take(void)
 		ts = *v;
 		*v = 0;
 	}
-	return ts ? ts : bpf_ktime_get_ns();
+	return ts && ts >= win_t0 ? ts : bpf_ktime_get_ns();
 }
 
 /* tracepoint tp(T0 a0[, T1 a1]): handler(a0[, a1]), as tp_btf or as raw_tp; arguments may be NULL */
@@ -787,10 +771,10 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
 
 		/* a queue belongs to one controller: its instance is read once per connection */
-		if (s && sock != s->sock) {
+		if (s && (__u64)sock != s->sock) {
 			s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
 			s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
-			s->sock = sock;
+			s->sock = (__u64)sock;
 		}
 		if (s) {
 			r.port = s->port;
@@ -1117,8 +1101,8 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	q = tgt_queue_of_sq(sq);
 	s = qstate_of(q);
 	sock = q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
-	if (s && sock != s->sock) {
-		s->sock = sock;
+	if (s && (__u64)sock != s->sock) {
+		s->sock = (__u64)sock;
 		s->port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
 	}
 	if (s)

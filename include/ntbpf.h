@@ -112,6 +112,37 @@ struct nt_slot {
 	struct ntbpf_rec r;
 };
 
+/*
+ * Per NVMe/TCP queue, in the BPF object (not on disk): the last ARRIVALS
+ * data_ready calls, each with how far the byte stream had arrived
+ * (tp->rcv_nxt).  A PDU's arrival is the first of them that covered the
+ * bytes being read (tp->copied_seq): exact at any queue depth, however the
+ * driver batches its reads.
+ */
+#define ARRIVALS 16
+
+struct arrival {
+	__u32 seq;	/* rcv_nxt after this delivery */
+	__u32 pad;
+	__u64 ts;
+};
+
+struct qstate {
+	struct arrival a[ARRIVALS];
+	__u32 head;	/* next slot to write */
+	__u32 chunk_end;	/* initiator: end (stream seq) of what nvme_tcp_recv_skb is handling */
+	__u64 pickup;	/* target: last nvmet_tcp_try_recv_pdu */
+	__u64 sock;	/* the queue's struct socket * when port was read (a reconnect makes a new one) */
+	__u16 port;	/* the initiator's TCP port of the queue's connection */
+	__u16 ctrl;	/* initiator: the queue's controller instance, read with port */
+};
+
+/* A queue's state in the BPF object's slot array, at an index hashed from the queue's address. */
+struct nt_qslot {
+	__u64 key;	/* the queue's address, 0: free */
+	struct qstate s;
+};
+
 /* Counters kept by the BPF side (per-CPU array, index = enum). */
 enum ntbpf_stat {
 	ST_EMITTED = 0,		/* records handed to the ring buffer */

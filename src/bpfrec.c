@@ -23,6 +23,7 @@
 #include "outfile.h"
 #include "probes.h"
 #include "recfile.h"
+#include "sampling.h"
 #include "sysinfo.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -137,6 +138,36 @@ static void rec_salvage(struct rec_state *st, struct nt_outfile *of, struct nt_t
 	}
 }
 
+static const char *window_text(const struct nt_config *cfg, char *buf, size_t len)
+{
+	snprintf(buf, len, " in %u ms windows, one in %u", cfg->sample_window_ms, cfg->sample);
+	return buf;
+}
+
+/*
+ * --sample-by time: open or close the window the wall clock is in (the
+ * clock may step: the state is decided anew each round), and return how
+ * long the next poll may wait (at most 100 ms, the records' longest wait).
+ */
+static int window_step(struct nt_probes *pr, const struct nt_windows *win, bool *in_window,
+		       uint64_t *nwindows, uint64_t *failed)
+{
+	uint64_t now = nt_clock_ns(CLOCK_REALTIME), next, wait_ms;
+	bool in = nt_window_at(win, now, &next);
+
+	if (in && !*in_window) {
+		nt_probes_forget(pr, nt_clock_ns(CLOCK_MONOTONIC));
+		*failed += nt_probes_reattach(pr);
+		++*nwindows;
+	} else if (!in && *in_window) {
+		nt_probes_detach(pr);
+	}
+	*in_window = in;
+	now = nt_clock_ns(CLOCK_REALTIME);
+	wait_ms = next > now ? (next - now + 999999) / 1000000 : 0;
+	return wait_ms < 100 ? (int)wait_ms : 100;
+}
+
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -148,7 +179,12 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_outfile of = { .fd = -1 };
 	struct ring_buffer *rb = NULL;
 	struct rusage ru_start = { 0 };
-	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
+	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
+	bool windowed = cfg->sample > 1 && cfg->sample_window_ms;
+	struct nt_windows win = nt_windows_of(cfg->sample, cfg->sample_window_ms);
+	bool in_window = true;
+	uint64_t nwindows = 0, win_failed = 0;
+	struct nt_probe_opts po = { .sample = windowed ? 1 : cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats,
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0;
@@ -217,9 +253,20 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);	/* and a closed stderr must not kill us before the trailer */
 	if (cfg->bpf_stats)
 		getrusage(RUSAGE_SELF, &ru_start);	/* from here on: the cost while recording */
+	if (windowed) {
+		uint64_t next;
+
+		/* attached above to learn what attaches; between windows nothing is */
+		in_window = nt_window_at(&win, nt_clock_ns(CLOCK_REALTIME), &next);
+		if (in_window)
+			nwindows++;
+		else
+			nt_probes_detach(&pr);
+	}
 	/* scripts wait for this line before starting the workload */
-	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s)\n", nt_role_name(role),
-		cfg->output, pr.nattached, child > 0 ? "" : "; Ctrl-C to stop");
+	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),
+		cfg->output, pr.nattached, windowed ? window_text(cfg, err, sizeof(err)) : "",
+		child > 0 ? "" : "; Ctrl-C to stop");
 	if (child > 0) {
 		/* Ctrl-C reaches the command too (same process group); let it end first */
 		if (write(go_fd, "g", 1) != 1)
@@ -231,7 +278,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
 	last_flush = last_tick = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
-		int n = nt_recorder_poll(rb, 100);	/* records wait <= 100 ms */
+		int n = nt_recorder_poll(rb, windowed ? window_step(&pr, &win, &in_window, &nwindows, &win_failed) : 100);
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0) {
@@ -324,6 +371,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		fprintf(stderr, "ntbpf record: %" PRIu64 " records, %" PRIu64 " lost, %.1f KiB written to %s "
 			"(%.1f bytes/record, %s, %d hooks)\n", st.werr ? st.written : tr.records, lost, size / 1024,
 			cfg->output, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
+		if (windowed)
+			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms; %" PRIu64 " I/Os in flight "
+				"when a window closed (counted as in flight at the end)%s\n", nwindows,
+				cfg->sample_window_ms, pr.inflight_dropped,
+				win_failed ? "; some hooks failed to attach again in a window" : "");
 	}
 	if (st.werr && child > 0 && !child_done)
 		fprintf(stderr, "ntbpf record: '%s' goes on to its end\n", cfg->cmd_argv[0]);

@@ -27,6 +27,8 @@ struct parse_ctx {
 	bool failed;
 	bool help;	/* only printing help: stay quiet about missing arguments */
 	bool pcts_given;
+	int sample_by;			/* record --sample-by: 0 not given, 1 time, 2 io */
+	uint32_t sample_window_ms;	/* record --sample-window, 0 not given */
 };
 
 static void fail(struct parse_ctx *pc, const char *fmt, ...)
@@ -114,7 +116,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 /* ---- record ---- */
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
-       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE };
+       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -138,7 +140,14 @@ static const struct argp_option record_opts[] = {
 	{ "role", OPT_ROLE, "ROLE", 0, "initiator, target or auto (default: auto, from the loaded nvme_tcp / nvmet_tcp modules)", 0 },
 	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable), e.g. nvme1n1", 0 },
-	{ "sample", OPT_SAMPLE, "N", 0, "Record about 1 in N I/Os (same I/Os on initiator and target)", 0 },
+	{ "sample", OPT_SAMPLE, "N", 0, "Record about 1 in N I/Os (same I/Os on initiator and target): "
+	  "every I/O of one time window in N, the hooks attached only then (see --sample-by)", 0 },
+	{ "sample-by", OPT_SAMPLE_BY, "time|io", 0, "time (default): windows of --sample-window ms, one in every N, "
+	  "chosen from the wall clock, so hosts whose clocks agree (NTP) choose the same; between windows ntbpf costs "
+	  "nothing.  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
+	  "pays their dispatch; needs no clock agreement)", 0 },
+	{ "sample-window", OPT_SAMPLE_WINDOW, "MS", 0, "Length of a --sample-by time window (default 100 ms; "
+	  "1 to 60000)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
@@ -204,6 +213,34 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		cfg->sample = v;
 		break;
 	}
+	case OPT_SAMPLE_BY:
+		if (strcmp(arg, "time") && strcmp(arg, "io")) {
+			fail(pc, "bad --sample-by '%s' (want time or io)", arg);
+			return EINVAL;
+		}
+		pc->sample_by = strcmp(arg, "time") ? 2 : 1;
+		break;
+	case OPT_SAMPLE_WINDOW: {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || v < 1 || v > 60000 || arg[0] == '-') {
+			fail(pc, "bad --sample-window '%s' (want milliseconds from 1 to 60000)", arg);
+			return EINVAL;
+		}
+		pc->sample_window_ms = v;
+		break;
+	}
+	case ARGP_KEY_END:
+		if (pc->sample_by == 2 && pc->sample_window_ms) {
+			fail(pc, "--sample-window goes with --sample-by time, not io");
+			return EINVAL;
+		}
+		cfg->sample_window_ms = pc->sample_by == 2 ? 0 :
+			pc->sample_window_ms ? pc->sample_window_ms : NT_SAMPLE_WINDOW_MS;
+		break;
 	case 'v':
 		cfg->verbose = true;
 		break;

@@ -9,6 +9,8 @@
 #include "ntbpf.h"
 
 #define NT_MAX_PCTS 16
+/* record --sample N: the default window (--sample-window) */
+#define NT_SAMPLE_WINDOW_MS 100
 
 enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE };
 enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV };
@@ -33,6 +35,8 @@ struct nt_config {
 	int ndevs;
 	const char *devs[NTBPF_MAX_DEVS];
 	uint32_t sample;		/* 1 = every I/O */
+	uint32_t sample_window_ms;	/* record: --sample N in windows of this many ms, one in every N
+					 * (hooks attached only then); 0 = --sample-by io: a per-I/O hash */
 	char **cmd_argv;		/* after "--", NULL-terminated; NULL if none */
 	double interval;		/* record --interval / live [interval]: seconds, 0 = none */
 	int count;			/* live [count]: intervals, 0 = until stopped */

@@ -362,6 +362,70 @@ void nt_probes_detach(struct nt_probes *p)
 			bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
 }
 
+/* attach again what nt_probes_attach attached (a sampling window opens); the number that failed */
+int nt_probes_reattach(struct nt_probes *p)
+{
+	int failed = 0;
+
+	for (int i = 0; i < p->nhooks; i++) {
+		char names[2][96];
+		int k = p->attach_err[i] ? 0 : nt_hook_progs(&p->choice[i], names);
+
+		/* the exit program first: a call entered before its entry program attached has no entry time */
+		for (int j = k - 1; j >= 0; j--) {
+			struct bpf_program *prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
+
+			if (p->links[i][j])
+				continue;
+			p->links[i][j] = prog ? bpf_program__attach(prog) : NULL;
+			failed += !p->links[i][j];
+		}
+	}
+	return failed;
+}
+
+/*
+ * Between two sampling windows: the records still in flight when the hooks
+ * were detached will never complete (counted, with those at the stop, as in
+ * flight at the end), and the queues' noted arrivals are of the past.  Clear
+ * both, and date the new window for the entry-time checks (win_t0).
+ */
+void nt_probes_forget(struct nt_probes *p, uint64_t mono_now)
+{
+	struct ntbpf_bpf__bss *b = p->skel->bss;
+	__u64 key = 0, next;
+
+	if (!b)
+		return;
+	for (unsigned int i = 0; i < sizeof(b->slots) / sizeof(b->slots[0]); i++)
+		if (b->slots[i].key) {
+			p->inflight_dropped++;
+			b->slots[i].key = 0;
+		}
+	while (!bpf_map__get_next_key(p->skel->maps.inflight, NULL, &next, sizeof(next)) &&
+	       !bpf_map__delete_elem(p->skel->maps.inflight, &next, sizeof(next), 0))
+		p->inflight_dropped++;
+	b->nover = 0;
+	for (unsigned int i = 0; i < sizeof(b->qslots) / sizeof(b->qslots[0]); i++)
+		if (b->qslots[i].key) {
+			memset(b->qslots[i].s.a, 0, sizeof(b->qslots[i].s.a));
+			b->qslots[i].s.chunk_end = 0;
+			b->qslots[i].s.pickup = 0;
+		}
+	while (!bpf_map__get_next_key(p->skel->maps.queues, key ? &key : NULL, &next, sizeof(next))) {
+		struct qstate q;
+
+		key = next;
+		if (bpf_map__lookup_elem(p->skel->maps.queues, &key, sizeof(key), &q, sizeof(q), 0))
+			continue;
+		memset(q.a, 0, sizeof(q.a));
+		q.chunk_end = 0;
+		q.pickup = 0;
+		bpf_map__update_elem(p->skel->maps.queues, &key, sizeof(key), &q, sizeof(q), BPF_EXIST);
+	}
+	b->win_t0 = mono_now;
+}
+
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR])
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -384,7 +448,7 @@ void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR])
 		key = next;
 		inflight++;
 	}
-	stats[ST_INFLIGHT_END] = inflight;
+	stats[ST_INFLIGHT_END] = inflight + p->inflight_dropped;
 	stats[ST_PROG_MISSES] = prog_misses(p->skel->obj);
 }
 

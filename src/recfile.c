@@ -783,6 +783,8 @@ static void enc_items(struct buf *b, const struct nt_header *h)
 	tlv_end(b, at);
 	at = tlv_begin(b, TAG_SAMPLE);
 	buf_u32(b, h->sample);
+	if (h->sample_window_ms)	/* a reader that does not know it reads the first word only */
+		buf_u32(b, h->sample_window_ms);
 	tlv_end(b, at);
 	for (i = 0; i < ndevs; i++)
 		tlv_str(b, TAG_DEV, h->devs[i], sizeof(h->devs[i]));
@@ -1744,6 +1746,8 @@ static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *
 		break;
 	case TAG_SAMPLE:
 		h->sample = cur_u32(v);
+		if (v->len >= 4)
+			h->sample_window_ms = cur_u32(v);
 		break;
 	case TAG_DEV:
 		if (h->ndevs < NTBPF_MAX_DEVS)	/* more: ignored */

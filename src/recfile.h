@@ -66,6 +66,8 @@ struct nt_header {
 	uint64_t real_ns;		/* CLOCK_REALTIME   } t_wall = t_mono - mono_ns + real_ns */
 	uint64_t boot_ns;		/* CLOCK_BOOTTIME   } */
 	uint32_t sample;		/* 1 = every I/O, N = about 1 in N */
+	uint32_t sample_window_ms;	/* N > 1: every I/O of one window of this many ms in N (the
+					 * hooks attached only then); 0: a per-I/O hash chose */
 	uint32_t ndevs;
 	char devs[NTBPF_MAX_DEVS][32];	/* -d filters as given, resolved names */
 	uint32_t nhooks;

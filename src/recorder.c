@@ -78,6 +78,7 @@ void nt_record_header(struct nt_header *hdr, const struct nt_config *cfg, int ro
 {
 	hdr->role = role;
 	hdr->sample = cfg->sample;
+	hdr->sample_window_ms = cfg->sample > 1 ? cfg->sample_window_ms : 0;
 	nt_sys_identity(hdr, argc, argv);
 	if (!devs->n)
 		nt_dev_all("", devs);

@@ -597,7 +597,12 @@ static void print_text(FILE *out, const struct nt_report *rep)
 		nt_put_term(out, in->hdr.hostname);
 		fputs(", kernel ", out);
 		nt_put_term(out, in->hdr.kernel);
-		fprintf(out, ", %zu records%s", in->n, in->status == NT_READ_OK ? "" : ", ");
+		fprintf(out, ", %zu records", in->n);
+		if (in->hdr.sample > 1 && in->hdr.sample_window_ms)
+			fprintf(out, ", sampled: %u ms windows, one in %u", in->hdr.sample_window_ms, in->hdr.sample);
+		else if (in->hdr.sample > 1)
+			fprintf(out, ", sampled: about 1 I/O in %u", in->hdr.sample);
+		fputs(in->status == NT_READ_OK ? "" : ", ", out);
 		nt_put_term(out, in->status == NT_READ_OK ? "" : in->status_msg);
 		fputc('\n', out);
 	}
@@ -685,6 +690,8 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		fprintf(out, ", \"kernel\": ");
 		json_str(out, in->hdr.kernel);
 		fprintf(out, ", \"records\": %zu, \"complete\": %s", in->n, in->status == NT_READ_OK ? "true" : "false");
+		if (in->hdr.sample > 1)
+			fprintf(out, ", \"sample\": %u, \"sample_window_ms\": %u", in->hdr.sample, in->hdr.sample_window_ms);
 		if (in->status != NT_READ_OK) {
 			fprintf(out, ", \"error\": ");
 			json_str(out, in->status_msg);

@@ -148,9 +148,10 @@ SCENARIOS = [
                                           "low_us": 4500, "high_us": 6500}),
                         ("device_stage", {"device": "nvme0n1", "stage": "target_subsystem", "pct": 90,
                                           "high_us": 2500})]},
-    # sampling: both hosts keep the same ~1/10 of the I/Os without talking
+    # sampling by a hash of each I/O: both hosts keep the same ~1/10 of the I/Os without talking
     {"name": "one-6.12-randread-sample10",
-     "args": ["--topology", "one", "--kernel", "6.12", "--sample", "10", "--fio", QD1],
+     "args": ["--topology", "one", "--kernel", "6.12", "--sample", "10", "--record-args", "--sample-by io",
+              "--fio", QD1],
      "checks": [("fio_ok", {}), ("sampled_fraction", {"n": 10}), ("no_lost_records", {}),
                 ("matched_fraction", {"min": 0.99}), ("stages_sum_to_end_to_end", {})]},
     # kprobes instead of fentry (kernels that refuse fentry), on 6.1's kernel_sendpage path too

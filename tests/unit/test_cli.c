@@ -70,6 +70,7 @@ static void test_record_full(void **state)
 	assert_string_equal(cfg.devs[0], "nvme1n1");
 	assert_string_equal(cfg.devs[1], "loop0");
 	assert_int_equal(cfg.sample, 10);
+	assert_int_equal(cfg.sample_window_ms, NT_SAMPLE_WINDOW_MS);	/* --sample-by time by default */
 	assert_non_null(cfg.cmd_argv);
 	assert_string_equal(cfg.cmd_argv[0], "fio");
 	assert_string_equal(cfg.cmd_argv[1], "--name=t");
@@ -77,6 +78,13 @@ static void test_record_full(void **state)
 	assert_null(cfg.cmd_argv[3]);
 	assert_int_equal(parse("ntbpf record --role initiator", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.role, NTBPF_ROLE_INITIATOR);
+	assert_int_equal(parse("ntbpf record --sample 100 --sample-window 20", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.sample_window_ms, 20);
+	assert_int_equal(parse("ntbpf record --sample 100 --sample-by io", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.sample, 100);
+	assert_int_equal(cfg.sample_window_ms, 0);	/* a per-I/O hash */
+	assert_int_equal(parse("ntbpf record --sample-by time --sample 5", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.sample_window_ms, NT_SAMPLE_WINDOW_MS);
 }
 
 static void test_record_bad(void **state)
@@ -87,6 +95,10 @@ static void test_record_bad(void **state)
 	assert_bad("ntbpf record --sample 0", "bad --sample '0'");
 	assert_bad("ntbpf record --sample 5x", "bad --sample");
 	assert_bad("ntbpf record --sample -3", "bad --sample");
+	assert_bad("ntbpf record --sample 10 --sample-by lba", "bad --sample-by 'lba'");
+	assert_bad("ntbpf record --sample 10 --sample-window 0", "bad --sample-window '0'");
+	assert_bad("ntbpf record --sample 10 --sample-window 60001", "bad --sample-window");
+	assert_bad("ntbpf record --sample 10 --sample-by io --sample-window 50", "--sample-window goes with");
 	assert_bad("ntbpf record stray", "unexpected argument 'stray'");
 	assert_bad("ntbpf record -d a/b", "bad device name");
 	assert_bad("ntbpf record --", "nothing after '--'");

@@ -140,6 +140,7 @@ static void header_full(struct nt_header *h)
 	h->real_ns = 1700000000123456789ull;
 	h->boot_ns = 0xfedcba9876543210ull;
 	h->sample = 7;
+	h->sample_window_ms = 250;
 	h->ndevs = 3;
 	snprintf(h->devs[0], sizeof(h->devs[0]), "nvme0n1");
 	snprintf(h->devs[1], sizeof(h->devs[1]), "nvme1n1");
@@ -194,6 +195,7 @@ static void assert_header_equal(const struct nt_header *a, const struct nt_heade
 	assert_true(a->real_ns == b->real_ns);
 	assert_true(a->boot_ns == b->boot_ns);
 	assert_int_equal(a->sample, b->sample);
+	assert_int_equal(a->sample_window_ms, b->sample_window_ms);
 	assert_int_equal(a->ndevs, b->ndevs);
 	for (i = 0; i < a->ndevs; i++)
 		assert_string_equal(a->devs[i], b->devs[i]);

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * sampling - "record --sample N" by time: the hooks are attached during one
+ * window of W in every N*W of the wall clock, and every I/O of a window is
+ * recorded.  Windows are aligned to the epoch, so hosts whose clocks agree
+ * (NTP) choose the same windows without talking to each other.  Pure.
+ */
+#ifndef NTBPF_SAMPLING_H
+#define NTBPF_SAMPLING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct nt_windows {
+	uint64_t w_ns;		/* window length */
+	uint64_t p_ns;		/* period: one window every p_ns (N * w_ns) */
+};
+
+/* windows of window_ms, one in every n; n >= 2 */
+struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms);
+/* whether wall-clock time real_ns lies in a window; *next_ns: the next edge (start or end) after it */
+bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *next_ns);
+
+#endif
