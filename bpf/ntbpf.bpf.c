@@ -66,6 +66,12 @@ __u64 nover;	/* requests in the inflight hash */
  * window, whose exit program was detached before it ran: it is not used.
  */
 __u64 win_t0;
+/*
+ * record --sample-by time, between windows: the tracepoint hooks are
+ * detached (cheap), but detaching a function hook is an ftrace update of
+ * millions of instructions, so those stay attached and return at once.
+ */
+__u32 paused;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -514,11 +520,15 @@ int BPF_PROG(raw_tp_##tp, T0 a0, T1 a1)						\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	return handler(true, a0);						\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	return handler(false, a0);						\
 }
 
@@ -532,6 +542,8 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	if (gate(a0))								\
 		ts_put();							\
 	return 0;								\
@@ -539,11 +551,15 @@ int BPF_PROG(fentry_##fn, T0 a0)						\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
 {										\
+	if (paused)								\
+		return 0;							\
 	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	if (gate(a0))								\
 		stash_put((__u64)a0, 0);					\
 	return 0;								\
@@ -551,6 +567,8 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 SEC("kretprobe/" #fn)								\
 int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 {										\
+	if (paused)								\
+		return 0;							\
 	struct args a = stash_take();						\
 	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
 }
@@ -559,6 +577,8 @@ int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	if (gate(a0))								\
 		ts_put();							\
 	return 0;								\
@@ -566,11 +586,15 @@ int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
 {										\
+	if (paused)								\
+		return 0;							\
 	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	if (gate(a0))								\
 		stash_put((__u64)a0, 0);					\
 	return 0;								\
@@ -578,6 +602,8 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 SEC("kretprobe/" #fn)								\
 int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 {										\
+	if (paused)								\
+		return 0;							\
 	struct args a = stash_take();						\
 	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
 }
@@ -887,6 +913,8 @@ SEC("fentry/nvme_tcp_recv_skb")
 int BPF_PROG(fentry_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
 	     size_t len)
 {
+	if (paused)
+		return 0;
 	return on_recv_skb(true, desc, skb, offset, len);
 }
 
@@ -894,6 +922,8 @@ SEC("kprobe/nvme_tcp_recv_skb")
 int BPF_KPROBE(kprobe_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
 	       size_t len)
 {
+	if (paused)
+		return 0;
 	return on_recv_skb(false, desc, skb, offset, len);
 }
 
@@ -1294,6 +1324,8 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 SEC("fentry/kernel_sendpage")
 int BPF_PROG(fentry_kernel_sendpage, struct socket *sock)
 {
+	if (paused)
+		return 0;
 	ts_put();
 	return 0;
 }
@@ -1302,12 +1334,16 @@ SEC("fexit/kernel_sendpage")
 int BPF_PROG(fexit_kernel_sendpage, struct socket *sock, struct page *page, int offset, size_t size,
 	     int flags, int ret)
 {
+	if (paused)
+		return 0;
 	return on_sendpage(true, sock, size, ts_take(), ret);
 }
 
 SEC("kprobe/kernel_sendpage")
 int BPF_KPROBE(kprobe_kernel_sendpage, struct socket *sock, struct page *page, int offset, size_t size)
 {
+	if (paused)
+		return 0;
 	stash_put((__u64)sock, size);
 	return 0;
 }
@@ -1315,6 +1351,8 @@ int BPF_KPROBE(kprobe_kernel_sendpage, struct socket *sock, struct page *page, i
 SEC("kretprobe/kernel_sendpage")
 int BPF_KRETPROBE(kretprobe_kernel_sendpage, int ret)
 {
+	if (paused)
+		return 0;
 	struct args a = stash_take();
 
 	return a.a[0] ? on_sendpage(false, (void *)a.a[0], a.a[1], a.ts, ret) : 0;

@@ -155,12 +155,9 @@ static int window_step(struct nt_probes *pr, const struct nt_windows *win, bool 
 	uint64_t now = nt_clock_ns(CLOCK_REALTIME), next, wait_ms;
 	bool in = nt_window_at(win, now, &next);
 
-	if (in && !*in_window) {
-		nt_probes_forget(pr, nt_clock_ns(CLOCK_MONOTONIC));
-		*failed += nt_probes_reattach(pr);
-		++*nwindows;
-	} else if (!in && *in_window) {
-		nt_probes_detach(pr);
+	if (in != *in_window) {
+		*failed += nt_probes_window(pr, in, nt_clock_ns(CLOCK_MONOTONIC));
+		*nwindows += in;
 	}
 	*in_window = in;
 	now = nt_clock_ns(CLOCK_REALTIME);
@@ -256,12 +253,12 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (windowed) {
 		uint64_t next;
 
-		/* attached above to learn what attaches; between windows nothing is */
+		/* attached above to learn what attaches; between windows only paused function hooks are */
 		in_window = nt_window_at(&win, nt_clock_ns(CLOCK_REALTIME), &next);
 		if (in_window)
 			nwindows++;
 		else
-			nt_probes_detach(&pr);
+			nt_probes_window(&pr, false, 0);
 	}
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),

@@ -362,17 +362,44 @@ void nt_probes_detach(struct nt_probes *p)
 			bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
 }
 
-/* attach again what nt_probes_attach attached (a sampling window opens); the number that failed */
-int nt_probes_reattach(struct nt_probes *p)
+static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now);
+
+static bool is_tracepoint(const struct nt_hook_choice *c)
+{
+	return c->attach == NT_AT_TP_BTF || c->attach == NT_AT_RAW_TP;
+}
+
+/*
+ * record --sample-by time.  Closing a window detaches the tracepoint hooks
+ * (a static-call update: cheap) and pauses the function hooks: detaching
+ * those would be an ftrace update of every traced function, millions of
+ * instructions per hook, so they stay attached and return at once.  No
+ * record starts without the tracepoints (nvme_setup_cmd, nvmet_req_init,
+ * block_rq_issue create them).  Opening one clears what the last window left
+ * (nt_probes_forget), then attaches the tracepoints again; the number of
+ * programs that failed to attach is returned.
+ */
+int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now)
 {
 	int failed = 0;
 
+	if (!open) {
+		for (int i = 0; i < p->nhooks; i++)
+			if (is_tracepoint(&p->choice[i]))
+				for (int j = 0; j < 2; j++)
+					bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
+		if (p->skel->bss)
+			p->skel->bss->paused = 1;
+		return 0;
+	}
+	nt_probes_forget(p, mono_now);
+	if (p->skel->bss)
+		p->skel->bss->paused = 0;
 	for (int i = 0; i < p->nhooks; i++) {
 		char names[2][96];
-		int k = p->attach_err[i] ? 0 : nt_hook_progs(&p->choice[i], names);
+		int k = p->attach_err[i] || !is_tracepoint(&p->choice[i]) ? 0 : nt_hook_progs(&p->choice[i], names);
 
-		/* the exit program first: a call entered before its entry program attached has no entry time */
-		for (int j = k - 1; j >= 0; j--) {
+		for (int j = 0; j < k; j++) {
 			struct bpf_program *prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
 
 			if (p->links[i][j])
@@ -390,7 +417,7 @@ int nt_probes_reattach(struct nt_probes *p)
  * flight at the end), and the queues' noted arrivals are of the past.  Clear
  * both, and date the new window for the entry-time checks (win_t0).
  */
-void nt_probes_forget(struct nt_probes *p, uint64_t mono_now)
+static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now)
 {
 	struct ntbpf_bpf__bss *b = p->skel->bss;
 	__u64 key = 0, next;

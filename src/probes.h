@@ -57,10 +57,12 @@ int nt_probes_ringbuf_fd(const struct nt_probes *p);
 int nt_probes_khist_fd(const struct nt_probes *p);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
-/* attach again every hook nt_probes_attach attached; the number of programs that failed */
-int nt_probes_reattach(struct nt_probes *p);
-/* a sampling window opens (hooks detached): drop the records and arrivals of the last one */
-void nt_probes_forget(struct nt_probes *p, uint64_t mono_now);
+/*
+ * record --sample-by time: close a window (tracepoint hooks detached,
+ * function hooks paused) or open one (what the last left cleared, all
+ * running again); the number of programs that failed to attach again
+ */
+int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now);
 /* BPF counters, in-flight records and skipped program runs into t->stats */
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
 /* summed run time and run count of every program (needs bpf_stats); 0 or -1 */
