@@ -266,6 +266,53 @@ def sampled_fraction(d, n, tol=0.3):
     return f"{got} of {fio_n} I/Os recorded (~1/{n})"
 
 
+def _doc_reader():
+    """read_ntbpf() of docs/record-format.md's minimal Python reader, as the document has it"""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    doc = open(os.path.join(top, "docs", "record-format.md")).read()
+    code = doc.split("## A minimal reader in Python", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    ns = {}
+    exec(code, ns)
+    return ns["read_ntbpf"]
+
+
+def _header_items(path):
+    import struct
+    b = open(path, "rb").read()
+    plen, pos, items = struct.unpack_from("<I", b, 12)[0], 16, {}
+    while pos < 16 + plen:
+        tag, _, ln = struct.unpack_from("<HHI", b, pos)
+        items.setdefault(tag, []).append(b[pos + 8:pos + 8 + ln])
+        pos += 8 + ln
+    return items
+
+
+def sampling_windows(d, window_ms, n, late_ms=5):
+    """record --sample n --sample-window window_ms: both files say so, and every record's creating
+    event (ev[2]: the initiator's queue_rq, nvme:nvme_setup_cmd; the target's nvmet:nvmet_req_init;
+    tracepoints, attached only in windows) lies in a window of the guest's wall clock: from its
+    start to at most late_ms after its end (the recorder's wake-up)"""
+    import struct
+    read, bad, total = _doc_reader(), [], 0
+    for role in ("initiator", "target"):
+        path = os.path.join(d, f"{role}.ntbpf")
+        items = _header_items(path)
+        mono, real, _ = struct.unpack("<QQQ", items[8][0][:24])
+        got = struct.unpack("<II", items[9][0][:8]) if len(items[9][0]) >= 8 else (None, None)
+        assert got == (n, window_ms), f"{role}: header says sample/window {got}, want {(n, window_ms)}"
+        period, w = n * window_ms * 1000000, window_ms * 1000000
+        for r in read(path):
+            total += 1
+            if not r["ev_mask"] >> 2 & 1:
+                bad.append(f"{role} without ev[2]")
+                continue
+            at = (r["t0"] + r["ev"][2] - mono + real) % period
+            if at >= w + late_ms * 1000000:
+                bad.append(f"{role} {at / 1e6:.1f}ms")
+    assert total and not bad, f"{len(bad)} of {total} records outside the windows: {bad[:4]}"
+    return f"{total} records, all inside {window_ms} ms windows (one in {n})"
+
+
 def functions_attached_as(d, kinds=("kprobe", "kretprobe")):
     """every function hook that attached used one of these attach types"""
     rep = load(d, "report.json")
@@ -426,7 +473,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, hooks_state,
-                                  records_as_documented)}
+                                  records_as_documented, sampling_windows)}
 
 
 def run_checks(d, checks, out=sys.stdout):
