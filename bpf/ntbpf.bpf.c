@@ -72,6 +72,17 @@ __u64 win_t0;
  * millions of instructions, so those stay attached and return at once.
  */
 __u32 paused;
+/*
+ * The window itself, CLOCK_MONOTONIC [win_start, win_end): user space opens
+ * a little before it and closes when it wakes after it, so the exact edges
+ * are kept here, where records are created (0, 0: no windows).
+ */
+__u64 win_start, win_end;
+
+static __always_inline bool outside_window(__u64 now)
+{
+	return win_end && (now < win_start || now >= win_end);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -651,6 +662,8 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 	if (!dev_wanted(dev))
 		return 0;
 	now = bpf_ktime_get_ns();
+	if (outside_window(now))
+		return 0;
 	{
 		struct ntbpf_rec nr = {};
 
@@ -785,6 +798,12 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
+	if (outside_window(now)) {
+		skip = bpf_map_lookup_elem(&skip_rq, &zero);	/* nor may block_rq_issue create it */
+		if (skip)
+			*skip = key;
+		return 0;
+	}
 	rec_from_rq(btf, &r, rq, dev, now);
 	r.cid = cid;
 	r.opcode = opcode;
@@ -1127,6 +1146,8 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
+	if (outside_window(now))
+		return 0;
 	r.ctrl = RD(btf, sq, ctrl, cntlid);
 	q = tgt_queue_of_sq(sq);
 	s = qstate_of(q);

@@ -152,11 +152,14 @@ static const char *window_text(const struct nt_config *cfg, char *buf, size_t le
 static int window_step(struct nt_probes *pr, const struct nt_windows *win, bool *in_window,
 		       uint64_t *nwindows, uint64_t *failed)
 {
-	uint64_t now = nt_clock_ns(CLOCK_REALTIME), next, wait_ms;
-	bool in = nt_window_at(win, now, &next);
+	uint64_t now = nt_clock_ns(CLOCK_REALTIME), mono = nt_clock_ns(CLOCK_MONOTONIC), start, next, wait_ms;
+	bool in = nt_window_at(win, now, &start, &next);
 
 	if (in != *in_window) {
-		*failed += nt_probes_window(pr, in, nt_clock_ns(CLOCK_MONOTONIC));
+		/* the window's edges on the clock the BPF side reads */
+		uint64_t s = mono + (start - now);
+
+		*failed += nt_probes_window(pr, in, mono, s, s + win->w_ns);
 		*nwindows += in;
 	}
 	*in_window = in;
@@ -251,14 +254,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (cfg->bpf_stats)
 		getrusage(RUSAGE_SELF, &ru_start);	/* from here on: the cost while recording */
 	if (windowed) {
-		uint64_t next;
-
 		/* attached above to learn what attaches; between windows only paused function hooks are */
-		in_window = nt_window_at(&win, nt_clock_ns(CLOCK_REALTIME), &next);
-		if (in_window)
-			nwindows++;
-		else
-			nt_probes_window(&pr, false, 0);
+		in_window = false;
+		nt_probes_window(&pr, false, 0, 0, 0);
+		window_step(&pr, &win, &in_window, &nwindows, &win_failed);
 	}
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),

@@ -59,10 +59,11 @@ int nt_probes_khist_fd(const struct nt_probes *p);
 void nt_probes_detach(struct nt_probes *p);
 /*
  * record --sample-by time: close a window (tracepoint hooks detached,
- * function hooks paused) or open one (what the last left cleared, all
- * running again); the number of programs that failed to attach again
+ * function hooks paused) or open one, [start, end) in CLOCK_MONOTONIC ns
+ * (what the last left cleared, all running again); the number of programs
+ * that failed to attach again
  */
-int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now);
+int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now, uint64_t start, uint64_t end);
 /* BPF counters, in-flight records and skipped program runs into t->stats */
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
 /* summed run time and run count of every program (needs bpf_stats); 0 or -1 */

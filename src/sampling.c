@@ -2,21 +2,30 @@
 /* sampling.c - the windows of "record --sample N --sample-by time" (sampling.h) */
 #include "sampling.h"
 
+/* armed up to 50 ms before a window, at most half the gap between windows */
+#define NT_WINDOW_LEAD_NS 50000000ull
+
 struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms)
 {
-	struct nt_windows w = { (uint64_t)window_ms * 1000000, (uint64_t)window_ms * 1000000 * (n < 2 ? 2 : n) };
+	struct nt_windows w;
 
+	w.w_ns = (uint64_t)window_ms * 1000000;
+	w.p_ns = w.w_ns * (n < 2 ? 2 : n);
+	w.lead_ns = (w.p_ns - w.w_ns) / 2 < NT_WINDOW_LEAD_NS ? (w.p_ns - w.w_ns) / 2 : NT_WINDOW_LEAD_NS;
 	return w;
 }
 
-bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *next_ns)
+bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *start_ns, uint64_t *next_ns)
 {
-	uint64_t start = real_ns - real_ns % w->p_ns;
+	/* shifted by the lead, the armed part of a period is its first lead + w */
+	uint64_t t = real_ns + w->lead_ns, s = t - t % w->p_ns;
 
-	if (real_ns - start < w->w_ns) {
-		*next_ns = start + w->w_ns;
+	if (t - s < w->lead_ns + w->w_ns) {
+		*start_ns = s;
+		*next_ns = s + w->w_ns;
 		return true;
 	}
-	*next_ns = start + w->p_ns;
+	*start_ns = s + w->p_ns;
+	*next_ns = s + w->p_ns - w->lead_ns;
 	return false;
 }

@@ -14,11 +14,17 @@
 struct nt_windows {
 	uint64_t w_ns;		/* window length */
 	uint64_t p_ns;		/* period: one window every p_ns (N * w_ns) */
+	uint64_t lead_ns;	/* the hooks are armed this long before a window: a recorder that
+				 * wakes late still sees its start (the BPF side keeps the edges) */
 };
 
-/* windows of window_ms, one in every n; n >= 2 */
+/* windows of window_ms, one in every n (n < 2 counts as 2) */
 struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms);
-/* whether wall-clock time real_ns lies in a window; *next_ns: the next edge (start or end) after it */
-bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *next_ns);
+/*
+ * Whether wall-clock time real_ns lies in a window or in the lead before
+ * one (armed); *start_ns: that window's start, else the next one's;
+ * *next_ns: when that changes (the window's end, or the next lead's start).
+ */
+bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *start_ns, uint64_t *next_ns);
 
 #endif

@@ -287,11 +287,11 @@ def _header_items(path):
     return items
 
 
-def sampling_windows(d, window_ms, n, late_ms=5):
+def sampling_windows(d, window_ms, n, slack_ms=1):
     """record --sample n --sample-window window_ms: both files say so, and every record's creating
     event (ev[2]: the initiator's queue_rq, nvme:nvme_setup_cmd; the target's nvmet:nvmet_req_init;
-    tracepoints, attached only in windows) lies in a window of the guest's wall clock: from its
-    start to at most late_ms after its end (the recorder's wake-up)"""
+    tracepoints; the BPF side creates records only inside a window's exact edges) lies in a window
+    of the guest's wall clock, within slack_ms (converting the monotonic clock to the wall clock)"""
     import struct
     read, bad, total = _doc_reader(), [], 0
     for role in ("initiator", "target"):
@@ -307,7 +307,7 @@ def sampling_windows(d, window_ms, n, late_ms=5):
                 bad.append(f"{role} without ev[2]")
                 continue
             at = (r["t0"] + r["ev"][2] - mono + real) % period
-            if at >= w + late_ms * 1000000:
+            if w + slack_ms * 1000000 <= at <= period - slack_ms * 1000000:
                 bad.append(f"{role} {at / 1e6:.1f}ms")
     assert total and not bad, f"{len(bad)} of {total} records outside the windows: {bad[:4]}"
     return f"{total} records, all inside {window_ms} ms windows (one in {n})"
