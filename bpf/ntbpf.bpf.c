@@ -689,9 +689,10 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		 * FLUSH, or a WRITE with PREFLUSH from fsync) without issuing
 		 * it: blk-mq issues its own flush request, which is recorded.
 		 * An untracked completion without data is that, not an I/O
-		 * missed at the start.
+		 * missed at the start.  Sampling (by a hash, or in windows:
+		 * win_end) leaves requests out on purpose.
 		 */
-		if (sample <= 1 && nr_bytes && (dev_wanted(rq_devt(btf, rq)) || dev_wanted(nvme_head_devt(btf, rq))))
+		if (sample <= 1 && !win_end && nr_bytes && (dev_wanted(rq_devt(btf, rq)) || dev_wanted(nvme_head_devt(btf, rq))))
 			stat_inc(ST_NO_START);
 		return 0;
 	}
