@@ -73,15 +73,17 @@ __u64 win_t0;
  */
 __u32 paused;
 /*
- * The window itself, CLOCK_MONOTONIC [win_start, win_end): user space opens
- * a little before it and closes when it wakes after it, so the exact edges
- * are kept here, where records are created (0, 0: no windows).
+ * The windows themselves: the first win_w ns of every win_p ns of the wall
+ * clock (CLOCK_MONOTONIC + win_phase; win_p 0: no windows).  User space
+ * arms the hooks ahead of a window and disarms them after it, whenever it
+ * gets to; the exact edges are kept here, where records are created.
  */
-__u64 win_start, win_end;
+__u64 win_p, win_w;
+__s64 win_phase;
 
 static __always_inline bool outside_window(__u64 now)
 {
-	return win_end && (now < win_start || now >= win_end);
+	return win_p && (now + (__u64)win_phase) % win_p >= win_w;
 }
 
 struct {
@@ -690,9 +692,9 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		 * it: blk-mq issues its own flush request, which is recorded.
 		 * An untracked completion without data is that, not an I/O
 		 * missed at the start.  Sampling (by a hash, or in windows:
-		 * win_end) leaves requests out on purpose.
+		 * win_p) leaves requests out on purpose.
 		 */
-		if (sample <= 1 && !win_end && nr_bytes && (dev_wanted(rq_devt(btf, rq)) || dev_wanted(nvme_head_devt(btf, rq))))
+		if (sample <= 1 && !win_p && nr_bytes && (dev_wanted(rq_devt(btf, rq)) || dev_wanted(nvme_head_devt(btf, rq))))
 			stat_inc(ST_NO_START);
 		return 0;
 	}

@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -145,27 +146,84 @@ static const char *window_text(const struct nt_config *cfg, char *buf, size_t le
 }
 
 /*
- * --sample-by time: open or close the window the wall clock is in (the
- * clock may step: the state is decided anew each round), and return how
- * long the next poll may wait (at most 100 ms, the records' longest wait).
+ * --sample-by time: a thread arms the hooks ahead of each window and
+ * disarms them after it (attaching a tracepoint waits for an RCU grace
+ * period: tens of ms on a busy host, which the record loop must not wait
+ * for).  The lead follows how long arming took.  The BPF side keeps the
+ * windows' exact edges, so a late thread costs some CPU, never a record
+ * outside a window.
  */
-static int window_step(struct nt_probes *pr, const struct nt_windows *win, bool *in_window,
-		       uint64_t *nwindows, uint64_t *failed)
+struct windows_run {
+	struct nt_probes *pr;
+	struct nt_windows w;
+	bool verbose;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	uint64_t nwindows, failed;	/* read after the thread ended */
+};
+
+static void *windows_thread(void *arg)
 {
-	uint64_t now = nt_clock_ns(CLOCK_REALTIME), mono = nt_clock_ns(CLOCK_MONOTONIC), start, next, wait_ms;
-	bool in = nt_window_at(win, now, &start, &next);
+	struct windows_run *wr = arg;
+	uint64_t gap = (wr->w.p_ns - wr->w.w_ns) / 2, lead = wr->w.lead_ns;
+	bool armed = false;
 
-	if (in != *in_window) {
-		/* the window's edges on the clock the BPF side reads */
-		uint64_t s = mono + (start - now);
+	pthread_mutex_lock(&wr->mu);
+	while (!wr->stop) {
+		uint64_t now = nt_clock_ns(CLOCK_REALTIME), start, next, mono, took;
+		bool in = nt_window_at(&wr->w, now, &start, &next);
+		struct timespec until;
 
-		*failed += nt_probes_window(pr, in, mono, s, s + win->w_ns);
-		*nwindows += in;
+		if (in == armed) {
+			until.tv_sec = next / 1000000000;
+			until.tv_nsec = next % 1000000000;
+			pthread_cond_timedwait(&wr->cv, &wr->mu, &until);
+			continue;
+		}
+		pthread_mutex_unlock(&wr->mu);
+		mono = nt_clock_ns(CLOCK_MONOTONIC);
+		if (in)	/* the wall clock may have been stepped: the windows follow it */
+			nt_probes_set_windows(wr->pr, wr->w.p_ns, wr->w.w_ns, (int64_t)(now - mono));
+		wr->failed += nt_probes_window(wr->pr, in, mono);
+		took = nt_clock_ns(CLOCK_MONOTONIC) - mono;
+		if (wr->verbose)
+			fprintf(stderr, "ntbpf record: %s at %.3f s (wall clock) in %.3f ms; lead %.1f ms\n",
+				in ? "window armed" : "window disarmed", now / 1e9, took / 1e6, wr->w.lead_ns / 1e6);
+		pthread_mutex_lock(&wr->mu);
+		wr->nwindows += in;
+		armed = in;
+		/* the next window is armed twice as early as this one took, at least 5 ms, at most half the gap */
+		if (in)
+			lead = 2 * took + 5000000 < gap ? 2 * took + 5000000 : gap;
+		else
+			wr->w.lead_ns = lead;
 	}
-	*in_window = in;
-	now = nt_clock_ns(CLOCK_REALTIME);
-	wait_ms = next > now ? (next - now + 999999) / 1000000 : 0;
-	return wait_ms < 100 ? (int)wait_ms : 100;
+	pthread_mutex_unlock(&wr->mu);
+	return NULL;
+}
+
+static int windows_start(struct windows_run *wr)
+{
+	uint64_t mono = nt_clock_ns(CLOCK_MONOTONIC), now = nt_clock_ns(CLOCK_REALTIME);
+
+	nt_probes_set_windows(wr->pr, wr->w.p_ns, wr->w.w_ns, (int64_t)(now - mono));
+	nt_probes_window(wr->pr, false, mono);	/* attached to learn what attaches: disarmed until a window */
+	pthread_mutex_init(&wr->mu, NULL);
+	pthread_cond_init(&wr->cv, NULL);
+	return pthread_create(&wr->thread, NULL, windows_thread, wr);
+}
+
+static void windows_stop(struct windows_run *wr)
+{
+	pthread_mutex_lock(&wr->mu);
+	wr->stop = true;
+	pthread_cond_signal(&wr->cv);
+	pthread_mutex_unlock(&wr->mu);
+	pthread_join(wr->thread, NULL);
+	pthread_cond_destroy(&wr->cv);
+	pthread_mutex_destroy(&wr->mu);
 }
 
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
@@ -180,10 +238,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct rusage ru_start = { 0 };
 	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
-	bool windowed = cfg->sample > 1 && cfg->sample_window_ms;
-	struct nt_windows win = nt_windows_of(cfg->sample, cfg->sample_window_ms);
-	bool in_window = true;
-	uint64_t nwindows = 0, win_failed = 0;
+	bool windowed = cfg->sample > 1 && cfg->sample_window_ms, win_running = false;
+	struct windows_run wr = { .pr = &pr, .w = nt_windows_of(cfg->sample, cfg->sample_window_ms),
+				  .verbose = cfg->verbose };
 	struct nt_probe_opts po = { .sample = windowed ? 1 : cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats,
 				    .verbose = cfg->verbose };
@@ -254,10 +311,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (cfg->bpf_stats)
 		getrusage(RUSAGE_SELF, &ru_start);	/* from here on: the cost while recording */
 	if (windowed) {
-		/* attached above to learn what attaches; between windows only paused function hooks are */
-		in_window = false;
-		nt_probes_window(&pr, false, 0, 0, 0);
-		window_step(&pr, &win, &in_window, &nwindows, &win_failed);
+		if (windows_start(&wr)) {
+			fprintf(stderr, "ntbpf record: cannot start the sampling windows' thread: %s\n", strerror(errno));
+			goto out;
+		}
+		win_running = true;
 	}
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),
@@ -274,7 +332,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
 	last_flush = last_tick = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
-		int n = nt_recorder_poll(rb, windowed ? window_step(&pr, &win, &in_window, &nwindows, &win_failed) : 100);
+		int n = nt_recorder_poll(rb, 100);	/* records wait <= 100 ms */
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0) {
@@ -308,6 +366,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		}
 	}
 	/* stop new events, then drain what the kernel still holds */
+	if (win_running) {
+		windows_stop(&wr);
+		win_running = false;
+	}
 	nt_probes_detach(&pr);
 	ring_buffer__consume(rb);
 	if (st.live) {
@@ -369,14 +431,16 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			cfg->output, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
 		if (windowed)
 			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms; %" PRIu64 " I/Os in flight "
-				"when a window closed (counted as in flight at the end)%s\n", nwindows,
+				"when a window closed (counted as in flight at the end)%s\n", wr.nwindows,
 				cfg->sample_window_ms, pr.inflight_dropped,
-				win_failed ? "; some hooks failed to attach again in a window" : "");
+				wr.failed ? "; some hooks failed to attach again in a window" : "");
 	}
 	if (st.werr && child > 0 && !child_done)
 		fprintf(stderr, "ntbpf record: '%s' goes on to its end\n", cfg->cmd_argv[0]);
 	rc = st.werr ? 1 : 0;
 out:
+	if (win_running)
+		windows_stop(&wr);
 	if (go_fd >= 0)
 		close(go_fd);	/* child sees EOF and exits 127 without running */
 	if (child > 0 && !child_done) {

@@ -375,13 +375,22 @@ static bool is_tracepoint(const struct nt_hook_choice *c)
  * those would be an ftrace update of every traced function, millions of
  * instructions per hook, so they stay attached and return at once.  No
  * record starts without the tracepoints (nvme_setup_cmd, nvmet_req_init,
- * block_rq_issue create them).  Opening one (a little before the window:
- * the BPF side creates records only inside [start, end), CLOCK_MONOTONIC)
- * clears what the last window left (nt_probes_forget), then attaches the
- * tracepoints again; the number of programs that failed to attach is
+ * block_rq_issue create them).  Opening one (ahead of the window: the BPF
+ * side creates records only inside the windows nt_probes_set_windows gave
+ * it) clears what the last window left (nt_probes_forget), then attaches
+ * the tracepoints again; the number of programs that failed to attach is
  * returned.
  */
-int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now, uint64_t start, uint64_t end)
+void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns)
+{
+	if (!p->skel->bss)
+		return;
+	p->skel->bss->win_phase = phase_ns;
+	p->skel->bss->win_w = len_ns;
+	p->skel->bss->win_p = period_ns;
+}
+
+int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now)
 {
 	int failed = 0;
 
@@ -395,11 +404,8 @@ int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now, uint64_t
 		return 0;
 	}
 	nt_probes_forget(p, mono_now);
-	if (p->skel->bss) {
-		p->skel->bss->win_start = start;
-		p->skel->bss->win_end = end;
+	if (p->skel->bss)
 		p->skel->bss->paused = 0;
-	}
 	for (int i = 0; i < p->nhooks; i++) {
 		char names[2][96];
 		int k = p->attach_err[i] || !is_tracepoint(&p->choice[i]) ? 0 : nt_hook_progs(&p->choice[i], names);

@@ -59,11 +59,13 @@ int nt_probes_khist_fd(const struct nt_probes *p);
 void nt_probes_detach(struct nt_probes *p);
 /*
  * record --sample-by time: close a window (tracepoint hooks detached,
- * function hooks paused) or open one, [start, end) in CLOCK_MONOTONIC ns
- * (what the last left cleared, all running again); the number of programs
- * that failed to attach again
+ * function hooks paused) or open one ahead of its window (what the last
+ * left cleared, all running again); the number of programs that failed to
+ * attach again
  */
-int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now, uint64_t start, uint64_t end);
+int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now);
+/* the windows in which the BPF side creates records: the first len of every period of CLOCK_MONOTONIC + phase */
+void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns);
 /* BPF counters, in-flight records and skipped program runs into t->stats */
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
 /* summed run time and run count of every program (needs bpf_stats); 0 or -1 */

@@ -14,8 +14,8 @@
 struct nt_windows {
 	uint64_t w_ns;		/* window length */
 	uint64_t p_ns;		/* period: one window every p_ns (N * w_ns) */
-	uint64_t lead_ns;	/* the hooks are armed this long before a window: a recorder that
-				 * wakes late still sees its start (the BPF side keeps the edges) */
+	uint64_t lead_ns;	/* the hooks are armed this long before a window (the recorder
+				 * adapts it to how long arming takes; the BPF side keeps the edges) */
 };
 
 /* windows of window_ms, one in every n (n < 2 counts as 2) */
