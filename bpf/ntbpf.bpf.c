@@ -67,9 +67,11 @@ __u64 nover;	/* requests in the inflight hash */
  */
 __u64 win_t0;
 /*
- * record --sample-by time, between windows: the tracepoint hooks are
- * detached (cheap), but detaching a function hook is an ftrace update of
- * millions of instructions, so those stay attached and return at once.
+ * record --sample-by time, between windows: every program returns at once.
+ * Nothing is detached: detaching a function hook is an ftrace update of
+ * millions of instructions, and attaching or detaching a tracepoint waits
+ * for an RCU grace period (30-380 ms of guest time on a busy lab guest),
+ * too slow and too late for windows of milliseconds.
  */
 __u32 paused;
 /*
@@ -508,11 +510,15 @@ static __always_inline __u64 ts_take(void)
 SEC("tp_btf/" #tp)								\
 int BPF_PROG(tp_btf_##tp, T0 a0)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	return NONNULL(a0) ? handler(true, a0) : 0;				\
 }										\
 SEC("raw_tp/" #tp)								\
 int BPF_PROG(raw_tp_##tp, T0 a0)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	return NONNULL(a0) ? handler(false, a0) : 0;				\
 }
 
@@ -520,11 +526,15 @@ int BPF_PROG(raw_tp_##tp, T0 a0)						\
 SEC("tp_btf/" #tp)								\
 int BPF_PROG(tp_btf_##tp, T0 a0, T1 a1)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	return NONNULL(a0) && NONNULL(a1) ? handler(true, a0, a1) : 0;		\
 }										\
 SEC("raw_tp/" #tp)								\
 int BPF_PROG(raw_tp_##tp, T0 a0, T1 a1)						\
 {										\
+	if (paused)								\
+		return 0;							\
 	return NONNULL(a0) && NONNULL(a1) ? handler(false, a0, a1) : 0;	\
 }
 
@@ -714,6 +724,8 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_btf_block_rq_issue)
 {
+	if (paused)
+		return 0;
 	if (blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
@@ -722,6 +734,8 @@ int BPF_PROG(tp_btf_block_rq_issue)
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(raw_tp_block_rq_issue)
 {
+	if (paused)
+		return 0;
 	if (blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
@@ -731,6 +745,8 @@ int BPF_PROG(raw_tp_block_rq_issue)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_btf_block_rq_complete)
 {
+	if (paused)
+		return 0;
 	if (blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(true, rq, 0, (unsigned int)ctx[2]) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(true, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
@@ -739,6 +755,8 @@ int BPF_PROG(tp_btf_block_rq_complete)
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(raw_tp_block_rq_complete)
 {
+	if (paused)
+		return 0;
 	if (blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(false, rq, 0, (unsigned int)ctx[2]) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(false, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }

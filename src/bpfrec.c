@@ -146,12 +146,11 @@ static const char *window_text(const struct nt_config *cfg, char *buf, size_t le
 }
 
 /*
- * --sample-by time: a thread arms the hooks ahead of each window and
- * disarms them after it (attaching a tracepoint waits for an RCU grace
- * period: tens of ms on a busy host, which the record loop must not wait
- * for).  The lead follows how long arming took.  The BPF side keeps the
- * windows' exact edges, so a late thread costs some CPU, never a record
- * outside a window.
+ * --sample-by time: a thread arms the programs a lead ahead of each window
+ * and pauses them a lead after it (so that the window's last I/Os complete);
+ * the lead follows how long arming took.  The BPF side keeps the windows'
+ * exact edges, so a late thread costs some CPU, never a record outside a
+ * window.
  */
 struct windows_run {
 	struct nt_probes *pr;
@@ -161,13 +160,13 @@ struct windows_run {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
-	uint64_t nwindows, failed;	/* read after the thread ended */
+	uint64_t nwindows;		/* read after the thread ended */
 };
 
 static void *windows_thread(void *arg)
 {
 	struct windows_run *wr = arg;
-	uint64_t gap = (wr->w.p_ns - wr->w.w_ns) / 2, lead = wr->w.lead_ns;
+	uint64_t gap = (wr->w.p_ns - wr->w.w_ns) / 4, lead = wr->w.lead_ns;
 	bool armed = false;
 
 	pthread_mutex_lock(&wr->mu);
@@ -186,7 +185,7 @@ static void *windows_thread(void *arg)
 		mono = nt_clock_ns(CLOCK_MONOTONIC);
 		if (in)	/* the wall clock may have been stepped: the windows follow it */
 			nt_probes_set_windows(wr->pr, wr->w.p_ns, wr->w.w_ns, (int64_t)(now - mono));
-		wr->failed += nt_probes_window(wr->pr, in, mono);
+		nt_probes_window(wr->pr, in, mono);
 		took = nt_clock_ns(CLOCK_MONOTONIC) - mono;
 		if (wr->verbose)
 			fprintf(stderr, "ntbpf record: %s at %.3f s (wall clock) in %.3f ms; lead %.1f ms\n",
@@ -194,7 +193,7 @@ static void *windows_thread(void *arg)
 		pthread_mutex_lock(&wr->mu);
 		wr->nwindows += in;
 		armed = in;
-		/* the next window is armed twice as early as this one took, at least 5 ms, at most half the gap */
+		/* the next window is armed twice as early as this one took, at least 5 ms, at most a quarter of the gap */
 		if (in)
 			lead = 2 * took + 5000000 < gap ? 2 * took + 5000000 : gap;
 		else
@@ -209,7 +208,7 @@ static int windows_start(struct windows_run *wr)
 	uint64_t mono = nt_clock_ns(CLOCK_MONOTONIC), now = nt_clock_ns(CLOCK_REALTIME);
 
 	nt_probes_set_windows(wr->pr, wr->w.p_ns, wr->w.w_ns, (int64_t)(now - mono));
-	nt_probes_window(wr->pr, false, mono);	/* attached to learn what attaches: disarmed until a window */
+	nt_probes_window(wr->pr, false, mono);	/* attached, and paused until a window */
 	pthread_mutex_init(&wr->mu, NULL);
 	pthread_cond_init(&wr->cv, NULL);
 	return pthread_create(&wr->thread, NULL, windows_thread, wr);
@@ -431,9 +430,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			cfg->output, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
 		if (windowed)
 			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms; %" PRIu64 " I/Os in flight "
-				"when a window closed (counted as in flight at the end)%s\n", wr.nwindows,
-				cfg->sample_window_ms, pr.inflight_dropped,
-				wr.failed ? "; some hooks failed to attach again in a window" : "");
+				"when a window closed (counted as in flight at the end)\n", wr.nwindows,
+				cfg->sample_window_ms, pr.inflight_dropped);
 	}
 	if (st.werr && child > 0 && !child_done)
 		fprintf(stderr, "ntbpf record: '%s' goes on to its end\n", cfg->cmd_argv[0]);

@@ -364,22 +364,14 @@ void nt_probes_detach(struct nt_probes *p)
 
 static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now);
 
-static bool is_tracepoint(const struct nt_hook_choice *c)
-{
-	return c->attach == NT_AT_TP_BTF || c->attach == NT_AT_RAW_TP;
-}
-
 /*
- * record --sample-by time.  Closing a window detaches the tracepoint hooks
- * (a static-call update: cheap) and pauses the function hooks: detaching
- * those would be an ftrace update of every traced function, millions of
- * instructions per hook, so they stay attached and return at once.  No
- * record starts without the tracepoints (nvme_setup_cmd, nvmet_req_init,
- * block_rq_issue create them).  Opening one (ahead of the window: the BPF
- * side creates records only inside the windows nt_probes_set_windows gave
- * it) clears what the last window left (nt_probes_forget), then attaches
- * the tracepoints again; the number of programs that failed to attach is
- * returned.
+ * record --sample-by time.  Disarming pauses every program (they return at
+ * once); nothing is detached: detaching a function hook is an ftrace update
+ * of every traced function, millions of instructions per hook, and
+ * attaching or detaching a tracepoint waits for an RCU grace period.
+ * Arming (ahead of the window: the BPF side creates records only inside
+ * the windows nt_probes_set_windows gave it) clears what the last window
+ * left (nt_probes_forget), then lets the programs run.
  */
 void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns)
 {
@@ -390,36 +382,13 @@ void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len
 	p->skel->bss->win_p = period_ns;
 }
 
-int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now)
+void nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now)
 {
-	int failed = 0;
-
-	if (!open) {
-		for (int i = 0; i < p->nhooks; i++)
-			if (is_tracepoint(&p->choice[i]))
-				for (int j = 0; j < 2; j++)
-					bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
-		if (p->skel->bss)
-			p->skel->bss->paused = 1;
-		return 0;
-	}
-	nt_probes_forget(p, mono_now);
-	if (p->skel->bss)
-		p->skel->bss->paused = 0;
-	for (int i = 0; i < p->nhooks; i++) {
-		char names[2][96];
-		int k = p->attach_err[i] || !is_tracepoint(&p->choice[i]) ? 0 : nt_hook_progs(&p->choice[i], names);
-
-		for (int j = 0; j < k; j++) {
-			struct bpf_program *prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
-
-			if (p->links[i][j])
-				continue;
-			p->links[i][j] = prog ? bpf_program__attach(prog) : NULL;
-			failed += !p->links[i][j];
-		}
-	}
-	return failed;
+	if (!p->skel->bss)
+		return;
+	if (arm)
+		nt_probes_forget(p, mono_now);
+	p->skel->bss->paused = !arm;
 }
 
 /*

@@ -58,12 +58,10 @@ int nt_probes_khist_fd(const struct nt_probes *p);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
 /*
- * record --sample-by time: close a window (tracepoint hooks detached,
- * function hooks paused) or open one ahead of its window (what the last
- * left cleared, all running again); the number of programs that failed to
- * attach again
+ * record --sample-by time: arm the programs ahead of a window (what the last
+ * one left cleared) or pause them all after it; nothing is detached
  */
-int nt_probes_window(struct nt_probes *p, bool open, uint64_t mono_now);
+void nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now);
 /* the windows in which the BPF side creates records: the first len of every period of CLOCK_MONOTONIC + phase */
 void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns);
 /* BPF counters, in-flight records and skipped program runs into t->stats */

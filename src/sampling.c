@@ -2,7 +2,7 @@
 /* sampling.c - the windows of "record --sample N --sample-by time" (sampling.h) */
 #include "sampling.h"
 
-/* armed up to 50 ms before a window, at most half the gap between windows */
+/* armed from 50 ms before a window to 50 ms after it, at most a quarter of the gap between windows */
 #define NT_WINDOW_LEAD_NS 50000000ull
 
 struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms)
@@ -11,18 +11,18 @@ struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms)
 
 	w.w_ns = (uint64_t)window_ms * 1000000;
 	w.p_ns = w.w_ns * (n < 2 ? 2 : n);
-	w.lead_ns = (w.p_ns - w.w_ns) / 2 < NT_WINDOW_LEAD_NS ? (w.p_ns - w.w_ns) / 2 : NT_WINDOW_LEAD_NS;
+	w.lead_ns = (w.p_ns - w.w_ns) / 4 < NT_WINDOW_LEAD_NS ? (w.p_ns - w.w_ns) / 4 : NT_WINDOW_LEAD_NS;
 	return w;
 }
 
 bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *start_ns, uint64_t *next_ns)
 {
-	/* shifted by the lead, the armed part of a period is its first lead + w */
+	/* shifted by the lead, the armed part of a period is its first lead + w + lead */
 	uint64_t t = real_ns + w->lead_ns, s = t - t % w->p_ns;
 
-	if (t - s < w->lead_ns + w->w_ns) {
+	if (t - s < 2 * w->lead_ns + w->w_ns) {
 		*start_ns = s;
-		*next_ns = s + w->w_ns;
+		*next_ns = s + w->w_ns + w->lead_ns;
 		return true;
 	}
 	*start_ns = s + w->p_ns;

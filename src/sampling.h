@@ -14,16 +14,18 @@
 struct nt_windows {
 	uint64_t w_ns;		/* window length */
 	uint64_t p_ns;		/* period: one window every p_ns (N * w_ns) */
-	uint64_t lead_ns;	/* the hooks are armed this long before a window (the recorder
-				 * adapts it to how long arming takes; the BPF side keeps the edges) */
+	uint64_t lead_ns;	/* the hooks are armed this long before a window and paused this
+				 * long after it (the recorder adapts it to how long arming takes;
+				 * the BPF side keeps the edges) */
 };
 
 /* windows of window_ms, one in every n (n < 2 counts as 2) */
 struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms);
 /*
- * Whether wall-clock time real_ns lies in a window or in the lead before
- * one (armed); *start_ns: that window's start, else the next one's;
- * *next_ns: when that changes (the window's end, or the next lead's start).
+ * Whether wall-clock time real_ns lies in a window or within the lead
+ * before or after one (armed); *start_ns: that window's start, else the
+ * next one's; *next_ns: when that changes (a lead after the window's end,
+ * or a lead before the next one).
  */
 bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *start_ns, uint64_t *next_ns);
 

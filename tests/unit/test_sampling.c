@@ -16,50 +16,50 @@ static void test_windows_of(void **state)
 	assert_int_equal(w.w_ns, 20 * MS);
 	assert_int_equal(w.p_ns, 2000 * MS);
 	assert_int_equal(w.lead_ns, 50 * MS);
-	w = nt_windows_of(2, 40);		/* the lead is at most half the gap */
-	assert_int_equal(w.lead_ns, 20 * MS);
+	w = nt_windows_of(2, 40);		/* the lead is at most a quarter of the gap */
+	assert_int_equal(w.lead_ns, 10 * MS);
 }
 
 /*
  * Windows are aligned to the epoch: two hosts with agreeing clocks choose the
- * same ones.  The hooks are armed a lead before each (the BPF side keeps
- * the window's exact edges).
+ * same ones.  The programs are armed a lead before each and paused a lead
+ * after it (the BPF side keeps the window's exact edges).
  */
 static void test_window_at(void **state)
 {
-	struct nt_windows w = nt_windows_of(10, 100);	/* 100 ms in every second, armed 50 ms before */
+	struct nt_windows w = nt_windows_of(10, 100);	/* 100 ms in every second, leads of 50 ms */
 	uint64_t start, next, t = 1764000000ull * 1000000000ull;	/* a whole second */
 
 	assert_true(nt_window_at(&w, t, &start, &next));
 	assert_int_equal(start, t);
-	assert_int_equal(next, t + 100 * MS);		/* the window closes */
-	assert_true(nt_window_at(&w, t + 100 * MS - 1, &start, &next));
-	assert_int_equal(next, t + 100 * MS);
-	assert_false(nt_window_at(&w, t + 100 * MS, &start, &next));
+	assert_int_equal(next, t + 150 * MS);		/* paused a lead after the window */
+	assert_true(nt_window_at(&w, t + 150 * MS - 1, &start, &next));
+	assert_int_equal(next, t + 150 * MS);
+	assert_false(nt_window_at(&w, t + 150 * MS, &start, &next));
 	assert_int_equal(start, t + 1000 * MS);		/* the next window ... */
 	assert_int_equal(next, t + 950 * MS);		/* ... is armed 50 ms before it */
 	assert_false(nt_window_at(&w, t + 950 * MS - 1, &start, &next));
 	assert_true(nt_window_at(&w, t + 950 * MS, &start, &next));
 	assert_int_equal(start, t + 1000 * MS);		/* armed: the window that comes */
-	assert_int_equal(next, t + 1100 * MS);
+	assert_int_equal(next, t + 1150 * MS);
 	assert_true(nt_window_at(&w, t + 1000 * MS + 5, &start, &next));
 	assert_int_equal(start, t + 1000 * MS);
 }
 
-/* over whole periods the windows hold 1/N of the time, and the armed part W + lead, wherever it starts */
+/* over whole periods the windows hold 1/N of the time, the armed part W + 2 leads, wherever it starts */
 static void test_fraction(void **state)
 {
-	struct nt_windows w = nt_windows_of(7, 3);
+	struct nt_windows w = nt_windows_of(9, 4);
 	uint64_t in = 0, inside = 0, start, next, t0 = 123456789ull * 1000;
 
-	assert_int_equal(w.lead_ns, 9 * MS);
+	assert_int_equal(w.lead_ns, 8 * MS);
 	for (uint64_t t = t0; t < t0 + 10 * w.p_ns; t += MS / 2)
 		if (nt_window_at(&w, t, &start, &next)) {
 			in++;
 			inside += t >= start && t < start + w.w_ns;
 		}
-	assert_int_equal(inside, 10 * 3 * 2);
-	assert_int_equal(in, 10 * (3 + 9) * 2);
+	assert_int_equal(inside, 10 * 4 * 2);
+	assert_int_equal(in, 10 * (4 + 2 * 8) * 2);
 	/* n < 2 counts as 2: still a schedule, never a division by zero */
 	w = nt_windows_of(1, 5);
 	assert_int_equal(w.p_ns, 10 * MS);
