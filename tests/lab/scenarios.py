@@ -16,6 +16,16 @@ LIVE_FIO = "rw=randread bs=4k iodepth=1 numjobs=1 runtime=12 rate_iops=15"
 IC_RW = "rw=randrw bs=4k iodepth=1 numjobs=1 runtime=1 number_ios=2000 cpus_allowed=0"
 IC_W128 = "rw=randwrite bs=128k iodepth=1 numjobs=1 runtime=1 number_ios=400 cpus_allowed=0"
 
+# Command lines tests/lab/run must refuse at once (exit 1, one line naming the cause), before
+# any guest boots: (arguments, what the line must say).
+REFUSALS = [
+    (["--topology", "two", "--clock", "icount", "--out", "/nonexistent"],
+     "--clock icount needs --topology one (two guests cannot share an instruction clock)"),
+    (["--topology", "one", "--clock", "icount", "--accel", "kvm", "--out", "/nonexistent"],
+     "--clock icount is a TCG mode"),
+    (["--clock", "virtual", "--out", "/nonexistent"], "--clock must be host or icount"),
+]
+
 # Checks every scenario with both hosts recording gets.
 BASIC = [
     ("fio_ok", {}),
