@@ -8,6 +8,7 @@
 # make bench      benchmarks
 # make install    binary, man pages, bash completion (PREFIX=/usr/local DESTDIR=)
 # make deb        .output/ntbpf_VERSION_ARCH.deb (dpkg-deb)
+# make print-version  the version this tree builds as, and its Debian form
 # make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60)
 # make deps       install every Debian package needed (root)
 # V=1             show the commands
@@ -59,7 +60,7 @@ BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildca
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .PHONY: all check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge \
-	man install uninstall deb
+	man install uninstall deb print-version
 .DELETE_ON_ERROR:
 
 all: $(OUTPUT)/ntbpf
@@ -185,6 +186,10 @@ $(DEB): $(OUTPUT)/ntbpf $(MANPAGES) contrib/bash-completion/ntbpf contrib/grafan
 	$(Q)gzip -9n $(OUTPUT)/deb/usr/share/man/man8/*.8
 	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/ntbpf '$(DEB_VERSION)' $(DEB_ARCH)
 	$(Q)dpkg-deb --root-owner-group -Zxz --build $(OUTPUT)/deb $@ >/dev/null
+
+# the version this tree builds as, and its Debian form (tests/install/run checks both, in git and out)
+print-version:
+	@echo '$(VERSION) $(DEB_VERSION)'
 
 # make install, the man pages, the completion and make deb, in scratch directories (no root)
 test-install: all

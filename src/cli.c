@@ -401,7 +401,7 @@ static const struct argp_option live_opts[] = {
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable)", 0 },
 	{ "sample", OPT_SAMPLE, "N", 0, "Look at about 1 in N I/Os", 0 },
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99)", 0 },
-	{ "format", OPT_FORMAT, "FMT", 0, "text or json (one object per interval)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "text, json (one object per interval) or csv (a row per group and stage, led by the time)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here", 0 },
 	{ "peer", OPT_PEER, "ADDR:PORT", 0, "Initiator: merge the target's records from there (reconnects)", 0 },
@@ -445,15 +445,10 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 	case OPT_METRICS_REMOTE:
 		cfg->metrics_remote = true;
 		return 0;
-	case OPT_FORMAT:
-		if (!strcmp(arg, "csv")) {
-			fail(pc, "bad --format 'csv' for live (want text or json)");
-			return EINVAL;
-		}
-		return report_parse(key, arg, st);
 	case OPT_PCT:
 		pc->pcts_given = true;
 		return report_parse(key, arg, st);
+	case OPT_FORMAT:
 	case OPT_GROUP:
 		return report_parse(key, arg, st);
 	case ARGP_KEY_ARG:

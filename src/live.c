@@ -118,7 +118,7 @@ int nt_time_label(char *buf, size_t len, bool rfc3339)
 
 static void now_label(const struct nt_live *l, char *buf, size_t len)
 {
-	nt_time_label(buf, len, l->o.format == NT_FMT_JSON);
+	nt_time_label(buf, len, l->o.format != NT_FMT_TEXT);	/* JSON Lines and CSV: RFC 3339 */
 }
 
 /* this host's records alone */

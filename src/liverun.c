@@ -105,7 +105,7 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 	bool first = true;
 	char when[40];
 
-	nt_time_label(when, sizeof(when), o->format == NT_FMT_JSON);
+	nt_time_label(when, sizeof(when), o->format != NT_FMT_TEXT);
 	nt_report_begin(&rep, local, 1, o);
 	while (!bpf_map_get_next_key(fd, first ? NULL : &prev, &key)) {
 		struct nt_kh_key hk = { .dev = key.dev, .bytes = key.bytes, .op = key.op, .role = key.role };
@@ -266,6 +266,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		cfg->serve ? cfg->serve : "", cfg->metrics ? ", metrics at http://" : "",
 		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
+	nt_report_interval_header(stdout, &ko);	/* CSV: the header line, once */
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
 	(po.kernel_agg ? kh_tick(kh, nt_probes_khist_fd(&pr), &local, &ko, stdout, secs, lost) \

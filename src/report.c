@@ -736,17 +736,25 @@ static void print_json(FILE *out, const struct nt_report *rep)
 
 /* ---- CSV ---- */
 
-static void print_csv(FILE *out, const struct nt_report *rep)
+/* the header line; live's rows start with the interval's time (RFC 3339) and length */
+static void csv_header(FILE *out, const struct nt_report_opts *o, bool timed)
 {
-	const struct nt_report_opts *o = rep->o;
-	char name[64], q[32], key[16];
+	char key[16];
 
-	fprintf(out, "op,size,device,queue,group_count,stage,count,avg_us");
+	fprintf(out, "%sop,size,device,queue,group_count,stage,count,avg_us", timed ? "time,interval_s," : "");
 	for (int p = 0; p < o->npcts; p++) {
 		pct_key(o->pcts[p], key, sizeof(key));
 		fprintf(out, ",%s_us", key);
 	}
 	fputc('\n', out);
+}
+
+/* one row per group and stage; when: NULL, or live's interval (its time and length first) */
+static void csv_rows(FILE *out, const struct nt_report *rep, const char *when, double secs)
+{
+	const struct nt_report_opts *o = rep->o;
+	char name[64], q[32];
+
 	for (int gi = 0; gi < rep->ngroups; gi++) {
 		const struct nt_group *g = &rep->groups[gi];
 
@@ -757,6 +765,8 @@ static void print_csv(FILE *out, const struct nt_report *rep)
 
 			if (!h->count)
 				continue;
+			if (when)
+				fprintf(out, "%s,%.3f,", when, secs);
 			fprintf(out, "%s,%u,", g->op == 0xff ? "all" : nt_op_name(g->op), g->size);
 			nt_put_csv(out, (o->group_by & NT_GB_DEV) ? name : "all");	/* a name from a file */
 			fprintf(out, ",%s,%" PRIu64 ",%s,%" PRIu64 ",%.3f", q, g->count, nt_stage_name(s),
@@ -765,6 +775,20 @@ static void print_csv(FILE *out, const struct nt_report *rep)
 				fprintf(out, ",%.3f", us(nt_hist_percentile(h, o->pcts[p])));
 			fputc('\n', out);
 		}
+	}
+}
+
+static void print_csv(FILE *out, const struct nt_report *rep)
+{
+	csv_header(out, rep->o, false);
+	csv_rows(out, rep, NULL, 0);
+}
+
+void nt_report_interval_header(FILE *out, const struct nt_report_opts *o)
+{
+	if (o->format == NT_FMT_CSV) {
+		csv_header(out, o, true);
+		fflush(out);
 	}
 }
 
@@ -868,6 +892,8 @@ void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char
 		fprintf(out, ", \"groups\": [");
 		print_groups_json(out, rep, secs, true);	/* one line per interval, for pipelines */
 		fprintf(out, "]}\n");
+	} else if (rep->o->format == NT_FMT_CSV) {
+		csv_rows(out, rep, when, secs);	/* the header: nt_report_interval_header() */
 	} else {
 		fprintf(out, "%s  IOPS %.0f", when, n / secs);
 		if (info->lost)

@@ -104,7 +104,11 @@ struct nt_interval_info {
 	const char *peer;		/* NULL: no peer; else its state ("connected", "down") */
 };
 
-/* one interval: text block (time, IOPS, a table per group) or one JSON object per line */
+/* live's CSV header line (time,interval_s,op,...), once before the first interval; nothing for text and JSON */
+void nt_report_interval_header(FILE *out, const struct nt_report_opts *o);
+
+/* one interval: text block (time, IOPS, a table per group), one JSON object per line, or CSV rows
+ * (one per group and stage, each led by the interval's RFC 3339 time and length) */
 void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char *when, double secs,
 			      const struct nt_interval_info *info);
 void nt_report_print(FILE *out, const struct nt_report *rep);

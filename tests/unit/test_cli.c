@@ -168,7 +168,9 @@ static void test_live(void **state)
 	assert_bad("ntbpf live 0", "bad interval '0'");
 	assert_bad("ntbpf live 1 x", "bad count 'x'");
 	assert_bad("ntbpf live 1 2 3", "unexpected argument '3'");
-	assert_bad("ntbpf live --format csv", "bad --format 'csv' for live");
+	assert_int_equal(parse("ntbpf live --format csv", &cfg, err, sizeof(err)), 0);	/* RFC 3339 time per row */
+	assert_int_equal(cfg.format, NT_FMT_CSV);
+	assert_bad("ntbpf live --format xml", "bad --format 'xml'");
 	assert_bad("ntbpf live --serve a:1 --peer b:2", "exclude each other");
 	/* ports are 1-65535 (99999 used to listen on another port), --key goes with the stream */
 	assert_bad("ntbpf live --serve 0.0.0.0:99999", "bad --serve '0.0.0.0:99999' (want ADDR:PORT, port 1-65535)");

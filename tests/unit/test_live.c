@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "live.h"
+#include "report.h"
 #include "metrics.h"
 #include "stream.h"
 
@@ -311,6 +312,43 @@ static void test_peer_drops_and_returns(void **state)
 	nt_header_free(&h);
 }
 
+/* live --format csv: the header once, then per interval one row per group and stage, each led by
+ * the interval's RFC 3339 time (date, time, zone) and length */
+static void test_local_csv(void **state)
+{
+	struct nt_config cfg = cfg_for("csv");
+	struct nt_report_opts o;
+	struct nt_header h;
+	struct nt_live *l;
+	char *out, *line, *save = NULL, hdr[256] = "";
+	FILE *m = fmemopen(hdr, sizeof(hdr) - 1, "w");
+	int rows = 0;
+
+	nt_report_opts_of(&cfg, &o);
+	nt_report_interval_header(m, &o);
+	fclose(m);
+	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us\n");
+	local_header(&h);
+	l = nt_live_new(&cfg, &h);
+	push_local(l, 250);
+	setenv("TZ", "IST-5:30", 1);
+	tzset();
+	out = tick(l, 0.5);
+	unsetenv("TZ");
+	tzset();
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), rows++) {
+		/* 2026-11-24T10:03:08.123+05:30,0.500,read,4096,nvme0n1,... */
+		assert_int_equal(strlen(line) > 30, 1);
+		assert_true(line[4] == '-' && line[7] == '-' && line[10] == 'T' && line[13] == ':' && line[19] == '.');
+		assert_memory_equal(line + 23, "+05:30,0.500,", 13);
+		assert_non_null(strstr(line, ",nvme0n1,"));
+		assert_non_null(strstr(line, ",250,"));	/* the group's count */
+	}
+	assert_true(rows >= 1);
+	free(out);
+	nt_live_free(l);
+}
+
 /* in-kernel histograms: per-CPU differences, 32-bit bucket counters wrapping around between intervals */
 static void test_kh_wraparound(void **state)
 {
@@ -357,6 +395,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_intervals),
+		cmocka_unit_test(test_local_csv),
 		cmocka_unit_test(test_kh_wraparound),
 		cmocka_unit_test(test_peer_stream_pairs),
 		cmocka_unit_test(test_peer_drops_and_returns),
