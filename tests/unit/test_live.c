@@ -149,16 +149,25 @@ static void push_local(struct nt_live *l, int n)
 	}
 }
 
+/* this host's live (its header into *h; cfg is kept) with n I/Os pushed */
+static struct nt_live *local_live(const struct nt_config *cfg, struct nt_header *h, int n)
+{
+	struct nt_live *l;
+
+	local_header(h);
+	l = nt_live_new(cfg, h);
+	assert_non_null(l);
+	push_local(l, n);
+	return l;
+}
+
 static void test_local_intervals(void **state)
 {
 	struct nt_config cfg = cfg_for("json");
 	struct nt_header h;
-	struct nt_live *l;
+	struct nt_live *l = local_live(&cfg, &h, 250);
 	char *out;
 
-	local_header(&h);
-	l = nt_live_new(&cfg, &h);
-	push_local(l, 250);
 	out = tick(l, 0.5);
 	/* one line, 250 I/Os in half a second */
 	assert_non_null(strstr(out, "\"iops\": 500.0"));
@@ -192,12 +201,9 @@ static void test_golden_local_text(void **state)
 {
 	struct nt_config cfg = cfg_for("text");
 	struct nt_header h;
-	struct nt_live *l;
+	struct nt_live *l = local_live(&cfg, &h, 250);
 	char *out;
 
-	local_header(&h);
-	l = nt_live_new(&cfg, &h);
-	push_local(l, 250);
 	out = tick(l, 0.5);
 	mask_times(out);
 	check_golden("live-local.txt", out);
@@ -395,9 +401,7 @@ static void test_local_csv(void **state)
 	nt_report_interval_header(m, &o);
 	fclose(m);
 	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us\n");
-	local_header(&h);
-	l = nt_live_new(&cfg, &h);
-	push_local(l, 250);
+	l = local_live(&cfg, &h, 250);
 	setenv("TZ", "IST-5:30", 1);
 	tzset();
 	out = tick(l, 0.5);
