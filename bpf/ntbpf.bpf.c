@@ -575,46 +575,11 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 }
 
 /*
- * function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret).
+ * function f(T0 a0, T1 a1) returning int: handler(a0, entry_ts, ret).
  * gate(a0) says whether a0 belongs to a recorded I/O: for any other (every
  * I/O --sample leaves out) both programs return at once, without touching
  * the entry-time storage.
  */
-#define EXIT_HOOK1(fn, handler, T0, gate)					\
-SEC("fentry/" #fn)								\
-int BPF_PROG(fentry_##fn, T0 a0)						\
-{										\
-	if (paused)								\
-		return 0;							\
-	if (gate(a0))								\
-		ts_put();							\
-	return 0;								\
-}										\
-SEC("fexit/" #fn)								\
-int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
-{										\
-	if (paused)								\
-		return 0;							\
-	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
-}										\
-SEC("kprobe/" #fn)								\
-int BPF_KPROBE(kprobe_##fn, T0 a0)						\
-{										\
-	if (paused)								\
-		return 0;							\
-	if (gate(a0))								\
-		stash_put((__u64)a0, 0);					\
-	return 0;								\
-}										\
-SEC("kretprobe/" #fn)								\
-int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
-{										\
-	if (paused)								\
-		return 0;							\
-	struct args a = stash_take();						\
-	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
-}
-
 #define EXIT_HOOK2(fn, handler, T0, T1, gate)					\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
