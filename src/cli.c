@@ -317,7 +317,7 @@ static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json or csv (default: text)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
-	{ "verbose", 'v', NULL, 0, "Also print empty stages and per-file details", 0 },
+	{ "verbose", 'v', NULL, 0, "Also print empty stages and each file's facts: the command line that recorded it, its start, end and sampling, its NVMe subsystems and addresses", 0 },
 	{},
 };
 

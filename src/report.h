@@ -28,7 +28,11 @@ struct nt_group {
 	uint32_t dev;
 	uint16_t ctrl, qid;
 	bool has_queue;
+	uint16_t status;		/* NVMe status (or blk_status_t): its I/Os failed; 0 succeeded */
+	bool status_nvme;		/* status is an NVMe status (else the block layer's) */
 	uint64_t count;
+	uint64_t bytes;			/* transferred by its I/Os */
+	uint64_t first_ns, last_ns;	/* first I/O's start, last one's end (wall clock in files) */
 	uint64_t full;			/* matched I/Os with all ten stages of the breakdown */
 	uint64_t full_resid;		/* ... the largest |sum of the ten - end_to_end| among them, ns */
 	uint64_t stand_in[NT_ST_NR];	/* I/Os whose stage used a stand-in boundary */
@@ -115,6 +119,13 @@ void nt_report_print(FILE *out, const struct nt_report *rep);
 void nt_report_free(struct nt_report *rep);
 
 const char *nt_op_name(uint8_t op);
+/* wall-clock ns as RFC 3339 in UTC with nanoseconds: 2026-11-25T15:00:00.123456789Z */
+void nt_fmt_wall(uint64_t ns, char *buf, size_t len);
+/* an I/O's status as printed: "ok", "0x4002" (NVMe), "blk:10" (blk_status_t); the NVMe specification's name or "" */
+void nt_status_label(uint16_t status, bool nvme, char *buf, size_t len);
+const char *nt_status_name(uint16_t status, bool nvme);
+/* whether r's status is an NVMe status (else blk_status_t) */
+bool nt_status_is_nvme(const struct ntbpf_rec *r);
 /* a group's device as the report prints it: "nvme1n1", "nsid1" (target), "259:3" or "-" */
 void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len);
 

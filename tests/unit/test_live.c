@@ -327,7 +327,8 @@ static void test_local_csv(void **state)
 	nt_report_opts_of(&cfg, &o);
 	nt_report_interval_header(m, &o);
 	fclose(m);
-	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us\n");
+	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us,"
+			    "min_us,max_us,status,span_s,iops,mb_s\n");
 	local_header(&h);
 	l = nt_live_new(&cfg, &h);
 	push_local(l, 250);
