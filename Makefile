@@ -137,10 +137,11 @@ SBINDIR    ?= $(PREFIX)/sbin
 MANDIR     ?= $(PREFIX)/share/man
 DOCDIR     ?= $(PREFIX)/share/doc/ntbpf
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
-SUBCMDS    := record report live probe
+SUBCMDS    := record report script live probe
 MANPAGES   := $(OUTPUT)/man/ntbpf.8 $(patsubst %,$(OUTPUT)/man/ntbpf-%.8,$(SUBCMDS))
 summary_record := record one record per NVMe/TCP (or block) I/O on this host
 summary_report := merge the record files of both hosts and print the per-stage latency breakdown
+summary_script := print every I/O of record files as a row, initiator and target merged (CSV, JSON Lines)
 summary_live   := stage latencies every interval, and a Prometheus / OpenMetrics endpoint
 summary_probe  := list the kernel hooks ntbpf wants and how they attach here
 

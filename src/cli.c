@@ -377,6 +377,53 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 	return 0;
 }
 
+/* ---- script ---- */
+
+static const char script_doc[] =
+"Print every I/O of record files as a row (like perf script and biosnoop): an initiator I/O "
+"and its target record merged into one row, I/Os seen on one host only flagged (match), in "
+"order of completion time.  Columns: time (completion, RFC 3339 UTC with ns), host, "
+"target_host, device, op, size, lba, qid, cid, status, match, then <stage>_ns for every stage "
+"(empty where not measured), end_to_end_ns among them.  Without FILE: ntbpf.data; '-' reads "
+"standard input.\n"
+"\v"
+"EXAMPLES:\n"
+"  ntbpf script initiator.ntbpf target.ntbpf > ios.csv\n"
+"  # the failed I/Os, and the 10 slowest:\n"
+"  ntbpf script --format json ntbpf.data | jq -c 'select(.status != \"ok\")'\n"
+"  ntbpf script --format json ntbpf.data | jq -s -c 'sort_by(.end_to_end_ns) | .[-10:][]'";
+
+static const struct argp_option script_opts[] = {
+	{ "format", OPT_FORMAT, "FMT", 0, "csv (default) or json (JSON Lines: one object per I/O)", 0 },
+	{},
+};
+
+static error_t script_parse(int key, char *arg, struct argp_state *st)
+{
+	struct parse_ctx *pc = st->input;
+
+	switch (key) {
+	case OPT_FORMAT:
+		if (!strcmp(arg, "csv"))
+			pc->cfg->format = NT_FMT_CSV;
+		else if (!strcmp(arg, "json"))
+			pc->cfg->format = NT_FMT_JSON;
+		else {
+			fail(pc, "bad --format '%s' (want csv or json)", arg);
+			return EINVAL;
+		}
+		return 0;
+	case ARGP_KEY_INIT:
+		pc->cfg->format = NT_FMT_CSV;
+		/* fall through */
+	case ARGP_KEY_ARG:
+	case ARGP_KEY_END:
+		return report_parse(key, arg, st);
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
 /* ---- live ---- */
 
 static const char live_doc[] =
@@ -549,6 +596,7 @@ static const char top_usage[] =
 "Commands:\n"
 "  record   record one record per I/O on this host (initiator or target)\n"
 "  report   merge record files of both hosts and print the stage breakdown\n"
+"  script   print every I/O of record files as a row (CSV or JSON Lines)\n"
 "  live     print the stage latencies every second while the workload runs\n"
 "  probe    list the hooks this kernel offers and how ntbpf attaches them\n\n"
 "EXAMPLES:\n"
@@ -599,6 +647,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 						 report_help_filter, NULL };
 	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
 	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
+	static const struct argp script_argp = { script_opts, script_parse, "[FILE...]", script_doc, NULL, NULL, NULL };
 	const struct argp *ap;
 	struct parse_ctx pc = { .cfg = cfg, .err = err };
 	char prog[32], *scratch_buf = NULL;
@@ -627,6 +676,14 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 			fprintf(err, "ntbpf: out of memory\n");
 			return -1;
 		}
+	} else if (!strcmp(sub, "script")) {
+		cfg->cmd = NT_CMD_SCRIPT;
+		ap = &script_argp;
+		cfg->files = calloc(argc, sizeof(*cfg->files));	/* no limit but argc */
+		if (!cfg->files) {
+			fprintf(err, "ntbpf: out of memory\n");
+			return -1;
+		}
 	} else if (!strcmp(sub, "probe")) {
 		cfg->cmd = NT_CMD_PROBE;
 		ap = &probe_argp;
@@ -634,7 +691,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		cfg->cmd = NT_CMD_LIVE;
 		ap = &live_argp;
 	} else {
-		fprintf(err, "ntbpf: unknown command '%s' (want record, report, live or probe; see ntbpf --help)\n", sub);
+		fprintf(err, "ntbpf: unknown command '%s' (want record, report, script, live or probe; see ntbpf --help)\n", sub);
 		return -1;
 	}
 

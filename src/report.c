@@ -193,8 +193,7 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 
 #define NO_GROUP UINT32_MAX
 
-/* r's end: its last event (ns after t0) */
-static uint32_t rec_end(const struct ntbpf_rec *r)
+uint32_t nt_rec_end(const struct ntbpf_rec *r)
 {
 	uint32_t end = 0;
 
@@ -240,22 +239,22 @@ static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, uint8_t r
 		s->io.start_hi = (uint32_t)(start >> 32);
 		s->io.bytes = r->bytes;
 	} else if (g) {
-		group_span(g, r->t0 + to_wall, r->t0 + to_wall + rec_end(r), r->bytes);
+		group_span(g, r->t0 + to_wall, r->t0 + to_wall + nt_rec_end(r), r->bytes);
 	}
 	return 0;
 }
 
-/* the clock offset (wall - monotonic) of the input whose records hold r, or 0 */
-static uint64_t wall_of(const struct nt_header *h)
+uint64_t nt_wall_offset(const struct nt_header *h)
 {
 	return h->real_ns ? h->real_ns - h->mono_ns : 0;
 }
 
+/* the clock offset (wall - monotonic) of the input whose records hold r, or 0 */
 static uint64_t to_wall_of(const struct nt_report *rep, const struct ntbpf_rec *r)
 {
 	for (int i = 0; i < rep->nins; i++)
 		if (rep->ins[i].recs && r >= rep->ins[i].recs && r < rep->ins[i].recs + rep->ins[i].n)
-			return wall_of(&rep->ins[i].hdr);
+			return nt_wall_offset(&rep->ins[i].hdr);
 	return 0;
 }
 
@@ -416,7 +415,7 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
 	c->rep->m.no_cntlid += no_cntlid;
 	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-	return summarize(c->rep, r, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, true, s, wall_of(&in->hdr));
+	return summarize(c->rep, r, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, true, s, nt_wall_offset(&in->hdr));
 }
 
 int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
@@ -536,14 +535,19 @@ void nt_report_free(struct nt_report *rep)
 /* header DEV items are "name=major:minor" */
 static void dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
 {
+	nt_dev_name_in(rep->ins, rep->nins, role, dev, buf, len);
+}
+
+void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev, char *buf, size_t len)
+{
 	unsigned int maj = dev >> 20, min = dev & 0xfffff;
 
 	if (role == NTBPF_ROLE_TARGET) {
 		snprintf(buf, len, "nsid%u", dev);
 		return;
 	}
-	for (int i = 0; i < rep->nins; i++) {
-		const struct nt_header *h = &rep->ins[i].hdr;
+	for (int i = 0; i < nins; i++) {
+		const struct nt_header *h = &ins[i].hdr;
 
 		if (h->role == NTBPF_ROLE_TARGET)
 			continue;

@@ -128,6 +128,12 @@ const char *nt_status_name(uint16_t status, bool nvme);
 bool nt_status_is_nvme(const struct ntbpf_rec *r);
 /* a group's device as the report prints it: "nvme1n1", "nsid1" (target), "259:3" or "-" */
 void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len);
+/* the same from the headers of inputs */
+void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev, char *buf, size_t len);
+/* where r's I/O ended: its last event, ns after t0 */
+uint32_t nt_rec_end(const struct ntbpf_rec *r);
+/* wall clock - monotonic clock of a file's host (0: the header does not say) */
+uint64_t nt_wall_offset(const struct nt_header *h);
 
 /* "ntbpf report": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err);
