@@ -116,7 +116,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 /* ---- record ---- */
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
-       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW };
+       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_HIST };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -317,6 +317,8 @@ static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json or csv (default: text)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's distribution as a log2 histogram in microseconds "
+	  "(as biolatency); JSON: its bins (log2_us)", 0 },
 	{ "verbose", 'v', NULL, 0, "Also print empty stages and each file's facts: the command line that recorded it, its start, end and sampling, its NVMe subsystems and addresses", 0 },
 	{},
 };
@@ -349,6 +351,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			fail(pc, "bad --format '%s' (want text, json or csv)", arg);
 			return EINVAL;
 		}
+		break;
+	case OPT_HIST:
+		cfg->hist = true;
 		break;
 	case OPT_GROUP:
 		if (nt_parse_group_by(arg, &cfg->group_by, msg, sizeof(msg))) {
@@ -450,6 +455,8 @@ static const struct argp_option live_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json (one object per interval) or csv (a row per group and stage, led by the time)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's log2 histogram in microseconds every interval "
+	  "(as biolatency); JSON: its bins (log2_us)", 0 },
 	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here", 0 },
 	{ "peer", OPT_PEER, "ADDR:PORT", 0, "Initiator: merge the target's records from there (reconnects)", 0 },
 	{ "key", OPT_KEY, "FILE", 0, "Shared secret of --serve and --peer (a file of 16+ bytes, mode 0600, yours); "
@@ -497,6 +504,7 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 		return report_parse(key, arg, st);
 	case OPT_FORMAT:
 	case OPT_GROUP:
+	case OPT_HIST:
 		return report_parse(key, arg, st);
 	case ARGP_KEY_ARG:
 		if (st->arg_num == 0) {

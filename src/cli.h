@@ -51,6 +51,7 @@ struct nt_config {
 	double pcts[NT_MAX_PCTS];
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
+	bool hist;			/* report/live --hist: log2 histograms per stage */
 	int nfiles;
 	const char **files;		/* nfiles pointers into argv, any number; nt_config_free() */
 };

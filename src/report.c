@@ -754,6 +754,26 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# no initiator records: host stages and network_transmission not measured\n");
 }
 
+/* biolatency's print_log2_hist: "    16 -> 31         : 120      |*****     |" */
+static void print_log2_text(FILE *out, const char *name, const struct nt_hist *h)
+{
+	uint64_t bins[NT_LOG2_BINS], top = 0;
+	int n = nt_hist_log2_us(h, bins);
+
+	for (int i = 0; i < n; i++)
+		top = bins[i] > top ? bins[i] : top;
+	fprintf(out, "\n%s\n%5s%-19s : count    distribution\n", name, "", "usecs");
+	for (int i = 0; i < n; i++) {
+		uint64_t lo = (1ull << (i + 1)) >> 1, hi = (1ull << (i + 1)) - 1;
+		int stars = top ? (int)(bins[i] * 40 / top) : 0;
+
+		if (lo == hi)
+			lo--;
+		fprintf(out, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |%.*s%*s|\n", lo, hi, bins[i], stars,
+			"****************************************", 40 - stars, "");
+	}
+}
+
 /* one group's table; secs > 0 adds IOPS (live intervals) */
 static void print_group_text(FILE *out, const struct nt_report *rep, const struct nt_group *g, double secs)
 {
@@ -813,6 +833,9 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 			fprintf(out, "  (stand-in on %" PRIu64 ")", g->stand_in[s]);
 		fputc('\n', out);
 	}
+	for (int k = 0; k < NT_ST_NR && o->hist; k++)
+		if (g->h[nt_stage_at_row[k]].count)
+			print_log2_text(out, nt_stage_name(nt_stage_at_row[k]), &g->h[nt_stage_at_row[k]]);
 }
 
 /* where a file's recording began and ended on the wall clock; 0: not known */
@@ -960,6 +983,15 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
 			}
 			fprintf(out, ", \"max_us\": %.3f", us(nt_hist_percentile(h, 100)));
+			if (o->hist) {
+				uint64_t bins[NT_LOG2_BINS];
+				int nb = nt_hist_log2_us(h, bins);
+
+				fputs(", \"log2_us\": [", out);
+				for (int i = 0; i < nb; i++)
+					fprintf(out, "%s%" PRIu64, i ? ", " : "", bins[i]);
+				fputc(']', out);
+			}
 			if (g->stand_in[s])
 				fprintf(out, ", \"stand_in\": %" PRIu64, g->stand_in[s]);
 			fputc('}', out);
@@ -1182,6 +1214,7 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
 	o->format = cfg->format;
 	o->group_by = cfg->group_by;
+	o->hist = cfg->hist;
 	/* -v of record and live is about libbpf, not the report */
 	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
 }

@@ -50,6 +50,7 @@ struct nt_report_opts {
 	enum nt_format format;
 	unsigned int group_by;
 	bool verbose;
+	bool hist;		/* --hist: log2 histograms per stage (text), their bins (JSON) */
 	/* live: called with each interval before it is printed (ntbpf live --metrics) */
 	void (*on_interval)(void *ctx, const struct nt_report *rep, const struct nt_interval_info *info);
 	void *on_interval_ctx;

@@ -228,6 +228,53 @@ static void test_golden_csv(void **state)
 	free(s);
 }
 
+/* --hist: biolatency's histograms (golden), and in JSON bins that count every value of the stage */
+static void test_hist(void **state)
+{
+	const char *names[] = { "init.ntbpf" };
+	char *dir = scratch_dir(), path[256], *out, *p;
+	FILE *f;
+	int rc, stages = 0;
+
+	snprintf(path, sizeof(path), "%s/init.ntbpf", dir);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	make_init_file(f, 2000, true);
+	fclose(f);
+	out = report_cli(dir, "--hist --percentiles 50,99 init.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	check_golden("report-hist.txt", out);
+	assert_non_null(strstr(out, "\nend_to_end\n     usecs               : count    distribution\n"
+				    "         0 -> 1          : 0        |                                        |\n"));
+	free(out);
+	out = report_cli(dir, "--hist --format json init.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	for (p = out; (p = strstr(p, "{\"count\": ")); p++) {
+		unsigned long count, sum = 0, bin;
+		char *b = strstr(p, "\"log2_us\": [");
+		int used;
+
+		assert_int_equal(sscanf(p, "{\"count\": %lu", &count), 1);
+		assert_non_null(b);
+		b += strlen("\"log2_us\": [");
+		while (sscanf(b, "%lu%n", &bin, &used) == 1) {
+			sum += bin;
+			b += used;
+			if (*b == ',')
+				b += 2;
+		}
+		assert_int_equal(*b, ']');
+		assert_int_equal(sum, count);
+		stages++;
+	}
+	assert_int_equal(stages, 7 * 3);
+	free(out);
+	out = report_cli(dir, "init.ntbpf", &rc);
+	assert_null(strstr(out, "usecs"));	/* only with --hist */
+	free(out);
+	scratch_rm(dir, names, 1);
+}
+
 /* the numbers themselves, independent of the golden files */
 static void test_values(void **state)
 {
@@ -634,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_golden_csv),
 		cmocka_unit_test(test_golden_two_hosts),
 		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_exit_status),
 		cmocka_unit_test(test_files_path_equals_records_path),
 		cmocka_unit_test(test_verbose_facts),
