@@ -16,18 +16,7 @@
 #include "script.h"
 #include "stages.h"
 
-enum { M_BOTH, M_INIT, M_TGT };
 static const char *const match_names[] = { "both", "initiator_only", "target_only" };
-
-struct row {
-	uint64_t time;		/* completion, wall clock ns */
-	uint64_t lba;
-	uint32_t dev, bytes, mask;
-	uint32_t vals[NT_ST_NR];
-	uint16_t qid, cid, status, file, tfile;
-	uint8_t op, role, match;
-	bool status_nvme, nvme;
-};
 
 /* pass 1: what pairing needs, and each target record's stages (tag: its file) */
 struct pass1 {
@@ -68,25 +57,23 @@ struct src {
 	struct nt_reader *rd;
 	struct nt_header hdr;
 	size_t next;		/* global index of its next initiator or target record */
-	struct row ahead;
+	struct nt_row ahead;
 	bool has;
 };
 
-struct script {
-	const struct nt_input *ins;
+struct nt_rows {
+	struct nt_input *ins;
+	FILE *const *files;
 	int n;
+	bool cut;		/* a file was cut short or damaged */
 	struct nt_matching m;
-	const struct nt_sum *ts;
+	struct nt_sum *ts;	/* each target record's stages (tag: its file) */
+	size_t *init_at, *tgt_at;
 	struct src *src;
-	struct row *heap;
-	size_t nheap;
-	uint64_t last, late;
-	enum nt_format fmt;
-	FILE *out;
 };
 
-static void fill_row(struct script *sc, int f, const struct ntbpf_rec *r, const struct nt_sum *si,
-		     const struct nt_sum *st, struct row *w)
+static void fill_row(struct nt_rows *sc, int f, const struct ntbpf_rec *r, const struct nt_sum *si,
+		     const struct nt_sum *st, struct nt_row *w)
 {
 	uint64_t vals[NT_ST_NR];
 	uint32_t stand_in;
@@ -99,21 +86,22 @@ static void fill_row(struct script *sc, int f, const struct ntbpf_rec *r, const 
 	w->bytes = r->bytes;
 	w->qid = r->qid;
 	w->cid = r->cid;
+	w->ctrl = r->ctrl;
+	w->flags = r->flags;
 	w->status = r->status;
 	w->status_nvme = nt_status_is_nvme(r);
-	w->nvme = r->flags & NTBPF_F_NVME;
 	w->op = r->op;
 	w->role = r->role;
 	w->file = (uint16_t)f;
 	w->tfile = st && si ? (uint16_t)st->tag : UINT16_MAX;
-	w->match = si && st ? M_BOTH : si ? M_INIT : M_TGT;
+	w->match = si && st ? NT_ROW_BOTH : si ? NT_ROW_INIT : NT_ROW_TGT;
 	w->mask = nt_sum_combine(si, st, vals, &stand_in, &neg);
 	for (uint32_t left = w->mask; left; left &= left - 1)
 		w->vals[__builtin_ctz(left)] = (uint32_t)vals[__builtin_ctz(left)];
 }
 
 /* the file's next row: 1, or 0 at its end */
-static int advance(struct script *sc, int f)
+static int advance(struct nt_rows *sc, int f)
 {
 	struct src *s = &sc->src[f];
 	struct ntbpf_rec r;
@@ -139,135 +127,29 @@ static int advance(struct script *sc, int f)
 	return s->has = 0;
 }
 
-static void print_header(struct script *sc)
-{
-	if (sc->fmt != NT_FMT_CSV)
-		return;
-	fputs("time,host,target_host,device,op,size,lba,qid,cid,status,match", sc->out);
-	for (int s = 0; s < NT_ST_NR; s++)
-		fprintf(sc->out, ",%s_ns", nt_stage_name(s));
-	fputc('\n', sc->out);
-}
-
-static void print_row(struct script *sc, const struct row *w)
-{
-	FILE *out = sc->out;
-	bool csv = sc->fmt == NT_FMT_CSV;
-	char t[48], dev[64], status[32];
-	const char *thost = w->tfile != UINT16_MAX ? sc->ins[w->tfile].hdr.hostname : "";
-
-	if (w->time < sc->last)
-		sc->late++;
-	else
-		sc->last = w->time;
-	nt_fmt_wall(w->time, t, sizeof(t));
-	nt_dev_name_in(sc->ins, sc->n, w->role, w->dev, dev, sizeof(dev));
-	nt_status_label(w->status, w->status_nvme, status, sizeof(status));
-	if (csv) {
-		fprintf(out, "%s,", t);
-		nt_put_csv(out, sc->ins[w->file].hdr.hostname);
-		fputc(',', out);
-		nt_put_csv(out, thost);
-		fputc(',', out);
-		nt_put_csv(out, dev);
-		fprintf(out, ",%s,%u,%" PRIu64 ",", nt_op_name(w->op), w->bytes, w->lba);
-		if (w->nvme)
-			fprintf(out, "%u,%u", w->qid, w->cid);
-		else
-			fputc(',', out);
-		fprintf(out, ",%s,%s", status, match_names[w->match]);
-		for (int s = 0; s < NT_ST_NR; s++)
-			if (w->mask & (1u << s))
-				fprintf(out, ",%u", w->vals[s]);
-			else
-				fputc(',', out);
-		fputc('\n', out);
-		return;
-	}
-	fprintf(out, "{\"time\": \"%s\", \"host\": ", t);
-	nt_put_json(out, sc->ins[w->file].hdr.hostname);
-	fputs(", \"target_host\": ", out);
-	if (*thost)
-		nt_put_json(out, thost);
-	else
-		fputs("null", out);
-	fputs(", \"device\": ", out);
-	nt_put_json(out, dev);
-	fprintf(out, ", \"op\": \"%s\", \"size\": %u, \"lba\": %" PRIu64, nt_op_name(w->op), w->bytes, w->lba);
-	if (w->nvme)
-		fprintf(out, ", \"qid\": %u, \"cid\": %u", w->qid, w->cid);
-	else
-		fputs(", \"qid\": null, \"cid\": null", out);
-	fprintf(out, ", \"status\": \"%s\", \"match\": \"%s\"", status, match_names[w->match]);
-	for (int s = 0; s < NT_ST_NR; s++)
-		if (w->mask & (1u << s))
-			fprintf(out, ", \"%s_ns\": %u", nt_stage_name(s), w->vals[s]);
-		else
-			fprintf(out, ", \"%s_ns\": null", nt_stage_name(s));
-	fputs("}\n", out);
-}
-
-/* ---- the reorder buffer: a min-heap on time ---- */
-
-static void heap_push(struct script *sc, const struct row *w)
-{
-	size_t i = sc->nheap++;
-
-	while (i && sc->heap[(i - 1) / 2].time > w->time) {
-		sc->heap[i] = sc->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	sc->heap[i] = *w;
-}
-
-static void heap_pop_print(struct script *sc)
-{
-	struct row last;
-	size_t i = 0;
-
-	print_row(sc, &sc->heap[0]);
-	last = sc->heap[--sc->nheap];
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= sc->nheap)
-			break;
-		if (c + 1 < sc->nheap && sc->heap[c + 1].time < sc->heap[c].time)
-			c++;
-		if (sc->heap[c].time >= last.time)
-			break;
-		sc->heap[i] = sc->heap[c];
-		i = c;
-	}
-	if (sc->nheap)
-		sc->heap[i] = last;
-}
-
-/* pass 2 over the open files (rewound) */
-static int print_rows(struct script *sc, FILE *const *files, const size_t *init_at, const size_t *tgt_at,
-		      char *err, size_t errlen)
+/* pass 2 */
+int nt_rows_each(struct nt_rows *sc, int (*each)(void *ctx, const struct nt_row *w), void *ctx)
 {
 	int rc = 0;
 
-	sc->src = calloc(sc->n, sizeof(*sc->src));
-	sc->heap = malloc(NT_SCRIPT_WINDOW * sizeof(*sc->heap));
-	if (!sc->src || !sc->heap) {
-		snprintf(err, errlen, "out of memory");
+	if (!sc->src)
+		sc->src = calloc(sc->n, sizeof(*sc->src));
+	if (!sc->src)
 		return -1;
-	}
 	for (int f = 0; f < sc->n; f++) {
 		struct src *s = &sc->src[f];
 		char sub[200];
 
-		if (fseek(files[f], 0, SEEK_SET) || !(s->rd = nt_reader_open(files[f], &s->hdr, sub, sizeof(sub)))) {
-			snprintf(err, errlen, "cannot read the files again");
-			rc = -1;
-			goto out;
+		if (s->rd) {
+			nt_reader_close(s->rd);
+			nt_header_free(&s->hdr);
 		}
-		s->next = sc->ins[f].hdr.role == NTBPF_ROLE_TARGET ? tgt_at[f] : init_at[f];
+		memset(s, 0, sizeof(*s));
+		if (fseek(sc->files[f], 0, SEEK_SET) || !(s->rd = nt_reader_open(sc->files[f], &s->hdr, sub, sizeof(sub))))
+			return -1;
+		s->next = sc->ins[f].hdr.role == NTBPF_ROLE_TARGET ? sc->tgt_at[f] : sc->init_at[f];
 		advance(sc, f);
 	}
-	print_header(sc);
 	for (;;) {
 		int best = -1;
 
@@ -276,24 +158,100 @@ static int print_rows(struct script *sc, FILE *const *files, const size_t *init_
 				best = f;
 		if (best < 0)
 			break;
-		if (sc->nheap == NT_SCRIPT_WINDOW)
-			heap_pop_print(sc);
-		heap_push(sc, &sc->src[best].ahead);
+		if (each(ctx, &sc->src[best].ahead)) {
+			rc = -1;
+			break;
+		}
 		advance(sc, best);
 	}
-	while (sc->nheap)
-		heap_pop_print(sc);
-out:
-	for (int f = 0; f < sc->n; f++)
+	return rc;
+}
+
+bool nt_rows_cut(const struct nt_rows *rs)
+{
+	return rs->cut;
+}
+
+void nt_rows_free(struct nt_rows *sc)
+{
+	if (!sc)
+		return;
+	for (int f = 0; sc->src && f < sc->n; f++)
 		if (sc->src[f].rd) {
 			nt_reader_close(sc->src[f].rd);
 			nt_header_free(&sc->src[f].hdr);
 		}
+	free(sc->src);
+	nt_match_free(&sc->m);
+	free(sc->ts);
+	free(sc->init_at);
+	free(sc->tgt_at);
+	free(sc);
+}
+
+int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files, const char *const *names, int n,
+		 const char *prog, FILE *err)
+{
+	struct nt_rows *sc = calloc(1, sizeof(*sc));
+	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
+	struct pass1 c = { .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
+			   .ts.sz = sizeof(struct nt_sum) };
+	char path[256];
+	int rc = -1;
+
+	*out = sc;
+	if (!sc || !hdrs || !(sc->init_at = calloc(n + 1, sizeof(size_t))) || !(sc->tgt_at = calloc(n + 1, sizeof(size_t)))) {
+		fprintf(err, "%s: out of memory\n", prog);
+		goto out;
+	}
+	if (n > UINT16_MAX) {
+		fprintf(err, "%s: at most %u files\n", prog, UINT16_MAX);
+		goto out;
+	}
+	sc->ins = ins;
+	sc->files = files;
+	sc->n = n;
+	for (int i = 0; i < n; i++) {
+		char sub[200];
+
+		c.file = (uint16_t)i;
+		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take, &c)) {
+			fprintf(err, "%s: %s: ", prog, nt_esc_term(path, sizeof(path), names[i]));
+			nt_put_term(err, sub);
+			fputc('\n', err);
+			goto out;
+		}
+		if (ins[i].status != NT_READ_OK) {
+			fprintf(err, "%s: warning: ", prog);
+			nt_put_term(err, names[i]);
+			fputs(": ", err);
+			nt_put_term(err, ins[i].status_msg);
+			fputc('\n', err);
+			sc->cut = true;
+		}
+		hdrs[i] = &ins[i].hdr;
+		sc->init_at[i + 1] = c.ii.n;
+		sc->tgt_at[i + 1] = c.ti.n;
+	}
+	sc->m.n_init = c.ii.n;
+	sc->m.n_tgt = c.ti.n;
+	if (nt_match_items(&sc->m, c.ii.v, sc->init_at, c.ti.v, sc->tgt_at, hdrs, n)) {
+		fprintf(err, "%s: out of memory\n", prog);
+		goto out;
+	}
+	/* only the pairing and the targets' stages stay */
+	sc->ts = c.ts.v;
+	c.ts.v = NULL;
+	rc = 0;
+out:
+	free(c.ii.v);
+	free(c.ti.v);
+	free(c.ts.v);
+	free(hdrs);
 	return rc;
 }
 
-/* a file given as '-': standard input, copied to an unlinked temporary file (read twice) */
-static FILE *open_input(const char *name)
+FILE *nt_open_input(const char *name)
 {
 	FILE *in, *tmp;
 	char buf[65536];
@@ -316,6 +274,7 @@ static FILE *open_input(const char *name)
 	if (ferror(in) || ferror(tmp) || fflush(tmp)) {
 		fclose(in);
 		fclose(tmp);
+		errno = EIO;
 		return NULL;
 	}
 	fclose(in);
@@ -323,71 +282,162 @@ static FILE *open_input(const char *name)
 	return tmp;
 }
 
+/* ---- "ntbpf script": printing through a reorder buffer ---- */
+
+struct script {
+	const struct nt_input *ins;
+	int n;
+	struct nt_row *heap;
+	size_t nheap;
+	uint64_t last, late;
+	enum nt_format fmt;
+	FILE *out;
+};
+
+static void print_header(struct script *sc)
+{
+	if (sc->fmt != NT_FMT_CSV)
+		return;
+	fputs("time,host,target_host,device,op,size,lba,qid,cid,status,match", sc->out);
+	for (int s = 0; s < NT_ST_NR; s++)
+		fprintf(sc->out, ",%s_ns", nt_stage_name(s));
+	fputc('\n', sc->out);
+}
+
+static void print_row(struct script *sc, const struct nt_row *w)
+{
+	FILE *out = sc->out;
+	bool csv = sc->fmt == NT_FMT_CSV, nvme = w->flags & NTBPF_F_NVME;
+	char t[48], dev[64], status[32];
+	const char *thost = w->tfile != UINT16_MAX ? sc->ins[w->tfile].hdr.hostname : "";
+
+	if (w->time < sc->last)
+		sc->late++;
+	else
+		sc->last = w->time;
+	nt_fmt_wall(w->time, t, sizeof(t));
+	nt_dev_name_in(sc->ins, sc->n, w->role, w->dev, dev, sizeof(dev));
+	nt_status_label(w->status, w->status_nvme, status, sizeof(status));
+	if (csv) {
+		fprintf(out, "%s,", t);
+		nt_put_csv(out, sc->ins[w->file].hdr.hostname);
+		fputc(',', out);
+		nt_put_csv(out, thost);
+		fputc(',', out);
+		nt_put_csv(out, dev);
+		fprintf(out, ",%s,%u,%" PRIu64 ",", nt_op_name(w->op), w->bytes, w->lba);
+		if (nvme)
+			fprintf(out, "%u,%u", w->qid, w->cid);
+		else
+			fputc(',', out);
+		fprintf(out, ",%s,%s", status, match_names[w->match]);
+		for (int s = 0; s < NT_ST_NR; s++)
+			if (w->mask & (1u << s))
+				fprintf(out, ",%u", w->vals[s]);
+			else
+				fputc(',', out);
+		fputc('\n', out);
+		return;
+	}
+	fprintf(out, "{\"time\": \"%s\", \"host\": ", t);
+	nt_put_json(out, sc->ins[w->file].hdr.hostname);
+	fputs(", \"target_host\": ", out);
+	if (*thost)
+		nt_put_json(out, thost);
+	else
+		fputs("null", out);
+	fputs(", \"device\": ", out);
+	nt_put_json(out, dev);
+	fprintf(out, ", \"op\": \"%s\", \"size\": %u, \"lba\": %" PRIu64, nt_op_name(w->op), w->bytes, w->lba);
+	if (nvme)
+		fprintf(out, ", \"qid\": %u, \"cid\": %u", w->qid, w->cid);
+	else
+		fputs(", \"qid\": null, \"cid\": null", out);
+	fprintf(out, ", \"status\": \"%s\", \"match\": \"%s\"", status, match_names[w->match]);
+	for (int s = 0; s < NT_ST_NR; s++)
+		if (w->mask & (1u << s))
+			fprintf(out, ", \"%s_ns\": %u", nt_stage_name(s), w->vals[s]);
+		else
+			fprintf(out, ", \"%s_ns\": null", nt_stage_name(s));
+	fputs("}\n", out);
+}
+
+/* the reorder buffer: a min-heap on time */
+static void heap_push(struct script *sc, const struct nt_row *w)
+{
+	size_t i = sc->nheap++;
+
+	while (i && sc->heap[(i - 1) / 2].time > w->time) {
+		sc->heap[i] = sc->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	sc->heap[i] = *w;
+}
+
+static void heap_pop_print(struct script *sc)
+{
+	struct nt_row last;
+	size_t i = 0;
+
+	print_row(sc, &sc->heap[0]);
+	last = sc->heap[--sc->nheap];
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= sc->nheap)
+			break;
+		if (c + 1 < sc->nheap && sc->heap[c + 1].time < sc->heap[c].time)
+			c++;
+		if (sc->heap[c].time >= last.time)
+			break;
+		sc->heap[i] = sc->heap[c];
+		i = c;
+	}
+	if (sc->nheap)
+		sc->heap[i] = last;
+}
+
+static int script_row(void *ctx, const struct nt_row *w)
+{
+	struct script *sc = ctx;
+
+	if (sc->nheap == NT_SCRIPT_WINDOW)
+		heap_pop_print(sc);
+	heap_push(sc, w);
+	return 0;
+}
+
 int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	int n = cfg->nfiles, rc = 1;
 	struct nt_input *ins = calloc(n, sizeof(*ins));
 	FILE **files = calloc(n, sizeof(*files));
-	size_t *init_at = calloc(n + 1, sizeof(*init_at)), *tgt_at = calloc(n + 1, sizeof(*tgt_at));
-	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
-	struct pass1 c = { .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
-			   .ts.sz = sizeof(struct nt_sum) };
+	struct nt_rows *rs = NULL;
 	struct script sc = { .ins = ins, .n = n, .fmt = cfg->format == NT_FMT_JSON ? NT_FMT_JSON : NT_FMT_CSV,
 			     .out = out };
-	char msg[400], path[256];
-	bool cut = false;
+	char path[256];
 
-	if (!ins || !files || !init_at || !tgt_at || !hdrs) {
+	if (!ins || !files || !(sc.heap = malloc(NT_SCRIPT_WINDOW * sizeof(*sc.heap)))) {
 		fprintf(err, "ntbpf script: out of memory\n");
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		char sub[200];
-
-		files[i] = open_input(cfg->files[i]);
+		files[i] = nt_open_input(cfg->files[i]);
 		if (!files[i]) {
 			fprintf(err, "ntbpf script: cannot open %s: %s\n", nt_esc_term(path, sizeof(path), cfg->files[i]),
-				errno ? strerror(errno) : "read error");
+				strerror(errno));
 			goto out;
 		}
-		c.file = (uint16_t)i;
-		if (nt_input_scan(&ins[i], files[i], cfg->files[i], sub, sizeof(sub), take, &c)) {
-			fprintf(err, "ntbpf script: %s: ", nt_esc_term(path, sizeof(path), cfg->files[i]));
-			nt_put_term(err, sub);
-			fputc('\n', err);
-			goto out;
-		}
-		if (ins[i].status != NT_READ_OK) {
-			fputs("ntbpf script: warning: ", err);
-			nt_put_term(err, cfg->files[i]);
-			fputs(": ", err);
-			nt_put_term(err, ins[i].status_msg);
-			fputc('\n', err);
-			cut = true;
-		}
-		hdrs[i] = &ins[i].hdr;
-		init_at[i + 1] = c.ii.n;
-		tgt_at[i + 1] = c.ti.n;
 	}
-	if (n > UINT16_MAX) {
-		fprintf(err, "ntbpf script: at most %u files\n", UINT16_MAX);
+	if (nt_rows_open(&rs, ins, files, (const char *const *)cfg->files, n, "ntbpf script", err))
+		goto out;
+	print_header(&sc);
+	if (nt_rows_each(rs, script_row, &sc)) {
+		fprintf(err, "ntbpf script: cannot read the files again\n");
 		goto out;
 	}
-	sc.m.n_init = c.ii.n;
-	sc.m.n_tgt = c.ti.n;
-	if (nt_match_items(&sc.m, c.ii.v, init_at, c.ti.v, tgt_at, hdrs, n)) {
-		fprintf(err, "ntbpf script: out of memory\n");
-		goto out;
-	}
-	/* the items are done with: only the pairing and the targets' stages stay */
-	free(c.ii.v);
-	free(c.ti.v);
-	c.ii.v = c.ti.v = NULL;
-	sc.ts = c.ts.v;
-	if (print_rows(&sc, files, init_at, tgt_at, msg, sizeof(msg))) {
-		fprintf(err, "ntbpf script: %s\n", msg);
-		goto out;
-	}
+	while (sc.nheap)
+		heap_pop_print(&sc);
 	if (sc.late)
 		fprintf(err, "ntbpf script: warning: %" PRIu64 " rows out of time order (a file's records more than %d"
 			" completions apart)\n", sc.late, NT_SCRIPT_WINDOW);
@@ -395,14 +445,10 @@ int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		fprintf(err, "ntbpf script: cannot write\n");
 		goto out;
 	}
-	rc = cut;
+	rc = nt_rows_cut(rs);
 out:
-	free(sc.src);
+	nt_rows_free(rs);
 	free(sc.heap);
-	nt_match_free(&sc.m);
-	free(c.ii.v);
-	free(c.ti.v);
-	free(c.ts.v);
 	for (int i = 0; i < n && files; i++) {
 		if (files[i])
 			fclose(files[i]);
@@ -411,8 +457,5 @@ out:
 	}
 	free(files);
 	free(ins);
-	free(init_at);
-	free(tgt_at);
-	free(hdrs);
 	return rc;
 }
