@@ -112,9 +112,10 @@ check: $(TESTS)
 	done; exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).
-test-root: all
+# tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).
+test-root: all $(OUTPUT)/bench-gen
 	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
-		tests/integration/pipes || fail=1; exit $$fail
+		tests/integration/pipes || fail=1; tests/integration/html || fail=1; exit $$fail
 
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
 test-lab: all

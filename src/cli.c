@@ -279,7 +279,9 @@ static const char report_doc[] =
 "  # a recording streamed over ssh, never stored on the recording host:\n"
 "  ntbpf record -o - --duration 10 | ssh collector ntbpf report -\n"
 "  ntbpf report --percentiles 50,99,99.99 --group-by op,queue ntbpf.data\n"
-"  ntbpf report --format json ntbpf.data | jq .groups[0].stages";
+"  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
+"  # charts to open in a browser:\n"
+"  ntbpf report --format html -o report.html initiator.ntbpf target.ntbpf";
 
 /* the doc's end: "STAGES (docs/stages.md):", the ten and end_to_end in the report's order, from the stage table */
 static char *report_help_filter(int key, const char *text, void *input)
@@ -315,7 +317,11 @@ static char *report_help_filter(int key, const char *text, void *input)
 
 static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
-	{ "format", OPT_FORMAT, "FMT", 0, "text, json or csv (default: text)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "text, json, csv or html (default: text).  html: one self-contained "
+	  "file (inline SVG and CSS, nothing from the network) with charts per group: the stages at p50 and p99, "
+	  "an end_to_end heatmap over time, each stage's p50 and p99 over time", 0 },
+	{ "output", 'o', "FILE", 0, "Write the report to FILE (mode 0600; an existing FILE is kept as FILE.old) "
+	  "instead of standard output", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's distribution as a log2 histogram in microseconds "
 	  "(as biolatency); JSON: its bins (log2_us)", 0 },
@@ -347,10 +353,15 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			cfg->format = NT_FMT_JSON;
 		else if (!strcmp(arg, "csv"))
 			cfg->format = NT_FMT_CSV;
+		else if (!strcmp(arg, "html") && cfg->cmd == NT_CMD_REPORT)
+			cfg->format = NT_FMT_HTML;
 		else {
-			fail(pc, "bad --format '%s' (want text, json or csv)", arg);
+			fail(pc, "bad --format '%s' (want text, json, csv%s)", arg, cfg->cmd == NT_CMD_REPORT ? " or html" : "");
 			return EINVAL;
 		}
+		break;
+	case 'o':
+		cfg->report_output = arg;
 		break;
 	case OPT_HIST:
 		cfg->hist = true;

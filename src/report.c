@@ -13,6 +13,9 @@
 #include "match.h"
 #include "report.h"
 #include "escape.h"
+#include "html.h"
+#include "outfile.h"
+#include "script.h"
 #include "sysinfo.h"
 
 static const char *const op_names[NTBPF_OP_NR] = {
@@ -105,12 +108,10 @@ static bool same_group(const struct nt_group *g, const struct gkey *k)
 	       g->status_nvme == k->status_nvme;
 }
 
-static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r)
+static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, struct gkey *k)
 {
 	unsigned int gb = rep->o->group_by;
 	struct gkey key = { .op = 0xff };
-	struct nt_group *g;
-	int i;
 
 	if (gb & NT_GB_OP)
 		key.op = r->op;
@@ -130,6 +131,27 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 		key.status = r->status;
 		key.status_nvme = nt_status_is_nvme(r);
 	}
+	*k = key;
+}
+
+int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	struct gkey key;
+
+	key_of(rep, r, &key);
+	for (int i = 0; i < rep->ngroups; i++)
+		if (same_group(&rep->groups[i], &key))
+			return i;
+	return -1;
+}
+
+static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	struct nt_group *g;
+	struct gkey key;
+	int i;
+
+	key_of(rep, r, &key);
 	/* records come in runs of the same group: try the last one first */
 	if (rep->last_group < rep->ngroups && same_group(&rep->groups[rep->last_group], &key))
 		return &rep->groups[rep->last_group];
@@ -893,6 +915,22 @@ static void print_facts_text(FILE *out, const struct nt_input *in)
 
 static void print_text(FILE *out, const struct nt_report *rep)
 {
+	nt_report_print_head(out, rep);
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		fputc('\n', out);
+		print_group_text(out, rep, &rep->groups[gi], 0);
+	}
+	if (!rep->ngroups)
+		fprintf(out, "\nno I/O recorded\n");
+}
+
+void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi)
+{
+	print_group_text(out, rep, &rep->groups[gi], 0);
+}
+
+void nt_report_print_head(FILE *out, const struct nt_report *rep)
+{
 	fprintf(out, "# ntbpf report\n");
 	for (int i = 0; i < rep->nins; i++) {
 		const struct nt_input *in = &rep->ins[i];
@@ -916,12 +954,6 @@ static void print_text(FILE *out, const struct nt_report *rep)
 			print_facts_text(out, in);
 	}
 	print_notes_text(out, rep);
-	for (int gi = 0; gi < rep->ngroups; gi++) {
-		fputc('\n', out);
-		print_group_text(out, rep, &rep->groups[gi], 0);
-	}
-	if (!rep->ngroups)
-		fprintf(out, "\nno I/O recorded\n");
 }
 
 /* ---- JSON ---- */
@@ -1201,6 +1233,9 @@ void nt_report_print(FILE *out, const struct nt_report *rep)
 	case NT_FMT_CSV:
 		print_csv(out, rep);
 		break;
+	case NT_FMT_HTML:
+		nt_report_html(out, rep, NULL);	/* tables only: the charts need the files again (nt_report_cmd) */
+		break;
 	default:
 		print_text(out, rep);
 	}
@@ -1219,24 +1254,61 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
 }
 
+/* the report into out, or (-o FILE) into FILE: 0600, an existing FILE kept as FILE.old; 0 or -1 */
+static int write_report(const struct nt_config *cfg, const char *buf, size_t len, FILE *out, FILE *err)
+{
+	struct nt_outfile of = { .fd = -1 };
+	char msg[400];
+
+	if (!cfg->report_output || !strcmp(cfg->report_output, "-")) {
+		if (fwrite(buf, 1, len, out) != len || fflush(out) || ferror(out)) {
+			fprintf(err, "ntbpf report: cannot write the report\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (nt_outfile_open(&of, cfg->report_output, msg, sizeof(msg)) || nt_outfile_start(&of, msg, sizeof(msg))) {
+		if (of.f)
+			nt_outfile_abort(&of);
+		fprintf(err, "ntbpf report: %s\n", msg);
+		return -1;
+	}
+	if (fwrite(buf, 1, len, of.f) != len) {
+		nt_outfile_abort(&of);
+		fprintf(err, "ntbpf report: cannot write %s: %s\n", nt_esc_term(msg, sizeof(msg), cfg->report_output),
+			strerror(errno));
+		return -1;
+	}
+	if (nt_outfile_commit(&of, msg, sizeof(msg))) {
+		fprintf(err, "ntbpf report: %s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
-	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins));
-	FILE **files = calloc(cfg->nfiles, sizeof(*files));
+	bool html = cfg->format == NT_FMT_HTML;
+	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins)), *ins2 = html ? calloc(cfg->nfiles, sizeof(*ins2)) : NULL;
+	FILE **files = calloc(cfg->nfiles, sizeof(*files)), *m = NULL, *quiet = NULL;
+	struct nt_rows *rows = NULL;
 	struct nt_report_opts o;
 	struct nt_report rep;
-	char msg[400];
+	char msg[400], *buf = NULL;
+	size_t len = 0;
 	int rc = 0;
 
-	if (!ins || !files) {
+	if (!ins || !files || (html && !ins2)) {
 		free(ins);
+		free(ins2);
 		free(files);
 		return 1;
 	}
 	nt_report_opts_of(cfg, &o);
 	for (int i = 0; i < cfg->nfiles; i++) {
-		/* "-": standard input, read front to back like any file (a pipe will do) */
-		files[i] = strcmp(cfg->files[i], "-") ? fopen(cfg->files[i], "rb") : fdopen(dup(STDIN_FILENO), "rb");
+		/* "-": standard input, read front to back like any file (a pipe will do); html reads the files twice */
+		files[i] = html ? nt_open_input(cfg->files[i]) :
+			   strcmp(cfg->files[i], "-") ? fopen(cfg->files[i], "rb") : fdopen(dup(STDIN_FILENO), "rb");
 		if (!files[i]) {
 			char path[256];
 
@@ -1256,20 +1328,52 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	for (int i = 0; i < cfg->nfiles; i++)
 		if (ins[i].status != NT_READ_OK)
 			rc = 1;	/* warned; still report what the whole chunks hold */
-	nt_report_print(out, &rep);
+	/* the charts: every I/O again (the warnings were given once) */
+	quiet = html ? fopen("/dev/null", "w") : NULL;
+	if (html && (!quiet || nt_rows_open(&rows, ins2, files, (const char *const *)cfg->files, cfg->nfiles,
+					    "ntbpf report", quiet))) {
+		fprintf(err, "ntbpf report: cannot read the files again for the charts\n");
+		nt_report_free(&rep);
+		rc = 1;
+		goto out;
+	}
+	m = open_memstream(&buf, &len);
+	if (!m) {
+		fprintf(err, "ntbpf report: out of memory\n");
+		nt_report_free(&rep);
+		rc = 1;
+		goto out;
+	}
+	if (html) {
+		if (nt_report_html(m, &rep, rows)) {
+			fprintf(err, "ntbpf report: out of memory, or the files could not be read again\n");
+			rc = 1;
+		}
+	} else {
+		nt_report_print(m, &rep);
+	}
 	nt_report_free(&rep);
-	if (fflush(out) || ferror(out)) {
-		fprintf(err, "ntbpf report: cannot write the report\n");
+	if (fclose(m)) {
+		fprintf(err, "ntbpf report: out of memory\n");
+		rc = 1;
+	} else if (write_report(cfg, buf, len, out, err)) {
 		rc = 1;
 	}
 out:
+	free(buf);
+	if (quiet)
+		fclose(quiet);
+	nt_rows_free(rows);
 	for (int i = 0; i < cfg->nfiles; i++) {
 		if (files[i])
 			fclose(files[i]);
 		nt_input_free(&ins[i]);
+		if (ins2)
+			nt_input_free(&ins2[i]);
 	}
 	free(files);
 	free(ins);
+	free(ins2);
 	return rc;
 }
 

@@ -117,6 +117,11 @@ void nt_report_interval_header(FILE *out, const struct nt_report_opts *o);
 void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char *when, double secs,
 			      const struct nt_interval_info *info);
 void nt_report_print(FILE *out, const struct nt_report *rep);
+/* the text report's parts: its head (inputs, what it could not see), one group's table */
+void nt_report_print_head(FILE *out, const struct nt_report *rep);
+void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi);
+/* the group an I/O (its initiator's record, or its target's alone) went to, or -1 */
+int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r);
 void nt_report_free(struct nt_report *rep);
 
 const char *nt_op_name(uint8_t op);

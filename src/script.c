@@ -215,6 +215,10 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 		char sub[200];
 
 		c.file = (uint16_t)i;
+		if (fseek(files[i], 0, SEEK_SET)) {
+			fprintf(err, "%s: %s: cannot read it again\n", prog, nt_esc_term(path, sizeof(path), names[i]));
+			goto out;
+		}
 		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take, &c)) {
 			fprintf(err, "%s: %s: ", prog, nt_esc_term(path, sizeof(path), names[i]));
 			nt_put_term(err, sub);

@@ -250,7 +250,7 @@ static void test_report_help_lists_stages(void **state)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	buf[n] = 0;
 	fclose(f);
-	assert_non_null(strstr(buf, "  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
+	assert_non_null(strstr(buf, "  ntbpf report --format html -o report.html initiator.ntbpf target.ntbpf\n"
 				    "STAGES (docs/stages.md): blk_submission nvme_tcp_submission\n"
 				    "  nstack_submission nvmet_tcp_submission target_subsystem\n"
 				    "  nvmet_tcp_completion network_transmission nstack_completion\n"

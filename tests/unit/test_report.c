@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "report.h"
 #include "../../bench/synth.h"
 
@@ -673,6 +674,72 @@ static void test_verbose_facts(void **state)
 	scratch_rm(dir, names, 1);
 }
 
+/* --format html -o FILE: one self-contained file, 0600, strings from the files escaped, three charts */
+static void test_html(void **state)
+{
+	const char *names[] = { "i.ntbpf", "r.html" };
+	char *dir = scratch_dir(), path[256], *out, doc[1 << 20];
+	struct nt_header h;
+	struct nt_writer *w;
+	struct nt_trailer t = { .records = 500 };
+	struct synth sy;
+	struct stat st;
+	FILE *f;
+	size_t n;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	synth_header(&h, NTBPF_ROLE_INITIATOR);
+	snprintf(h.hostname, sizeof(h.hostname), "<script>alert('x')</script>&");
+	w = nt_writer_open(f, &h);
+	assert_non_null(w);
+	synth_init(&sy);
+	for (int k = 0; k < 500; k++) {
+		struct ntbpf_rec i, g;
+
+		synth_pair(&sy, k, &i, &g);
+		assert_int_equal(nt_writer_add(w, &i), 0);
+	}
+	assert_int_equal(nt_writer_close(w, &t), 0);
+	fclose(f);
+	nt_header_free(&h);
+	out = report_cli(dir, "--format html -o r.html i.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "");	/* all of it in the file */
+	free(out);
+	snprintf(path, sizeof(path), "%s/r.html", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	f = fopen(path, "r");
+	n = fread(doc, 1, sizeof(doc) - 1, f);
+	fclose(f);
+	doc[n] = '\0';
+	assert_true(n > 1000 && n < sizeof(doc) - 1);
+	assert_memory_equal(doc, "<!DOCTYPE html>", 15);
+	assert_null(strstr(doc, "<script"));
+	assert_non_null(strstr(doc, "on &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;, kernel"));
+	assert_non_null(strstr(doc, "default-src 'none'"));
+	assert_true(strstr(doc, "# no target records: ") < strstr(doc, "<svg"));	/* what it could not see: on top */
+	{
+		static const char *const want[] = { "Stages at p50 and p99", "end_to_end over time", "Stages over time" };
+
+		for (int k = 0; k < 3; k++) {
+			const char *at = strstr(doc, want[k]);
+
+			assert_non_null(at);
+			assert_null(strstr(at + 1, want[k]));	/* one group: once each */
+		}
+	}
+	/* every initiator stage measured is drawn in the bar with its p50 (a rect with a title) */
+	assert_non_null(strstr(doc, "<title>blk_submission p50 "));
+	assert_null(strstr(doc, "<title>remote p99 "));	/* not one of the ten: it would count twice */
+	assert_non_null(strstr(doc, "<title>nstack_completion p99 "));
+	assert_true(strstr(doc, "</body></html>\n") == doc + n - strlen("</body></html>\n"));
+	scratch_rm(dir, names, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -685,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_exit_status),
 		cmocka_unit_test(test_files_path_equals_records_path),
 		cmocka_unit_test(test_verbose_facts),
+		cmocka_unit_test(test_html),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
