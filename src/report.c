@@ -640,6 +640,22 @@ static double group_secs(const struct nt_group *g, double secs)
 		(g->last_ns - g->first_ns) / 1e9 : 0;
 }
 
+/*
+ * A group's span (report only), IOPS and MB/s in one output's formats:
+ * f[0] the span (a double), f[1] IOPS and MB/s (two doubles), f[2] no rate.
+ */
+static void put_rate(FILE *out, const struct nt_group *g, double secs, const char *const f[3])
+{
+	double rate = group_secs(g, secs);
+
+	if (secs <= 0)
+		fprintf(out, f[0], rate);
+	if (rate > 0)
+		fprintf(out, f[1], g->count / rate, g->bytes / rate / 1e6);
+	else
+		fputs(f[2], out);
+}
+
 /* I/Os by status, over the groups (failed I/Os are in groups of their own): how many kinds */
 struct status_count {
 	uint16_t status;
@@ -801,7 +817,6 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
-	double rate;
 
 	dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 	queue_name(g, q, sizeof(q));
@@ -823,13 +838,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 			fprintf(out, " (%s)", sname);
 	}
 	fprintf(out, " I/Os=%" PRIu64, g->count);
-	rate = group_secs(g, secs);
-	if (secs <= 0)
-		fprintf(out, " span=%.3fs", rate);
-	if (rate > 0)
-		fprintf(out, " IOPS=%.0f MB/s=%.2f\n", g->count / rate, g->bytes / rate / 1e6);
-	else
-		fprintf(out, " IOPS=- MB/s=-\n");
+	put_rate(out, g, secs, (const char *const[]){ " span=%.3fs", " IOPS=%.0f MB/s=%.2f\n", " IOPS=- MB/s=-\n" });
 	fprintf(out, "%-22s %10s %10s %10s", "stage", "count", "avg_us", "min_us");
 	for (int p = 0; p < o->npcts; p++) {
 		pct_key(o->pcts[p], key, sizeof(key));
@@ -970,7 +979,6 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
-	double rate;
 	bool first;
 
 	for (int gi = 0; gi < rep->ngroups; gi++) {
@@ -993,13 +1001,8 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 			fprintf(out, ", \"status_name\": \"%s\"", nt_status_name(g->status, g->status_nvme));
 		fprintf(out, ", \"full_breakdown\": {\"ios\": %" PRIu64 ", \"max_residual_ns\": %" PRIu64 "}",
 			g->full, g->full_resid);
-		rate = group_secs(g, secs);
-		if (secs <= 0)
-			fprintf(out, ", \"span_s\": %.6f", rate);
-		if (rate > 0)
-			fprintf(out, ", \"iops\": %.1f, \"mb_s\": %.3f", g->count / rate, g->bytes / rate / 1e6);
-		else
-			fprintf(out, ", \"iops\": null, \"mb_s\": null");
+		put_rate(out, g, secs, (const char *const[]){ ", \"span_s\": %.6f", ", \"iops\": %.1f, \"mb_s\": %.3f",
+							      ", \"iops\": null, \"mb_s\": null" });
 		fprintf(out, ",%s\"stages\": {", one_line ? "" : "\n   ");
 		first = true;
 		for (int s = 0; s < NT_ST_NR; s++) {
@@ -1180,9 +1183,8 @@ static void csv_rows(FILE *out, const struct nt_report *rep, const char *when, d
 
 	for (int gi = 0; gi < rep->ngroups; gi++) {
 		const struct nt_group *g = &rep->groups[gi];
-
-		char status[32];
 		double rate = group_secs(g, secs);
+		char status[32];
 
 		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 		queue_name(g, q, sizeof(q));

@@ -620,23 +620,41 @@ static void test_golden_two_hosts(void **state)
 	scratch_rm(dir, names, 2);
 }
 
+/* dir/name: n synthetic initiator I/Os (bench/synth.h) under header h (freed), trailer t */
+static void write_synth_init(const char *dir, const char *name, struct nt_header *h, int n, const struct nt_trailer *t)
+{
+	char path[256];
+	struct nt_writer *w;
+	struct synth sy;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	w = nt_writer_open(f, h);
+	assert_non_null(w);
+	synth_init(&sy);
+	for (int k = 0; k < n; k++) {
+		struct ntbpf_rec i, g;
+
+		synth_pair(&sy, k, &i, &g);
+		assert_int_equal(nt_writer_add(w, &i), 0);
+	}
+	assert_int_equal(nt_writer_close(w, t), 0);
+	fclose(f);
+	nt_header_free(h);
+}
+
 /* -v: the facts a file stores, escaped; JSON carries them always */
 static void test_verbose_facts(void **state)
 {
 	const char *names[] = { "i.ntbpf" };
-	char *dir = scratch_dir(), path[256], *out;
+	char *dir = scratch_dir(), *out;
 	struct nt_header h;
 	struct nt_ctrl_info *c;
-	struct nt_writer *w;
 	struct nt_trailer t = { .records = 1, .end_mono_ns = 3500000000ull };
-	struct synth sy;
-	struct ntbpf_rec i, g;
-	FILE *f;
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
-	f = fopen(path, "wb");
-	assert_non_null(f);
 	c = synth_header(&h, NTBPF_ROLE_INITIATOR);
 	snprintf(c->subsysnqn, sizeof(c->subsysnqn), "nqn.2024-01.io.ntbpf:lab");
 	snprintf(c->address, sizeof(c->address), "traddr=10.0.0.2,trsvcid=4420");
@@ -644,14 +662,7 @@ static void test_verbose_facts(void **state)
 	snprintf(h.cmdline, sizeof(h.cmdline), "ntbpf record -o i.ntbpf \x1b[31m");
 	h.sample = 10;
 	h.sample_window_ms = 100;
-	w = nt_writer_open(f, &h);
-	assert_non_null(w);
-	synth_init(&sy);
-	synth_pair(&sy, 0, &i, &g);
-	assert_int_equal(nt_writer_add(w, &i), 0);
-	assert_int_equal(nt_writer_close(w, &t), 0);
-	fclose(f);
-	nt_header_free(&h);
+	write_synth_init(dir, "i.ntbpf", &h, 1, &t);
 	out = report_cli(dir, "-v i.ntbpf", &rc);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "#   command: ntbpf record -o i.ntbpf \\x1b[31m; ntbpf "));
@@ -680,31 +691,15 @@ static void test_html(void **state)
 	const char *names[] = { "i.ntbpf", "r.html" };
 	char *dir = scratch_dir(), path[256], *out, doc[1 << 20];
 	struct nt_header h;
-	struct nt_writer *w;
 	struct nt_trailer t = { .records = 500 };
-	struct synth sy;
 	struct stat st;
 	FILE *f;
 	size_t n;
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
-	f = fopen(path, "wb");
-	assert_non_null(f);
 	synth_header(&h, NTBPF_ROLE_INITIATOR);
 	snprintf(h.hostname, sizeof(h.hostname), "<script>alert('x')</script>&");
-	w = nt_writer_open(f, &h);
-	assert_non_null(w);
-	synth_init(&sy);
-	for (int k = 0; k < 500; k++) {
-		struct ntbpf_rec i, g;
-
-		synth_pair(&sy, k, &i, &g);
-		assert_int_equal(nt_writer_add(w, &i), 0);
-	}
-	assert_int_equal(nt_writer_close(w, &t), 0);
-	fclose(f);
-	nt_header_free(&h);
+	write_synth_init(dir, "i.ntbpf", &h, 500, &t);
 	out = report_cli(dir, "--format html -o r.html i.ntbpf", &rc);
 	assert_int_equal(rc, 0);
 	assert_string_equal(out, "");	/* all of it in the file */
