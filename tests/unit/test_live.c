@@ -104,6 +104,28 @@ static void push_local(struct nt_live *l, int n)
 	}
 }
 
+/* live --hist: each interval's histograms (every I/O's end_to_end is 114 us), and MB/s */
+static void test_local_hist(void **state)
+{
+	struct nt_config cfg = cfg_for("text");
+	struct nt_header h;
+	struct nt_live *l;
+	char *out;
+
+	cfg.hist = true;
+	local_header(&h);
+	l = nt_live_new(&cfg, &h);
+	push_local(l, 250);
+	out = tick(l, 0.5);
+	assert_non_null(strstr(out, " I/Os=250 IOPS=500 MB/s=2.05\n"));
+	assert_non_null(strstr(out, "\nend_to_end\n     usecs               : count    distribution\n"));
+	assert_non_null(strstr(out, "        64 -> 127        : 250      |****************************************|\n"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+	nt_config_free(&cfg);
+}
+
 static void test_local_intervals(void **state)
 {
 	struct nt_config cfg = cfg_for("json");
@@ -396,6 +418,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_intervals),
+		cmocka_unit_test(test_local_hist),
 		cmocka_unit_test(test_local_csv),
 		cmocka_unit_test(test_kh_wraparound),
 		cmocka_unit_test(test_peer_stream_pairs),
