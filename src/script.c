@@ -66,6 +66,7 @@ struct nt_rows {
 	FILE *const *files;
 	int n;
 	bool cut;		/* a file was cut short or damaged */
+	size_t admin;		/* admin-queue records, left out */
 	struct nt_matching m;
 	struct nt_sum *ts;	/* each target record's stages (tag: its file) */
 	size_t *init_at, *tgt_at;
@@ -239,6 +240,7 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 	}
 	sc->m.n_init = c.ii.n;
 	sc->m.n_tgt = c.ti.n;
+	sc->admin = c.admin;
 	if (nt_match_items(&sc->m, c.ii.v, sc->init_at, c.ti.v, sc->tgt_at, hdrs, n)) {
 		fprintf(err, "%s: out of memory\n", prog);
 		goto out;
@@ -411,6 +413,25 @@ static int script_row(void *ctx, const struct nt_row *w)
 	return 0;
 }
 
+/* what the rows cannot show, as the report says it: records lost while recording, admin commands left out */
+static void note_unseen(FILE *err, const struct nt_input *ins, int n, const struct nt_rows *rs)
+{
+	uint64_t lost = 0, inflight = 0;
+
+	for (int i = 0; i < n; i++)
+		if (ins[i].has_trailer) {
+			const struct nt_trailer *t = &ins[i].trailer;
+
+			lost += t->stats[ST_LOST_RINGBUF] + t->stats[ST_LOST_MAP_FULL] + t->stats[ST_PROG_MISSES] +
+				t->stats[ST_NO_COMPLETE] + t->lost_user;
+			inflight += t->stats[ST_NO_START] + t->stats[ST_INFLIGHT_END];
+		}
+	if (lost || inflight || rs->admin)
+		fprintf(err, "ntbpf script: not in the rows: %" PRIu64 " records lost while recording, %" PRIu64
+			" I/Os in flight at its start or stop, %zu admin commands (ntbpf report says why)\n", lost, inflight,
+			rs->admin);
+}
+
 int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	int n = cfg->nfiles, rc = 1;
@@ -442,6 +463,7 @@ int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	}
 	while (sc.nheap)
 		heap_pop_print(&sc);
+	note_unseen(err, ins, n, rs);
 	if (sc.late)
 		fprintf(err, "ntbpf script: warning: %" PRIu64 " rows out of time order (a file's records more than %d"
 			" completions apart)\n", sc.late, NT_SCRIPT_WINDOW);
