@@ -1054,6 +1054,15 @@ static void print_status_json(FILE *out, const struct nt_report *rep)
 	free(sc);
 }
 
+/* "k1": "v1", "k2": "v2" ... from { k1, v1, k2, v2, ..., NULL }, the values escaped */
+static void json_fields(FILE *out, const char *const *kv)
+{
+	for (int i = 0; kv[i]; i += 2) {
+		fprintf(out, "%s\"%s\": ", i ? ", " : "", kv[i]);
+		json_str(out, kv[i + 1]);
+	}
+}
+
 /* what the file says of its recording: command line, start and end, controllers */
 static void print_facts_json(FILE *out, const struct nt_input *in)
 {
@@ -1080,15 +1089,9 @@ static void print_facts_json(FILE *out, const struct nt_input *in)
 	for (uint32_t k = 0; k < h->nctrls; k++) {
 		const struct nt_ctrl_info *c = &h->ctrls[k];
 
-		fprintf(out, "%s{\"instance\": %d, \"cntlid\": %u, \"transport\": ", k ? ", " : "", c->instance,
-			c->cntlid);
-		json_str(out, c->transport);
-		fprintf(out, ", \"subsysnqn\": ");
-		json_str(out, c->subsysnqn);
-		fprintf(out, ", \"hostnqn\": ");
-		json_str(out, c->hostnqn);
-		fprintf(out, ", \"address\": ");
-		json_str(out, c->address);
+		fprintf(out, "%s{\"instance\": %d, \"cntlid\": %u, ", k ? ", " : "", c->instance, c->cntlid);
+		json_fields(out, (const char *const[]){ "transport", c->transport, "subsysnqn", c->subsysnqn,
+							"hostnqn", c->hostnqn, "address", c->address, NULL });
 		fprintf(out, ", \"queues\": %u}", c->nqueues);
 	}
 	fputc(']', out);
@@ -1124,14 +1127,9 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		for (uint32_t k = 0; k < in->hdr.nhooks; k++) {
 			const struct nt_hook_info *hk = &in->hdr.hooks[k];
 
-			fprintf(out, "%s{\"name\": ", k ? ", " : "");
-			json_str(out, hk->name);
-			fprintf(out, ", \"attach\": ");
-			json_str(out, hk->attach);
-			fprintf(out, ", \"status\": ");
-			json_str(out, hk->status);
-			fprintf(out, ", \"boundary\": ");
-			json_str(out, hk->boundary);
+			fputs(k ? ", {" : "{", out);
+			json_fields(out, (const char *const[]){ "name", hk->name, "attach", hk->attach, "status", hk->status,
+								"boundary", hk->boundary, NULL });
 			fputc('}', out);
 		}
 		fprintf(out, "]}");
