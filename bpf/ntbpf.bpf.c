@@ -22,7 +22,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "ntbpf.h"
-#define NT_SPAN_FN __noinline
+#define NT_SPAN_FN static __noinline	/* not global: before 5.12 those take no pointer */
 /* the compiler must not fold the bound away: hide the value, then bound it */
 #define NT_BOUND(i, n) ({ __u64 __i = (__u64)(i); barrier_var(__i); if (__i >= (n)) __i = 0; __i; })
 #include "ntbpf_stages.h"
@@ -305,10 +305,13 @@ static __always_inline void rec_drop(__u64 key)
  * One finished I/O into the histograms of its group: one map lookup.  A
  * global (non-inlined) function is verified once, on its own: the loop over
  * the stages would otherwise be re-verified on every path that completes a
- * request, past the verifier's budget.
+ * request, past the verifier's budget.  It takes the request's key, not the
+ * record: a global function's pointer arguments need v5.12 (5.10's verifier
+ * refuses every program that calls it, "Arg#0 type PTR ... not supported").
  */
-__noinline int kh_record(const struct ntbpf_rec *r)
+__noinline int kh_record(__u64 key)
 {
+	const struct ntbpf_rec *r = key ? rec_get(key) : NULL;
 	struct nt_kh_gkey k = {};
 	struct nt_kh_gval *h;
 	__u32 zero = 0;
@@ -349,10 +352,32 @@ __noinline int kh_record(const struct ntbpf_rec *r)
 	return 0;
 }
 
+/*
+ * key as a plain number to the verifier (a BTF pointer is not one: see
+ * slot_hash), for kh_record(); 0 if an interrupting program kept reusing
+ * the word.
+ */
+static __always_inline __u64 key_number(__u64 key)
+{
+	volatile __u64 *w = &nt_launder[NT_BOUND(bpf_get_smp_processor_id() & (NT_LCPUS - 1), NT_LCPUS)];
+
+	for (int i = 0; i < 2; i++) {
+		__u64 n, c;
+
+		*w = key;
+		n = *w;
+		c = n;
+		barrier_var(c);	/* compare a copy: the compiler must not pass key for n */
+		if (c == key)
+			return n;
+	}
+	return 0;
+}
+
 static __always_inline void emit(struct ntbpf_rec *r, __u64 key)
 {
 	if (kernel_agg) {
-		kh_record(r);
+		kh_record(key_number(key));
 		stat_inc(ST_EMITTED);
 		rec_drop(key);
 		return;
@@ -776,6 +801,19 @@ static __always_inline struct nvme_tcp_request *tcp_req_of_rq(struct request *rq
 	return (void *)rq + bpf_core_type_size(struct request);
 }
 
+/*
+ * The request's nvme_tcp queue; 0 where struct nvme_tcp_request has no BTF
+ * (no module BTF: 5.10), so that the programs reading it still load (libbpf
+ * poisons the failed relocations, and the verifier drops them as dead code):
+ * no queue port, no arrival read through the queue's socket there.
+ */
+static __always_inline __u64 tcp_queue_of_rq(struct request *rq)
+{
+	if (!bpf_core_type_exists(struct nvme_tcp_request))
+		return 0;
+	return (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+}
+
 /* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
 static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
 {
@@ -831,7 +869,7 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	r.qid = qid;
 	r.flags |= NTBPF_F_NVME;
 	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
-	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	q = tcp_queue_of_rq(rq);
 	if (q && q == (__u64)RD(btf, hctx, driver_data)) {
 		struct qstate *s = qstate_get(q);
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
@@ -977,6 +1015,8 @@ static __always_inline __u64 host_arrival(__u64 q)
 	if (s->chunk_end)
 		return arrival_of(s, s->chunk_end);
 	/* without nvme_tcp_recv_skb: the skb at the read position */
+	if (!bpf_core_type_exists(struct nvme_tcp_queue))
+		return 0;
 	return queue_arrival(s, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
 }
 
@@ -994,7 +1034,10 @@ static __always_inline int on_complete_remote(bool btf, struct request *rq)
 		return 0;
 	now = bpf_ktime_get_ns();
 	ev_set(r, EV_I_RESP_PROC, now);
-	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	q = tcp_queue_of_rq(rq);
+	/* without nvme_tcp's BTF: hctx->driver_data, the same queue (on_setup_cmd checks it where it can) */
+	if (!bpf_core_type_exists(struct nvme_tcp_request))
+		q = (__u64)RD(btf, rq, mq_hctx, driver_data);
 	arr = host_arrival(q);
 	if (arr && arr <= now)
 		ev_set(r, EV_I_RESP_ARRIVE, arr);

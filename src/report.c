@@ -761,7 +761,8 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# initiator I/Os whose controller the header does not name (cannot match): %zu\n",
 			rep->m.no_cntlid);
 	if (rep->matched > rep->m.by_port)
-		fprintf(out, "# paired without the queue's TCP port (a file from an older ntbpf): %" PRIu64 "\n",
+		fprintf(out, "# paired without the queue's TCP port (a file from an older ntbpf, or from an initiator"
+			" whose kernel has no BTF for nvme_tcp, e.g. 5.10): %" PRIu64 "\n",
 			rep->matched - (uint64_t)rep->m.by_port);
 	if (rep->m.shared_cntlid && rep->n_tgt)
 		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems) and lack"
