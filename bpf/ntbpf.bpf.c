@@ -760,6 +760,19 @@ static __always_inline struct nvme_tcp_request *tcp_req_of_rq(struct request *rq
 	return (void *)rq + bpf_core_type_size(struct request);
 }
 
+/*
+ * The request's nvme_tcp queue; 0 where struct nvme_tcp_request has no BTF
+ * (no module BTF: 5.10), so that the programs reading it still load (libbpf
+ * poisons the failed relocations, and the verifier drops them as dead code):
+ * no queue port, no arrival read through the queue's socket there.
+ */
+static __always_inline __u64 tcp_queue_of_rq(struct request *rq)
+{
+	if (!bpf_core_type_exists(struct nvme_tcp_request))
+		return 0;
+	return (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+}
+
 /* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
 static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
 {
@@ -815,7 +828,7 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	r.qid = qid;
 	r.flags |= NTBPF_F_NVME;
 	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
-	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	q = tcp_queue_of_rq(rq);
 	if (q && q == (__u64)RD(btf, hctx, driver_data)) {
 		struct qstate *s = qstate_get(q);
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
@@ -961,6 +974,8 @@ static __always_inline __u64 host_arrival(__u64 q)
 	if (s->chunk_end)
 		return arrival_of(s, s->chunk_end);
 	/* without nvme_tcp_recv_skb: the skb at the read position */
+	if (!bpf_core_type_exists(struct nvme_tcp_queue))
+		return 0;
 	return queue_arrival(s, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
 }
 
@@ -978,7 +993,10 @@ static __always_inline int on_complete_remote(bool btf, struct request *rq)
 		return 0;
 	now = bpf_ktime_get_ns();
 	ev_set(r, EV_I_RESP_PROC, now);
-	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	q = tcp_queue_of_rq(rq);
+	/* without nvme_tcp's BTF: hctx->driver_data, the same queue (on_setup_cmd checks it where it can) */
+	if (!bpf_core_type_exists(struct nvme_tcp_request))
+		q = (__u64)RD(btf, rq, mq_hctx, driver_data);
 	arr = host_arrival(q);
 	if (arr && arr <= now)
 		ev_set(r, EV_I_RESP_ARRIVE, arr);

@@ -87,7 +87,9 @@ static const struct nt_span nt_spans[NT_ST_NR] = {
 
 /*
  * How nt_span_value is compiled: inline in user space; the BPF side makes it
- * a global function, verified once rather than once per stage and path.
+ * a static subprogram, called from kh_record() (a global function, verified
+ * once).  Not global itself: a global function's pointer arguments need
+ * v5.12, and 5.10 refuses every program that holds one.
  */
 #ifndef NT_SPAN_FN
 #define NT_SPAN_FN static inline

@@ -168,6 +168,7 @@ static void *windows_thread(void *arg)
 {
 	struct windows_run *wr = arg;
 	uint64_t gap = (wr->w.p_ns - wr->w.w_ns) / 4, lead = wr->w.lead_ns, closed = UINT64_MAX;
+	uint64_t want = 0, late = 0;	/* when the thread meant to wake; how late it woke to arm */
 	bool armed = false;
 
 	pthread_mutex_lock(&wr->mu);
@@ -187,11 +188,15 @@ static void *windows_thread(void *arg)
 		}
 
 		if (in == armed) {
+			want = next;
 			until.tv_sec = next / 1000000000;
 			until.tv_nsec = next % 1000000000;
 			pthread_cond_timedwait(&wr->cv, &wr->mu, &until);
 			continue;
 		}
+		/* a busy host wakes the thread late: the lead covers that too (decaying maximum) */
+		if (in && want && now > want)
+			late = now - want > late * 3 / 4 ? now - want : late * 3 / 4;
 		pthread_mutex_unlock(&wr->mu);
 		mono = nt_clock_ns(CLOCK_MONOTONIC);
 		if (in)	/* the wall clock may have been stepped: the windows follow it */
@@ -204,9 +209,15 @@ static void *windows_thread(void *arg)
 		pthread_mutex_lock(&wr->mu);
 		wr->nwindows += in;
 		armed = in;
-		/* the next window is armed twice as early as this one took, at least 5 ms, at most a quarter of the gap */
+		/*
+		 * The next window is armed twice as early as this one took to
+		 * arm or the thread woke late, whichever is more, plus 5 ms, at
+		 * most a quarter of the gap.
+		 */
 		if (in) {
-			lead = 2 * took + 5000000 < gap ? 2 * took + 5000000 : gap;
+			uint64_t need = 2 * (took > late ? took : late) + 5000000;
+
+			lead = need < gap ? need : gap;
 		} else {
 			closed = start - wr->w.p_ns;	/* start: the next window's */
 			wr->w.lead_ns = lead;

@@ -183,7 +183,12 @@ static const char *load_cause(void)
 
 	/* "failed to resolve CO-RE relocation <byte_off> [324] struct nvme_command.common.opcode (...)" */
 	if (r && (r = strstr(r, "] "))) {
+		char *acc;
+
 		snprintf(buf, sizeof(buf), "CO-RE: %s", r + 2);
+		/* the type and field are the cause; the accessor spec "(0:14 @ offset 208)" is not */
+		if ((acc = strstr(buf, " (")))
+			*acc = 0;
 		return buf;
 	}
 	return lb.why[0] ? lb.why : lb.fail[0] ? lb.fail : lb.last;
