@@ -408,6 +408,7 @@ static __always_inline void track(__u64 key, struct ntbpf_rec *r)
 		/* the key last: a reader that sees it sees the record */
 		s->key = 0;
 		s->r = *r;
+		s->entry_ts = 0;
 		barrier();
 		s->key = key;
 		return;
@@ -524,6 +525,35 @@ static __always_inline __u64 ts_take(void)
 	return ts && ts >= win_t0 ? ts : bpf_ktime_get_ns();
 }
 
+/*
+ * fentry -> fexit of a call about one recorded I/O (key): the entry time
+ * waits in the I/O's own slot (the calls about one command run one at a
+ * time, on its queue's io_work), a store instead of the task storage's
+ * lookup; an I/O in the overflow hash uses the task storage.
+ */
+static __always_inline void entry_put(__u64 key)
+{
+	struct nt_slot *s = slot_of(key);
+
+	if (s->key == key)
+		s->entry_ts = bpf_ktime_get_ns();
+	else
+		ts_put();
+}
+
+/* the entry time, consumed; now if the entry was not seen */
+static __always_inline __u64 entry_take(__u64 key)
+{
+	struct nt_slot *s = slot_of(key);
+	__u64 ts;
+
+	if (s->key != key)
+		return ts_take();
+	ts = s->entry_ts;
+	s->entry_ts = 0;
+	return ts && ts >= win_t0 ? ts : bpf_ktime_get_ns();
+}
+
 /* tracepoint tp(T0 a0[, T1 a1]): handler(a0[, a1]), as tp_btf or as raw_tp; arguments may be NULL */
 #define TP_HOOK1(tp, handler, T0)						\
 SEC("tp_btf/" #tp)								\
@@ -576,33 +606,39 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 
 /*
  * function f(T0 a0, T1 a1) returning int: handler(a0, entry_ts, ret).
- * gate(a0) says whether a0 belongs to a recorded I/O: for any other (every
- * I/O --sample leaves out) both programs return at once, without touching
- * the entry-time storage.
+ * gate(btf, a0) gives the key of a0's recorded I/O, 0 for any other (every
+ * I/O --sample leaves out, and every call the handler would ignore): both
+ * programs then return at once.  The entry time waits in the I/O's slot.
  */
 #define EXIT_HOOK2(fn, handler, T0, T1, gate)					\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
 {										\
+	__u64 k;								\
+										\
 	if (paused)								\
 		return 0;							\
-	if (gate(a0))								\
-		ts_put();							\
+	k = gate(true, a0);							\
+	if (k)									\
+		entry_put(k);							\
 	return 0;								\
 }										\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
 {										\
+	__u64 k;								\
+										\
 	if (paused)								\
 		return 0;							\
-	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
+	k = gate(true, a0);							\
+	return k ? handler(true, a0, entry_take(k), ret) : 0;			\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
 	if (paused)								\
 		return 0;							\
-	if (gate(a0))								\
+	if (gate(false, a0))							\
 		stash_put((__u64)a0, 0);					\
 	return 0;								\
 }										\
@@ -688,8 +724,13 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		 * missed at the start.  Sampling (by a hash, or in windows:
 		 * win_p) leaves requests out on purpose.
 		 */
-		if (sample <= 1 && !win_p && nr_bytes && (dev_wanted(rq_devt(btf, rq)) || dev_wanted(nvme_head_devt(btf, rq))))
-			stat_inc(ST_NO_START);
+		if (sample <= 1 && !win_p && nr_bytes) {
+			__u32 dev = rq_devt(btf, rq);
+
+			/* a path device's head (probe reads) only for nvme disks: major 259, BLOCK_EXT_MAJOR */
+			if (dev_wanted(dev) || ((dev >> 20) == 259 && dev_wanted(nvme_head_devt(btf, rq))))
+				stat_inc(ST_NO_START);
+		}
 		return 0;
 	}
 	/* a partial completion (nr_bytes < what is left) is followed by another */
@@ -1268,11 +1309,24 @@ static __always_inline struct ntbpf_rec *tgt_rec_of(struct nvmet_tcp_cmd *cmd, _
 	return (r && r->role == NTBPF_ROLE_TARGET) ? r : NULL;
 }
 
-static __always_inline bool tgt_tracked(struct nvmet_tcp_cmd *cmd)
+/* EXIT_HOOK2's gate: the key of cmd's record, 0 if it is not recorded */
+static __always_inline __u64 tgt_tracked(bool btf, struct nvmet_tcp_cmd *cmd)
 {
 	__u64 key;
 
-	return tgt_rec_of(cmd, &key) != NULL;
+	return tgt_rec_of(cmd, &key) ? key : 0;
+}
+
+/*
+ * nvmet_try_send_data ends a command only where the queue runs without SQ
+ * head updates (sqhd_disabled, the host's choice at connect; Linux hosts
+ * do not by default): elsewhere both programs return after two loads.
+ */
+static __always_inline __u64 tgt_tracked_sqhd_off(bool btf, struct nvmet_tcp_cmd *cmd)
+{
+	if (!RD(btf, cmd, queue, nvme_sq.sqhd_disabled))
+		return 0;
+	return tgt_tracked(btf, cmd);
 }
 
 /* the R2T for a write has been handed to the socket */
@@ -1309,7 +1363,7 @@ static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd,
 
 EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
 EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
-EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
+EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked_sqhd_off)
 
 /*
  * Kernels before v6.5 (Debian 6.1) inline nvme_tcp_try_send_cmd_pdu and the

@@ -409,6 +409,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		struct rusage ru;
 		double u, sy;
 
+		if (cfg->verbose)
+			nt_probes_run_time_each(&pr, stderr);
 		if (!nt_probes_run_time(&pr, &ns, &runs))
 			fprintf(stderr, "ntbpf record: BPF run time %.0f ns per recorded I/O (%" PRIu64 " ns in %" PRIu64
 				" program runs, %.0f ns each)\n", tr.stats[ST_EMITTED] ? (double)ns / tr.stats[ST_EMITTED] : 0.0,

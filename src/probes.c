@@ -527,6 +527,24 @@ int nt_probes_run_time(const struct nt_probes *p, uint64_t *ns, uint64_t *runs)
 	return 0;
 }
 
+void nt_probes_run_time_each(const struct nt_probes *p, FILE *out)
+{
+	struct bpf_program *prog;
+
+	if (p->stats_fd < 0)
+		return;
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) && info.run_cnt)
+			fprintf(out, "ntbpf: BPF %-40s %10llu runs %8.0f ns each (%u instructions)\n",
+				bpf_program__name(prog), (unsigned long long)info.run_cnt,
+				(double)info.run_time_ns / info.run_cnt, info.xlated_prog_len / 8);
+	}
+}
+
 void nt_probes_destroy(struct nt_probes *p)
 {
 	if (p->stats_fd >= 0)

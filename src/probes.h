@@ -10,6 +10,7 @@
 #define NTBPF_PROBES_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include "hooks.h"
 #include "recfile.h"
 #include "sysinfo.h"
@@ -72,6 +73,8 @@ void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
 /* summed run time and run count of every program (needs bpf_stats); 0 or -1 */
 int nt_probes_run_time(const struct nt_probes *p, uint64_t *ns, uint64_t *runs);
+/* with -v: each program's runs and run time (needs bpf_stats) */
+void nt_probes_run_time_each(const struct nt_probes *p, FILE *out);
 void nt_probes_destroy(struct nt_probes *p);
 
 #endif
