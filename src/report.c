@@ -374,9 +374,7 @@ static void count_lost(struct nt_report *rep, const struct nt_input *ins, int ni
 		rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
 		rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
 		rep->lost_why[4] += in->trailer.lost_user;
-		rep->lost += in->trailer.stats[ST_LOST_RINGBUF] + in->trailer.stats[ST_LOST_MAP_FULL] +
-			     in->trailer.stats[ST_PROG_MISSES] + in->trailer.stats[ST_NO_COMPLETE] +
-			     in->trailer.lost_user;
+		rep->lost += nt_lost_sum(in->trailer.stats) + in->trailer.lost_user;
 		rep->no_start += in->trailer.stats[ST_NO_START];
 		rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
 	}
