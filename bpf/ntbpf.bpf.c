@@ -934,17 +934,22 @@ static __always_inline int on_data_ready(bool btf, struct sock *sk)
 /*
  * When did the byte before stream position 'need' arrive: the oldest noted
  * delivery whose rcv_nxt reached 'need' (sequence arithmetic wraps).  0 if
- * the ring no longer holds it.
+ * the ring no longer holds it.  The ring is in delivery order (data_ready
+ * runs under the socket's lock), so the deliveries that reached 'need' are
+ * its newest ones: walk back from the newest and stop at the first that
+ * did not (most often after one or two).
  */
 static __always_inline __u64 arrival_of(struct qstate *s, __u32 need)
 {
+	__u32 head = s->head;
 	__u64 best = 0;
 
-	for (int k = 0; k < ARRIVALS; k++) {
-		struct arrival *e = &s->a[k];
+	for (int k = 1; k <= ARRIVALS; k++) {
+		struct arrival *e = &s->a[(head - k) & (ARRIVALS - 1)];
 
-		if (e->ts && (__s32)(e->seq - need) >= 0 && (!best || e->ts < best))
-			best = e->ts;
+		if (!e->ts || (__s32)(e->seq - need) < 0)
+			break;
+		best = e->ts;
 	}
 	return best;
 }

@@ -120,7 +120,8 @@ struct nt_slot {
  * bytes being read (tp->copied_seq): exact at any queue depth, however the
  * driver batches its reads.
  */
-#define ARRIVALS 16
+#define ARRIVALS 16	/* a power of two */
+_Static_assert((ARRIVALS & (ARRIVALS - 1)) == 0, "ARRIVALS: the BPF side indexes the ring with a mask");
 
 struct arrival {
 	__u32 seq;	/* rcv_nxt after this delivery */
