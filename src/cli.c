@@ -141,10 +141,10 @@ static const struct argp_option record_opts[] = {
 	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable), e.g. nvme1n1", 0 },
 	{ "sample", OPT_SAMPLE, "N", 0, "Record about 1 in N I/Os (same I/Os on initiator and target): "
-	  "every I/O of one time window in N, the hooks attached only then (see --sample-by)", 0 },
+	  "every I/O of one time window in N, the hooks armed only then (see --sample-by)", 0 },
 	{ "sample-by", OPT_SAMPLE_BY, "time|io", 0, "time (default): windows of --sample-window ms, one in every N, "
-	  "chosen from the wall clock, so hosts whose clocks agree (NTP) choose the same; between windows ntbpf costs "
-	  "nothing.  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
+	  "chosen from the wall clock, so hosts whose clocks agree (NTP) choose the same; between windows the "
+	  "tracepoint hooks are detached (windows 1 s apart or more) and the function hooks return at once.  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
 	  "pays their dispatch; needs no clock agreement)", 0 },
 	{ "sample-window", OPT_SAMPLE_WINDOW, "MS", 0, "Length of a --sample-by time window (default 100 ms; "
 	  "1 to 60000)", 0 },
