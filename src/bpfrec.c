@@ -167,7 +167,8 @@ struct windows_run {
 static void *windows_thread(void *arg)
 {
 	struct windows_run *wr = arg;
-	uint64_t gap = (wr->w.p_ns - wr->w.w_ns) / 4, lead = wr->w.lead_ns, closed = UINT64_MAX;
+	/* never more than at the start (50 ms, or a quarter of the gap): armed is not free */
+	uint64_t max_lead = wr->w.lead_ns, lead = wr->w.lead_ns, closed = UINT64_MAX;
 	uint64_t want = 0, late = 0;	/* when the thread meant to wake; how late it woke to arm */
 	bool armed = false;
 
@@ -212,12 +213,13 @@ static void *windows_thread(void *arg)
 		/*
 		 * The next window is armed twice as early as this one took to
 		 * arm or the thread woke late, whichever is more, plus 5 ms, at
-		 * most a quarter of the gap.
+		 * most the first window's lead (sampling.c: 50 ms, or a quarter
+		 * of the gap): every program runs while armed, outside windows too.
 		 */
 		if (in) {
 			uint64_t need = 2 * (took > late ? took : late) + 5000000;
 
-			lead = need < gap ? need : gap;
+			lead = need < max_lead ? need : max_lead;
 		} else {
 			closed = start - wr->w.p_ns;	/* start: the next window's */
 			wr->w.lead_ns = lead;
