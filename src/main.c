@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include "bpfrec.h"
 #include "cli.h"
+#include "liverun.h"
 #include "probecmd.h"
-#include "live.h"
 #include "report.h"
 
 int main(int argc, char **argv)

@@ -15,18 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "report.h"
+#include "golden.h"
 #include "../../bench/synth.h"
-
-/* absolute: the product-path tests run "ntbpf report" inside a scratch directory */
-static const char *datadir(void)
-{
-	static char abs[4096];
-	const char *d = getenv("NTBPF_TESTDATA");
-
-	if (!abs[0])
-		assert_non_null(realpath(d ? d : "tests/unit", abs));
-	return abs;
-}
 
 /*
  * "ntbpf report ARGS..." as main() runs it (nt_cli_parse, nt_report_cmd), in
@@ -173,33 +163,6 @@ static char *render(enum nt_format fmt, size_t nrec)
 	assert_int_equal(rc, 0);
 	scratch_rm(dir, names, 1);
 	return out;
-}
-
-static void check_golden(const char *name, const char *got)
-{
-	char path[512], *want;
-	FILE *f;
-	long len;
-
-	snprintf(path, sizeof(path), "%s/golden/%s", datadir(), name);
-	if (getenv("NTBPF_UPDATE_GOLDEN")) {
-		f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(got, f);
-		fclose(f);
-	}
-	f = fopen(path, "r");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	want = calloc(1, len + 1);
-	assert_int_equal(fread(want, 1, len, f), (size_t)len);
-	fclose(f);
-	if (strcmp(want, got))
-		fprintf(stderr, "golden %s differs; got:\n%s\n", name, got);
-	assert_string_equal(want, got);
-	free(want);
 }
 
 static void test_golden_text(void **state)
