@@ -269,27 +269,6 @@ static uint32_t gen_values(const struct ntbpf_rec *r, uint32_t n, unsigned int m
 	return n;
 }
 
-/* Base: the smallest value, unsigned or signed, whichever spans less. */
-static uint64_t pick_base(const uint64_t *v, uint32_t n, unsigned int w)
-{
-	uint64_t mw = width_mask(w), umin = ~0ull, umax = 0;
-	int64_t smin = INT64_MAX, smax = INT64_MIN;
-	unsigned int sh = 64 - w;
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
-		int64_t s = (int64_t)(v[i] << sh) >> sh;	/* sign-extended */
-
-		umin = v[i] < umin ? v[i] : umin;
-		umax = v[i] > umax ? v[i] : umax;
-		smin = s < smin ? s : smin;
-		smax = s > smax ? s : smax;
-	}
-	if (!n)
-		return 0;
-	return ((uint64_t)smax - (uint64_t)smin) < umax - umin ? (uint64_t)smin & mw : umin;
-}
-
 /*
  * Bits per value for the fewest bits in all, exceptions counted with their
  * varint and EXC_COST more: an exception is a mispredicted branch and a
@@ -325,19 +304,34 @@ static unsigned int pick_b(const uint32_t *hist, const uint32_t *ones, uint32_t 
 	return best;
 }
 
-/* Packed bits, LSB first, each column from a byte boundary. */
+/*
+ * Packed bits, LSB first, each column from a byte boundary: into room
+ * reserved for the whole column (bitw_begin), a byte at a time, unchecked.
+ */
 struct bitw {
 	struct buf *b;
+	uint8_t *p;		/* next byte; NULL: out of memory */
 	uint64_t acc;
 	unsigned int n;
 };
+
+static inline void bitw_begin(struct bitw *bw, struct buf *b, uint64_t nbits)
+{
+	size_t at = b->len;
+
+	bw->b = b;
+	bw->acc = 0;
+	bw->n = 0;
+	bw->p = buf_room(b, (nbits + 7) / 8);
+	b->len = at;	/* what bitw_end wrote counts */
+}
 
 static inline void bitw_put(struct bitw *bw, uint64_t v, unsigned int bits)
 {
 	bw->acc |= v << bw->n;
 	bw->n += bits;
 	while (bw->n >= 8) {
-		buf_u8(bw->b, bw->acc);
+		*bw->p++ = (uint8_t)bw->acc;
 		bw->acc >>= 8;
 		bw->n -= 8;
 	}
@@ -346,7 +340,8 @@ static inline void bitw_put(struct bitw *bw, uint64_t v, unsigned int bits)
 static void bitw_end(struct bitw *bw)
 {
 	if (bw->n)
-		buf_u8(bw->b, bw->acc);
+		*bw->p++ = (uint8_t)bw->acc;
+	bw->b->len = bw->p - bw->b->p;
 	bw->acc = 0;
 	bw->n = 0;
 }
@@ -428,21 +423,41 @@ struct plan {
 
 static void plan(struct plan *p, unsigned int w)
 {
-	uint64_t mw = width_mask(w);
-	uint32_t hist[65] = { 0 }, ones[65] = { 0 }, i;
+	uint64_t mw = width_mask(w), umin = ~0ull, umax = 0, *v = p->v;
+	int64_t smin = INT64_MAX, smax = INT64_MIN;
+	uint32_t hist[65] = { 0 }, ones[65] = { 0 }, i, n = p->cnt;
+	unsigned int sh = 64 - w;
 
-	for (i = 0; i < p->cnt; i++)
-		p->v[i] &= mw;
-	p->base = pick_base(p->v, p->cnt, w);
-	for (i = 0; i < p->cnt; i++) {
-		uint64_t off = (p->v[i] - p->base) & mw;
+	/*
+	 * One pass: the values to the column's width, and the base: the
+	 * smallest value, unsigned or signed, whichever spans less.
+	 */
+	for (i = 0; i < n; i++) {
+		uint64_t x = v[i] & mw;
+		int64_t sx = (int64_t)(x << sh) >> sh;	/* sign-extended */
+
+		v[i] = x;
+		umin = x < umin ? x : umin;
+		umax = x > umax ? x : umax;
+		smin = sx < smin ? sx : smin;
+		smax = sx > smax ? sx : smax;
+	}
+	p->base = !n ? 0 : ((uint64_t)smax - (uint64_t)smin) < umax - umin ? (uint64_t)smin & mw : umin;
+	if (umin == umax) {
+		/* a constant column (the common case): no bits (v[] is not read) */
+		p->b = 0;
+		p->cost = 8 * uv_len(bitlen(p->base));
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t off = (v[i] - p->base) & mw;
 		unsigned int l = bitlen(off);
 
-		p->v[i] = off;
+		v[i] = off;
 		hist[l]++;
-		ones[l] += l && !(off & (off + 1));
+		ones[l] += !(off & (off + 1));	/* 2^l - 1; ones[0] is never read */
 	}
-	p->b = pick_b(hist, ones, p->cnt, w, &p->cost);
+	p->b = pick_b(hist, ones, n, w, &p->cost);
 	p->cost += 8 * uv_len(bitlen(p->base));
 }
 
@@ -456,46 +471,75 @@ static uint32_t col_values(struct nt_colenc *e, const struct ntbpf_rec *recs, ui
 	return field_values(recs, n, col, mode, e->slots, e->xmask, v);
 }
 
+#define PICK_RECS 512	/* a large chunk's mode is chosen on this many records */
+
 /*
  * Encode one column: descriptor into dir, exceptions, packed bits.  A
- * column with two or three modes is computed each way, and the mode with
- * fewer bits is written (the first on a tie: it decodes faster).
+ * column with two or three modes is computed each way (on a large chunk:
+ * on its first PICK_RECS records), and the mode with fewer bits is written
+ * (the first on a tie: it decodes faster).
  */
 static void enc_column(struct nt_colenc *e, const struct ntbpf_rec *recs, uint32_t n,
 		       unsigned int col)
 {
-	unsigned int w = col_width(col, C_PORT), mode = 0, m, b;
+	unsigned int w = col_width(col, C_PORT), nm = col_modes(col, C_PORT), mode = 0, m, b;
 	struct plan p = { e->v, 0, 0, 0, 0 }, q = { e->v2, 0, 0, 0, 0 };
 	size_t exc_at = e->exc.len;
-	struct bitw bw = { &e->bits, 0, 0 };
+	struct bitw bw;
 	uint64_t esc;
 	uint32_t i;
 
-	p.cnt = col_values(e, recs, n, col, 0, p.v);
-	plan(&p, w);
-	for (m = 1; m < col_modes(col, C_PORT); m++) {
-		q.cnt = col_values(e, recs, n, col, m, q.v);
-		plan(&q, w);
-		if (q.cost < p.cost) {	/* swap: the other buffer for the next mode */
-			uint64_t *v = p.v;
+	if (nm > 1 && n >= 2 * PICK_RECS) {
+		/*
+		 * A large chunk: the mode is chosen on its first PICK_RECS
+		 * records (records of one chunk are alike), and only that mode
+		 * is computed for all of them.  The same format for a fraction
+		 * of the writer's work, which runs on the host it measures:
+		 * the reader does not care how a mode was chosen.
+		 */
+		uint64_t best = ~0ull;
 
-			p = q;
-			q.v = v;
-			mode = m;
+		for (m = 0; m < nm; m++) {
+			q.cnt = col_values(e, recs, PICK_RECS, col, m, q.v);
+			plan(&q, w);
+			if (q.cost < best) {
+				best = q.cost;
+				mode = m;
+			}
+		}
+		p.cnt = col_values(e, recs, n, col, mode, p.v);
+		plan(&p, w);
+	} else {
+		p.cnt = col_values(e, recs, n, col, 0, p.v);
+		plan(&p, w);
+		for (m = 1; m < nm; m++) {
+			q.cnt = col_values(e, recs, n, col, m, q.v);
+			plan(&q, w);
+			if (q.cost < p.cost) {	/* swap: the other buffer for the next mode */
+				uint64_t *v = p.v;
+
+				p = q;
+				q.v = v;
+				mode = m;
+			}
 		}
 	}
 	b = p.b;
 	esc = (1ull << b) - 1;
-	for (i = 0; b && i < p.cnt; i++) {
-		uint64_t off = p.v[i];
+	if (b) {
+		bitw_begin(&bw, &e->bits, (uint64_t)p.cnt * b);
+		for (i = 0; bw.p && i < p.cnt; i++) {
+			uint64_t off = p.v[i];
 
-		if (off >= esc) {
-			buf_uv(&e->exc, off - esc);
-			off = esc;
+			if (off >= esc) {
+				buf_uv(&e->exc, off - esc);
+				off = esc;
+			}
+			bitw_put(&bw, off, b);
 		}
-		bitw_put(&bw, off, b);
+		if (bw.p)
+			bitw_end(&bw);
 	}
-	bitw_end(&bw);
 	buf_u8(&e->dir, b | mode << MODE_SHIFT);
 	buf_uv(&e->dir, p.base);
 	buf_uv(&e->dir, e->exc.len - exc_at);

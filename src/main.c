@@ -6,6 +6,7 @@
 #include "liverun.h"
 #include "probecmd.h"
 #include "report.h"
+#include "script.h"
 
 int main(int argc, char **argv)
 {
@@ -21,6 +22,10 @@ int main(int argc, char **argv)
 		return nt_record_run(&cfg, argc, argv);
 	case NT_CMD_REPORT:
 		rc = nt_report_cmd(&cfg, stdout, stderr);
+		nt_config_free(&cfg);
+		return rc;
+	case NT_CMD_SCRIPT:
+		rc = nt_script_cmd(&cfg, stdout, stderr);
 		nt_config_free(&cfg);
 		return rc;
 	case NT_CMD_LIVE:

@@ -88,6 +88,12 @@ struct nt_trailer {
 	uint64_t end_mono_ns;		/* CLOCK_MONOTONIC at stop */
 };
 
+/* records the kernel side lost, from the BPF counters (enum ntbpf_stat): the one place this sum is made */
+static inline uint64_t nt_lost_sum(const uint64_t stats[ST_NR])
+{
+	return stats[ST_LOST_RINGBUF] + stats[ST_LOST_MAP_FULL] + stats[ST_NO_COMPLETE] + stats[ST_PROG_MISSES];
+}
+
 /* Result of reading a file to its end. */
 enum nt_read_status {
 	NT_READ_OK = 0,		/* header, chunks and trailer all good */

@@ -487,22 +487,47 @@ def hooks_state(d, role, hooks):
     return f"{len(hooks)} {role} hooks as documented"
 
 
-def records_as_documented(d, initiator, target, log_says=()):
-    """record exited 0 on both roles with INITIATOR and TARGET records, its logs say each of
-    LOG_SAYS, and the report says so (0 records: 'no I/O recorded')"""
+def records_as_documented(d, initiator, target, log_says=(), report_says=()):
+    """record exited 0 on both roles with INITIATOR and TARGET records ("fio": as many as fio's
+    I/Os), its logs say each of LOG_SAYS, report.txt each of REPORT_SAYS, and the report says
+    so (0 records: 'no I/O recorded')"""
     status = open(os.path.join(d, "status-both")).read().split()
     assert status[:3] == ["0", "done", "ok"], f"guest status {' '.join(status)}"
     rep = load(d, "report.json")
     n = {i["role"]: i["records"] for i in rep["inputs"]}
-    assert n.get("initiator") == initiator and n.get("target") == target, f"records {n}"
+    fio_n = fio_total_ios(load(d, "fio.json"))
+    want = {"initiator": fio_n if initiator == "fio" else initiator, "target": fio_n if target == "fio" else target}
+    assert n.get("initiator") == want["initiator"] and n.get("target") == want["target"], f"records {n}, want {want}"
     for role in ("initiator", "target"):
         log = open(os.path.join(d, f"record-{role}.log")).read()
         assert f"ntbpf record: {n[role]} records" in log, f"record-{role}.log has no summary line"
-        for want in log_says:
-            assert want in log, f"record-{role}.log does not say '{want}'"
-    if initiator == 0 and target == 0:
-        assert "no I/O recorded" in open(os.path.join(d, "report.txt")).read(), "report does not say 'no I/O recorded'"
+        for w in log_says:
+            assert w in log, f"record-{role}.log does not say '{w}'"
+    txt = open(os.path.join(d, "report.txt")).read()
+    for w in report_says:
+        assert w in txt, f"report.txt does not say '{w}'"
+    if want["initiator"] == 0 and want["target"] == 0:
+        assert "no I/O recorded" in txt, "report does not say 'no I/O recorded'"
     return f"records initiator {n['initiator']}, target {n['target']}; logs and report say so"
+
+
+def stages_as_documented(d, present, absent):
+    """an initiator whose kernel lets ntbpf see only some stages (docs/stages.md): each stage of
+    PRESENT is measured for every I/O of every group (its count is end_to_end's), none of ABSENT
+    appears in any group, and the present stages' averages add up to no more than end_to_end's
+    (what is missing lies between them: a stage cannot be negative)"""
+    gs = dev_groups(load(d, "report-initiator.json"))
+    assert gs, "no initiator groups"
+    for g in gs:
+        st, n = g["stages"], g["stages"]["end_to_end"]["count"]
+        short = [x for x in present if st.get(x, {}).get("count") != n]
+        assert not short, f"group {g['op']}/{g['size']}: {short} not measured for all {n} I/Os"
+        extra = [x for x in absent if x in st]
+        assert not extra, f"group {g['op']}/{g['size']}: {extra} measured, documented as not seen"
+        total = sum(st[x]["avg_us"] for x in present)
+        assert total <= st["end_to_end"]["avg_us"] + 0.001 * len(present), \
+            f"group {g['op']}/{g['size']}: present stages sum to {total:.3f}us > end_to_end {st['end_to_end']['avg_us']:.3f}us"
+    return f"{len(present)} stages for every I/O, {len(absent)} absent as documented"
 
 
 CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
@@ -510,7 +535,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_metrics, hooks_state,
-                                  records_as_documented, sampling_windows)}
+                                  records_as_documented, stages_as_documented, sampling_windows)}
 
 
 def run_checks(d, checks, out=sys.stdout):

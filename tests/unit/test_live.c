@@ -161,6 +161,26 @@ static struct nt_live *local_live(const struct nt_config *cfg, struct nt_header 
 	return l;
 }
 
+/* live --hist: each interval's histograms (every I/O's end_to_end is 114 us), and MB/s */
+static void test_local_hist(void **state)
+{
+	struct nt_config cfg = cfg_for("text");
+	struct nt_header h;
+	struct nt_live *l;
+	char *out;
+
+	cfg.hist = true;
+	l = local_live(&cfg, &h, 250);
+	out = tick(l, 0.5);
+	assert_non_null(strstr(out, " I/Os=250 IOPS=500 MB/s=2.05\n"));
+	assert_non_null(strstr(out, "\nend_to_end\n     usecs               : count    distribution\n"));
+	assert_non_null(strstr(out, "        64 -> 127        : 250      |****************************************|\n"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+	nt_config_free(&cfg);
+}
+
 static void test_local_intervals(void **state)
 {
 	struct nt_config cfg = cfg_for("json");
@@ -400,7 +420,8 @@ static void test_local_csv(void **state)
 	nt_report_opts_of(&cfg, &o);
 	nt_report_interval_header(m, &o);
 	fclose(m);
-	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us\n");
+	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us,"
+			    "min_us,max_us,status,span_s,iops,mb_s\n");
 	l = local_live(&cfg, &h, 250);
 	setenv("TZ", "IST-5:30", 1);
 	tzset();
@@ -466,6 +487,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_intervals),
+		cmocka_unit_test(test_local_hist),
 		cmocka_unit_test(test_local_csv),
 		cmocka_unit_test(test_kh_wraparound),
 		cmocka_unit_test(test_golden_local_text),
