@@ -272,7 +272,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
-	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0;
+	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes;
 	bool child_done = false, loaded = false, opened = false, started = false;
 
 	nt_header_init(&hdr, 0);
@@ -432,6 +432,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	rec_flush(&st);
+	wbytes = nt_writer_bytes(st.w);	/* a stream (-, a FIFO) has no size to stat: what went into it */
 	if (st.werr) {
 		rec_salvage(&st, &of, &tr, cfg->output);
 	} else {
@@ -447,7 +448,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	{
 		struct stat sb;
 		uint64_t lost = nt_lost_sum(tr.stats) + tr.lost_user;
-		double size = fstat(of.fd, &sb) ? 0 : sb.st_size;
+		double size = !fstat(of.fd, &sb) && S_ISREG(sb.st_mode) ? (double)sb.st_size : (double)wbytes;
 
 		if (nt_outfile_commit(&of, err, sizeof(err))) {
 			fprintf(stderr, "ntbpf record: %s\n", err);

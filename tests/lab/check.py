@@ -6,7 +6,7 @@
 
 Each check returns (ok, message); a check whose params carry "pending" is reported as SKIP.
 """
-import json, os, sys
+import json, os, re, sys
 
 DEV_PREFIX = "nvme"   # nvme0n1 (nvme1n1 with a second subsystem), and path devices nvme0c0n1
 
@@ -382,6 +382,43 @@ def live_netem_step(d, delay_us, tol=0.10):
     return f"before {mb:.0f}us x{len(before)}, after {ma:.0f}us x{len(after)}, injected {injected:.0f}us"
 
 
+def live_metrics(d, peer=True):
+    """ntbpf live --metrics, scraped in the guest (busybox wget) after fio, once the intervals
+    that hold its I/O are out: per stage, the histogram's _count is what the JSON lines counted
+    (the same interval reports feed both), ntbpf_ios_total is the lines' I/O count, and with
+    --peer ntbpf_peer_up is 1 and the target's stages (network_transmission) are there."""
+    p = os.path.join(d, "metrics.txt")
+    assert os.path.exists(p), "metrics.txt missing (the scrape failed: see the initiator's log)"
+    m = {}
+    for line in open(p):
+        if line.strip() and not line.startswith("#"):
+            k, _, v = line.rstrip("\n").rpartition(" ")
+            m[k] = float(v)
+    dev = re.compile(r'device="%s[^"]*"' % DEV_PREFIX)
+    lines = _live(d)
+    want_ios = sum(g["count"] for j in lines for g in j["groups"] if str(g["device"]).startswith(DEV_PREFIX))
+    ios = sum(v for k, v in m.items() if k.startswith("ntbpf_ios_total{") and dev.search(k))
+    assert ios == want_ios and ios > 0, f"ntbpf_ios_total {ios}, the lines {want_ios}"
+    stages = {}
+    for j in lines:
+        for g in j["groups"]:
+            if str(g["device"]).startswith(DEV_PREFIX):
+                for x, st in g["stages"].items():
+                    stages[x] = stages.get(x, 0) + st["count"]
+    for x, n in stages.items():
+        got = sum(v for k, v in m.items()
+                  if k.startswith('ntbpf_stage_latency_seconds_count{stage="%s",' % x) and dev.search(k))
+        assert got == n, f"{x}: histogram count {got}, the lines {n}"
+    up = m.get('ntbpf_peer_up{role="initiator"}')
+    if peer:
+        assert up == 1, f"ntbpf_peer_up {up}"
+        assert stages.get("network_transmission", 0) > 0.9 * ios, \
+            f"network_transmission on {stages.get('network_transmission', 0)} of {ios} I/Os"
+    else:
+        assert up is None, f"ntbpf_peer_up {up} without --peer"
+    return f"ntbpf_ios_total {ios:.0f}, {len(stages)} stages' counts as the lines'" + (", peer up" if peer else "")
+
+
 def live_host_stages_sum(d, min_intervals=3, rel=0.01):
     """an initiator alone: over the run, each of its six host stages (remote for the target's
     part) covers every I/O and their totals add up to end_to_end's.  In-kernel histograms are
@@ -497,7 +534,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step, live_host_stages_sum, hooks_state,
+                                  live_netem_step, live_host_stages_sum, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows)}
 
 

@@ -205,12 +205,12 @@ SCENARIOS = [
      "args": ["--topology", "two", "--kernel", "6.12", "--live", "--netem-delay", "50ms", "--netem-at", "6",
               "--fio", LIVE_FIO],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_matched", {"min": 0.99}),
-                ("live_netem_step", {"delay_us": 50000, "tol": 0.10})]},
+                ("live_netem_step", {"delay_us": 50000, "tol": 0.10}), ("live_metrics", {})]},
     {"name": "two-6.1-live-netem-50ms-at-6s",
      "args": ["--topology", "two", "--kernel", "6.1", "--live", "--netem-delay", "50ms", "--netem-at", "6",
               "--fio", LIVE_FIO],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_matched", {"min": 0.99}),
-                ("live_netem_step", {"delay_us": 50000, "tol": 0.10})]},
+                ("live_netem_step", {"delay_us": 50000, "tol": 0.10}), ("live_metrics", {})]},
     # flushes: a namespace with a volatile write cache, fsync after every write
     {"name": "one-6.12-write-fsync-flush",
      "args": ["--topology", "one", "--kernel", "6.12", "--write-cache",
@@ -223,10 +223,10 @@ SCENARIOS = [
     # live on the initiator alone: in-kernel histograms, no per-I/O records
     {"name": "one-6.12-live-local",
      "args": ["--topology", "one", "--kernel", "6.12", "--live-local", "--fio", QD1],
-     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {})]},
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False})]},
     {"name": "one-6.1-live-local",
      "args": ["--topology", "one", "--kernel", "6.1", "--live-local", "--fio", QD1],
-     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {})]},
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False})]},
     # queue depth: 2 jobs x QD16 on 2 queues; cids recur fast, responses share skbs
     {"name": "one-6.12-randread-qd16-q2",
      "args": ["--topology", "one", "--kernel", "6.12", "--queues", "2",
