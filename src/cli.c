@@ -116,7 +116,8 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 /* ---- record ---- */
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
-       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW };
+       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW,
+       OPT_PAIR_WINDOW };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -317,6 +318,8 @@ static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json or csv (default: text)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "window", OPT_PAIR_WINDOW, "SECONDS", 0, "Pairing window: longer than the slowest I/O (default: 2); a slower "
+	  "one is counted, and paired only if its partner is still held.  Memory grows with it", 0 },
 	{ "verbose", 'v', NULL, 0, "Also print empty stages and per-file details", 0 },
 	{},
 };
@@ -347,6 +350,12 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			cfg->format = NT_FMT_CSV;
 		else {
 			fail(pc, "bad --format '%s' (want text, json or csv)", arg);
+			return EINVAL;
+		}
+		break;
+	case OPT_PAIR_WINDOW:
+		if (parse_double(arg, &cfg->pair_window) || cfg->pair_window <= 0 || cfg->pair_window > 3600) {
+			fail(pc, "bad --window '%s' (want seconds in (0, 3600])", arg);
 			return EINVAL;
 		}
 		break;

@@ -51,6 +51,7 @@ struct nt_config {
 	double pcts[NT_MAX_PCTS];
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
+	double pair_window;		/* --window: seconds, 0 = the default (NT_PAIR_WINDOW_NS) */
 	int nfiles;
 	const char **files;		/* nfiles pointers into argv, any number; nt_config_free() */
 };

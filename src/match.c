@@ -340,13 +340,41 @@ static int sort_edges(struct edge *e, size_t n)
 static inline uint32_t init_kid(const struct nt_matching *m, const struct nt_mitem *ii, size_t k,
 				const struct keys *keys)
 {
-	if (ii[k].kid == NT_NO_KEY || m->pidx[k])
+	if (ii[k].kid == NT_NO_KEY || (m->pidx && m->pidx[k]))
 		return NT_NO_KEY;
 	return key_find(keys, ii[k].kq & KEY_MASK);	/* NT_NO_KEY: no target record has its key */
 }
 
+/*
+ * The target items of one key in lo order: a file's groups (tv, start), or
+ * a streaming key's window (sk, below).
+ */
+struct skey {
+	struct nt_mitem *v;	/* [head, n) in lo order; idx: PAIRED */
+	unsigned char *pay;	/* the caller's payload per item, parallel to v */
+	uint32_t head, n, cap;
+};
+
+struct tview {
+	const struct nt_mitem *tv;
+	const uint32_t *start;
+	const struct skey *sk;
+};
+
+static inline const struct nt_mitem *tgroup(const struct tview *t, uint32_t kid, size_t *a, size_t *b)
+{
+	if (t->sk) {
+		*a = t->sk[kid].head;
+		*b = t->sk[kid].n;
+		return t->sk[kid].v;
+	}
+	*a = t->start[kid];
+	*b = t->start[kid + 1];
+	return t->tv;
+}
+
 static bool estimate_offset(const struct nt_matching *m, const struct nt_mitem *iv, size_t a_first, size_t a_end,
-			    const struct keys *keys, const struct nt_mitem *tv, const uint32_t *start, int64_t prior,
+			    const struct keys *keys, const struct tview *tw, int64_t prior,
 			    int64_t window, size_t samples, int max_cand, int64_t *off, size_t *votes)
 {
 	size_t ni = a_end - a_first, step = ni > samples ? ni / samples : 1, ne = 0, cap = 0;
@@ -357,12 +385,13 @@ static bool estimate_offset(const struct nt_matching *m, const struct nt_mitem *
 	for (size_t i = a_first; i < a_end; i += step) {
 		int64_t from = (int64_t)iv[i].lo + prior - window;
 		uint32_t kid = init_kid(m, iv, i, keys);
+		const struct nt_mitem *tv;
 		size_t j, end;
 
 		if (kid == NT_NO_KEY)
 			continue;
-		end = start[kid + 1];
-		j = lower_bound(tv, start[kid], end, from < 0 ? 0 : (uint64_t)from);
+		tv = tgroup(tw, kid, &j, &end);
+		j = lower_bound(tv, j, end, from < 0 ? 0 : (uint64_t)from);
 		for (int c = 0; j < end && c < max_cand; j++, c++) {
 			int64_t a = (int64_t)tv[j].hi - (int64_t)iv[i].hi - TOLERANCE_NS;
 			int64_t b = (int64_t)tv[j].lo - (int64_t)iv[i].lo + TOLERANCE_NS;
@@ -466,6 +495,18 @@ static int64_t offset_at(const struct seg *sg, size_t ns, size_t *k, int64_t t)
 	return sg[i].off + (int64_t)(sg[i].slope * (double)(t - sg[i].at));
 }
 
+/* the offset before any estimate: the same boot: one clock; otherwise the wall clocks say roughly how they relate */
+static void prior_of(const struct nt_header *ha, const struct nt_header *hb, int64_t *prior, int64_t *window)
+{
+	if (ha->boot_id[0] && !strcmp(ha->boot_id, hb->boot_id)) {
+		*prior = 0;
+		*window = 1000000;
+	} else {
+		*prior = ((int64_t)hb->mono_ns - (int64_t)hb->real_ns) - ((int64_t)ha->mono_ns - (int64_t)ha->real_ns);
+		*window = 5000000000ll;
+	}
+}
+
 /*
  * Pair the initiator items ii[a_first, a_end) of one file with the target
  * items ti[b_first, b_end) of another (those not paired yet).
@@ -480,19 +521,15 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 	struct seg *seg = NULL;
 	size_t nt = 0, nseg, ns = 0, votes = 0;
 	int64_t prior, window;
+	struct tview tw = { 0 };
 	int rc = -1;
 
 	if (group_targets(m, ti, b_first, b_end, &keys, &tv, &nt, &start))
 		goto out;
+	tw.tv = tv;
+	tw.start = start;
 
-	/* the same boot: one clock; otherwise the wall clocks say roughly how they relate */
-	if (ha->boot_id[0] && !strcmp(ha->boot_id, hb->boot_id)) {
-		prior = 0;
-		window = 1000000;
-	} else {
-		prior = ((int64_t)hb->mono_ns - (int64_t)hb->real_ns) - ((int64_t)ha->mono_ns - (int64_t)ha->real_ns);
-		window = 5000000000ll;
-	}
+	prior_of(ha, hb, &prior, &window);
 	/*
 	 * The offset, segment by segment of SEG_INITS initiator I/Os: two
 	 * hosts' monotonic clocks drift apart (NTP slews each its own way,
@@ -516,15 +553,15 @@ static int match_files(struct nt_matching *m, struct nt_mitem *ii, size_t a_firs
 			;
 		if (!ns) {
 			/* coarse over the prior's uncertainty: in the first segment, else the whole file */
-			if (!estimate_offset(m, ii, from, to, &keys, tv, start, prior, window, COARSE_INITS,
+			if (!estimate_offset(m, ii, from, to, &keys, &tw, prior, window, COARSE_INITS,
 					     COARSE_CANDIDATES, &o, &v) &&
-			    !estimate_offset(m, ii, a_first, a_end, &keys, tv, start, prior, window, COARSE_INITS,
+			    !estimate_offset(m, ii, a_first, a_end, &keys, &tw, prior, window, COARSE_INITS,
 					     COARSE_CANDIDATES, &o, &v))
 				break;
 		} else {
 			o = seg[ns - 1].off;
 		}
-		if (!estimate_offset(m, ii, from, to, &keys, tv, start, o, SEG_WINDOW, ns ? SEG_SAMPLES : SAMPLE_INITS,
+		if (!estimate_offset(m, ii, from, to, &keys, &tw, o, SEG_WINDOW, ns ? SEG_SAMPLES : SAMPLE_INITS,
 				     FINE_CANDIDATES, &o, &v))
 			continue;
 		votes += v;
@@ -737,4 +774,539 @@ void nt_match_free(struct nt_matching *m)
 	free(m->tgt);
 	free(m->tgt_matched);
 	memset(m, 0, sizeof(*m));
+}
+
+/* ---- streaming (nt_smatch_run): one initiator file against one target file ---- */
+
+/* a target record is let go this far below the earliest start a query can still have */
+#define HORIZON_SLACK (2 * SEG_WINDOW + TOLERANCE_NS)
+
+struct sm {
+	struct nt_matching *m;
+	const struct nt_smatch_ops *ops;
+	const struct nt_ssrc *is, *ts;
+	size_t psz;
+	int64_t win, prior, window;
+	bool any_shared;
+	struct keys keys;
+	struct skey *sk;		/* per key id: the target items held */
+	size_t skcap;
+	size_t held, since_sweep;	/* target items held; records read or paired since the last sweep */
+	/* initiator items read: ib[ph, in) not paired yet; the segment being formed is [sf, sc...) */
+	struct nt_mitem *ib;
+	unsigned char *ipay;
+	size_t ph, sf, sc, in, icap;
+	bool i_eof, t_eof;
+	const struct ntbpf_rec *tr;	/* the rest of the target chunk being read */
+	size_t trn;
+	int64_t max_ihi, max_thi;	/* the latest completion read on each side (keyed records) */
+	bool have_ihi, have_thi;
+	struct seg *seg;
+	size_t ns, segcap, at;
+	int64_t first_off;
+	size_t votes;
+	unsigned char *tmp;		/* one payload */
+};
+
+/* a record that is nobody's partner: out at once, alone */
+static int sm_alone(struct sm *s, const struct ntbpf_rec *r, enum nt_side side)
+{
+	bool tgt = side == NT_SIDE_TGT;
+
+	if (s->ops->take(s->ops->ctx, r, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, s->tmp))
+		return -1;
+	return s->ops->emit(s->ops->ctx, tgt ? NULL : s->tmp, tgt ? s->tmp : NULL);
+}
+
+/* an initiator I/O on a controller sharing its cntlid, paired (or not) without a port on one side */
+static void sm_count_shared(struct sm *s, const struct nt_header *h, const struct nt_mitem *x,
+			    const struct nt_mitem *partner)
+{
+	if (s->any_shared && x->kid != NT_NO_KEY && cntlid_dup(h, (uint16_t)(x->kq >> 32)) &&
+	    (!port_of(x) || (partner && !port_of(partner))))
+		s->m->shared_cntlid++;
+}
+
+/* every record of one file, alone (no file of the other side) */
+static int sm_all_alone(struct sm *s, const struct nt_ssrc *src)
+{
+	const struct ntbpf_rec *r;
+	size_t n;
+
+	while ((n = src->chunk(src->ctx, &r)))
+		for (size_t k = 0; k < n; k++) {
+			struct nt_mitem x;
+			bool nc;
+			enum nt_side side = nt_mitem_of(&r[k], src->hdr, &x, &nc);
+
+			if (side == NT_SIDE_ADMIN) {
+				s->m->admin++;
+				continue;
+			}
+			if (side == NT_SIDE_TGT) {
+				s->m->n_tgt++;
+			} else {
+				s->m->n_init++;
+				s->m->no_cntlid += nc;
+				sm_count_shared(s, src->hdr, &x, NULL);
+			}
+			if (sm_alone(s, &r[k], side))
+				return -1;
+		}
+	return 0;
+}
+
+static struct skey *sm_key(struct sm *s, uint32_t kid)
+{
+	if (kid >= s->skcap) {
+		size_t ncap = s->skcap ? s->skcap * 2 : 1024;
+		struct skey *p;
+
+		while (ncap <= kid)
+			ncap *= 2;
+		p = realloc(s->sk, ncap * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + s->skcap, 0, (ncap - s->skcap) * sizeof(*p));
+		s->sk = p;
+		s->skcap = ncap;
+	}
+	return &s->sk[kid];
+}
+
+/* hold a target item, in lo order within its key (file order is completion order: nearly sorted) */
+static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r)
+{
+	uint32_t kid = key_add(&s->keys, x->kq & KEY_MASK), j;
+	struct skey *k;
+
+	if (kid == NT_NO_KEY || !(k = sm_key(s, kid)))
+		return -1;
+	if (k->n == k->cap && k->head) {
+		memmove(k->v, k->v + k->head, (k->n - k->head) * sizeof(*k->v));
+		memmove(k->pay, k->pay + k->head * s->psz, (k->n - k->head) * s->psz);
+		k->n -= k->head;
+		k->head = 0;
+	}
+	if (k->n == k->cap) {
+		uint32_t ncap = k->cap ? k->cap * 2 : 4;
+		struct nt_mitem *v = realloc(k->v, ncap * sizeof(*v));
+		unsigned char *pay;
+
+		if (!v)
+			return -1;
+		k->v = v;
+		pay = realloc(k->pay, ncap * s->psz);
+		if (!pay)
+			return -1;
+		k->pay = pay;
+		k->cap = ncap;
+	}
+	for (j = k->n; j > k->head && k->v[j - 1].lo > x->lo; j--)
+		;
+	memmove(k->v + j + 1, k->v + j, (k->n - j) * sizeof(*k->v));
+	memmove(k->pay + (j + 1) * s->psz, k->pay + j * s->psz, (k->n - j) * s->psz);
+	k->v[j] = *x;
+	k->v[j].idx = 0;
+	k->v[j].kid = kid;
+	k->n++;
+	s->held++;
+	s->since_sweep++;
+	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_TARGET, k->pay + j * s->psz);
+}
+
+/* read target records until one completing at or after `until` (target clock) was read, or the end */
+static int sm_targets(struct sm *s, int64_t until)
+{
+	while (!s->t_eof && (!s->have_thi || s->max_thi < until)) {
+		const struct ntbpf_rec *r;
+		struct nt_mitem x;
+		enum nt_side side;
+		bool nc;
+
+		if (!s->trn && !(s->trn = s->ts->chunk(s->ts->ctx, &s->tr))) {
+			s->t_eof = true;
+			break;
+		}
+		r = s->tr++;
+		s->trn--;
+		side = nt_mitem_of(r, s->ts->hdr, &x, &nc);
+		if (side == NT_SIDE_ADMIN) {
+			s->m->admin++;
+			continue;
+		}
+		if (side == NT_SIDE_INIT) {	/* an initiator's record in the target's file */
+			s->m->n_init++;
+			s->m->no_cntlid += nc;
+			if (sm_alone(s, r, side))
+				return -1;
+			continue;
+		}
+		s->m->n_tgt++;
+		/* everything starting before max_thi - win was promised read: this one is late */
+		if (s->have_thi && (int64_t)x.lo < s->max_thi - s->win)
+			s->m->slow_tgt++;
+		if (!s->have_thi || (int64_t)x.hi > s->max_thi)
+			s->max_thi = (int64_t)x.hi;
+		s->have_thi = true;
+		if (sm_hold(s, &x, r))
+			return -1;
+	}
+	return 0;
+}
+
+static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r)
+{
+	if (s->in == s->icap && s->ph) {	/* the paired ones' room */
+		memmove(s->ib, s->ib + s->ph, (s->in - s->ph) * sizeof(*s->ib));
+		memmove(s->ipay, s->ipay + s->ph * s->psz, (s->in - s->ph) * s->psz);
+		s->in -= s->ph;
+		s->sf -= s->ph;
+		s->sc -= s->ph;
+		s->ph = 0;
+	}
+	if (s->in == s->icap) {
+		size_t ncap = s->icap ? s->icap * 2 : 4096;
+		struct nt_mitem *v = realloc(s->ib, ncap * sizeof(*v));
+		unsigned char *pay;
+
+		if (!v)
+			return -1;
+		s->ib = v;
+		pay = realloc(s->ipay, ncap * s->psz);
+		if (!pay)
+			return -1;
+		s->ipay = pay;
+		s->icap = ncap;
+	}
+	s->ib[s->in] = *x;
+	s->ib[s->in].idx = 0;
+	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_INITIATOR, s->ipay + s->in++ * s->psz);
+}
+
+/* the next initiator chunk into ib */
+static int sm_read_init(struct sm *s)
+{
+	const struct ntbpf_rec *r;
+	size_t n = s->is->chunk(s->is->ctx, &r);
+
+	if (!n)
+		s->i_eof = true;
+	for (size_t k = 0; k < n; k++) {
+		struct nt_mitem x;
+		bool nc;
+		enum nt_side side = nt_mitem_of(&r[k], s->is->hdr, &x, &nc);
+
+		if (side == NT_SIDE_ADMIN) {
+			s->m->admin++;
+			continue;
+		}
+		if (side == NT_SIDE_TGT) {	/* a target's record in the initiator's file */
+			s->m->n_tgt++;
+			if (sm_alone(s, &r[k], side))
+				return -1;
+			continue;
+		}
+		s->m->n_init++;
+		s->m->no_cntlid += nc;
+		if (x.kid != NT_NO_KEY) {
+			if (s->have_ihi && (int64_t)x.lo < s->max_ihi - s->win)
+				s->m->slow_init++;
+			if (!s->have_ihi || (int64_t)x.hi > s->max_ihi)
+				s->max_ihi = (int64_t)x.hi;
+			s->have_ihi = true;
+		}
+		if (sm_push_init(s, &x, &r[k]))
+			return -1;
+	}
+	return 0;
+}
+
+/* the segment starting at sf ends before *to (the whole-file rule); false: read more first */
+static bool sm_seg_end(struct sm *s, size_t *to)
+{
+	size_t from = s->sf, t = s->sc > from + 1 ? s->sc : from + 1;
+	int64_t t_end = (int64_t)s->ib[from].lo + SEG_NS;
+
+	while (t < s->in && t - from < SEG_INITS && ((int64_t)s->ib[t].lo < t_end || t - from < 64))
+		t++;
+	s->sc = t;
+	*to = t;
+	return t < s->in || t - from >= SEG_INITS || s->i_eof;
+}
+
+/* read the target records a query over ib[from, to) at offset p +- w may look at */
+static int sm_need(struct sm *s, size_t from, size_t to, int64_t p, int64_t w)
+{
+	int64_t hi = INT64_MIN;
+
+	for (size_t i = from; i < to; i++)
+		if (s->ib[i].kid != NT_NO_KEY && (int64_t)s->ib[i].hi > hi)
+			hi = (int64_t)s->ib[i].hi;
+	return hi == INT64_MIN ? 0 : sm_targets(s, hi + p + w + s->win);
+}
+
+/* the clock offset over ib[from, to), as match_files finds it for a segment */
+static int sm_segment(struct sm *s, size_t from, size_t to)
+{
+	struct tview tw = { 0 };
+	int64_t o, mid;
+	size_t v;
+
+	if (!s->ns) {
+		/*
+		 * Coarse over the prior's uncertainty.  Where it finds nothing,
+		 * the whole-file path tries the whole file; here the next
+		 * segment tries (the I/Os of this one are not paired)
+		 */
+		if (sm_need(s, from, to, s->prior, s->window))
+			return -1;
+		tw.sk = s->sk;
+		if (!estimate_offset(s->m, s->ib, from, to, &s->keys, &tw, s->prior, s->window, COARSE_INITS,
+				     COARSE_CANDIDATES, &o, &v))
+			return 0;
+	} else {
+		o = s->seg[s->ns - 1].off;
+	}
+	if (sm_need(s, from, to, o, SEG_WINDOW))
+		return -1;
+	tw.sk = s->sk;
+	if (!estimate_offset(s->m, s->ib, from, to, &s->keys, &tw, o, SEG_WINDOW, s->ns ? SEG_SAMPLES : SAMPLE_INITS,
+			     FINE_CANDIDATES, &o, &v))
+		return 0;
+	s->votes += v;
+	mid = (int64_t)s->ib[from + (to - from) / 2].lo;
+	if (s->ns && mid <= s->seg[s->ns - 1].at)
+		return 0;	/* a long I/O in the middle: keep the points in time order */
+	if (s->ns == s->segcap) {
+		size_t ncap = s->segcap ? s->segcap * 2 : 64;
+		struct seg *p = realloc(s->seg, ncap * sizeof(*p));
+
+		if (!p)
+			return -1;
+		s->seg = p;
+		s->segcap = ncap;
+	}
+	if (!s->ns)
+		s->first_off = o;
+	s->seg[s->ns] = (struct seg){ .at = mid, .off = o };
+	if (s->ns)
+		s->seg[s->ns - 1].slope = (double)(o - s->seg[s->ns - 1].off) / (double)(mid - s->seg[s->ns - 1].at);
+	s->ns++;
+	return 0;
+}
+
+/* pair ib[ph]: the first target item of its key that fits, at the offset interpolated for its time */
+static int sm_pair_one(struct sm *s)
+{
+	const struct nt_mitem *x = &s->ib[s->ph];
+	const void *ipay = s->ipay + s->ph * s->psz, *tpay = NULL;
+	struct nt_mitem *partner = NULL;
+
+	if (x->kid != NT_NO_KEY && s->ns) {
+		int64_t off = offset_at(s->seg, s->ns, &s->at, (int64_t)x->lo);
+		int64_t from = (int64_t)x->lo + off - TOLERANCE_NS;
+		uint16_t port = port_of(x);
+		uint32_t kid;
+
+		if (sm_targets(s, (int64_t)x->hi + off + TOLERANCE_NS + s->win))
+			return -1;
+		kid = key_find(&s->keys, x->kq & KEY_MASK);
+		if (kid != NT_NO_KEY) {
+			struct skey *k = &s->sk[kid];
+			size_t j = lower_bound(k->v, k->head, k->n, from < 0 ? 0 : (uint64_t)from);
+
+			while (j < k->n && ((k->v[j].idx & PAIRED) || !same_conn(port, port_of(&k->v[j]))))
+				j++;
+			if (j < k->n && (int64_t)k->v[j].lo <= (int64_t)x->hi + off + TOLERANCE_NS &&
+			    (int64_t)k->v[j].hi <= (int64_t)x->hi + off + TOLERANCE_NS) {
+				partner = &k->v[j];
+				partner->idx |= PAIRED;
+				tpay = k->pay + j * s->psz;
+				s->m->matched++;
+				s->m->by_port += port && port_of(partner);
+			}
+		}
+	}
+	sm_count_shared(s, s->is->hdr, x, partner);
+	s->since_sweep++;
+	return s->ops->emit(s->ops->ctx, ipay, tpay);
+}
+
+/*
+ * Pair the estimated segments' I/Os, in file order, once the offset at
+ * their time is final (a later segment's point lies after it), or at the
+ * end.  Where the estimates stall (no target records for a while), an I/O
+ * more than 4 full segments behind goes with the offset known (none: it
+ * stays unpaired) rather than be held.
+ */
+static int sm_pair_ready(struct sm *s, bool final)
+{
+	while (s->ph < s->sf) {
+		const struct nt_mitem *x = &s->ib[s->ph];
+		bool ready = final || x->kid == NT_NO_KEY || (s->ns && s->seg[s->ns - 1].at > (int64_t)x->lo) ||
+			     s->sf - s->ph > 4 * SEG_INITS;
+
+		if (!ready)
+			break;
+		if (sm_pair_one(s))
+			return -1;
+		s->ph++;
+	}
+	return 0;
+}
+
+/*
+ * Let go of the target items no initiator I/O still to come can pair or
+ * vote with: those starting before the earliest start of one held or to
+ * be read (max_ihi - window: later ones are slow), at the offset there,
+ * less the slack of a segment's search.  Unpaired ones go out alone.
+ */
+static int sm_sweep(struct sm *s)
+{
+	int64_t lo = s->max_ihi - s->win, h;
+	size_t k;
+
+	if (!s->have_ihi)
+		return 0;
+	for (size_t i = s->ph; i < s->in; i++)
+		if (s->ib[i].kid != NT_NO_KEY && (int64_t)s->ib[i].lo < lo)
+			lo = (int64_t)s->ib[i].lo;
+	if (s->ns) {
+		size_t at = 0;
+		int64_t o = offset_at(s->seg, s->ns, &at, lo);
+
+		h = lo + (o < s->seg[s->ns - 1].off ? o : s->seg[s->ns - 1].off) - HORIZON_SLACK;
+		/* the segment points before lo's are no longer needed: memory stays flat */
+		for (k = 0; k + 1 < s->ns && s->seg[k + 1].at <= lo; k++)
+			;
+		if (k) {
+			memmove(s->seg, s->seg + k, (s->ns - k) * sizeof(*s->seg));
+			s->ns -= k;
+			s->at = 0;
+		}
+	} else {
+		h = lo + s->prior - s->window - HORIZON_SLACK;
+	}
+	for (k = 0; k < s->keys.n; k++) {
+		struct skey *q = &s->sk[k];
+
+		while (q->head < q->n && (int64_t)q->v[q->head].lo < h) {
+			if (!(q->v[q->head].idx & PAIRED) && s->ops->emit(s->ops->ctx, NULL, q->pay + q->head * s->psz))
+				return -1;
+			q->head++;
+			s->held--;
+		}
+		if (q->head == q->n) {
+			q->head = q->n = 0;
+			if (q->cap > 64) {	/* after a burst */
+				free(q->v);
+				free(q->pay);
+				q->v = NULL;
+				q->pay = NULL;
+				q->cap = 0;
+			}
+		}
+	}
+	s->since_sweep = 0;
+	return 0;
+}
+
+/* the end: every target item held and every record not read yet goes out */
+static int sm_drain(struct sm *s)
+{
+	for (size_t k = 0; k < s->keys.n; k++) {
+		struct skey *q = &s->sk[k];
+
+		for (; q->head < q->n; q->head++)
+			if (!(q->v[q->head].idx & PAIRED) && s->ops->emit(s->ops->ctx, NULL, q->pay + q->head * s->psz))
+				return -1;
+	}
+	for (; s->trn; s->trn--, s->tr++) {
+		struct nt_mitem x;
+		bool nc;
+		enum nt_side side = nt_mitem_of(s->tr, s->ts->hdr, &x, &nc);
+
+		if (side == NT_SIDE_ADMIN) {
+			s->m->admin++;
+			continue;
+		}
+		if (side == NT_SIDE_TGT) {
+			s->m->n_tgt++;
+		} else {
+			s->m->n_init++;
+			s->m->no_cntlid += nc;
+		}
+		if (sm_alone(s, s->tr, side))
+			return -1;
+	}
+	return s->t_eof ? 0 : sm_all_alone(s, s->ts);
+}
+
+static bool headers_share_cntlid(const struct nt_header *const *h, int n)
+{
+	for (int f = 0; f < n; f++)
+		for (uint32_t k = 0; h[f] && k < h[f]->nctrls; k++)
+			if (cntlid_shared(h[f], (uint16_t)h[f]->ctrls[k].instance, h[f]->ctrls[k].cntlid))
+				return true;
+	return false;
+}
+
+int nt_smatch_run(struct nt_matching *m, const struct nt_ssrc *init, const struct nt_ssrc *tgt, uint64_t window_ns,
+		  const struct nt_smatch_ops *ops)
+{
+	const struct nt_header *hs[2] = { init ? init->hdr : NULL, tgt ? tgt->hdr : NULL };
+	struct sm s = { .m = m, .ops = ops, .is = init, .ts = tgt, .psz = ops->payload ? ops->payload : 1,
+			.win = (int64_t)(window_ns > INT64_MAX / 4 ? INT64_MAX / 4 : window_ns) };
+	int rc = -1;
+
+	s.tmp = malloc(s.psz);
+	if (!s.tmp)
+		return -1;
+	s.any_shared = headers_share_cntlid(hs, 2);
+	m->window_ns = window_ns;
+	if (!init || !tgt) {
+		rc = sm_all_alone(&s, init ? init : tgt);
+		free(s.tmp);
+		return rc;
+	}
+	prior_of(init->hdr, tgt->hdr, &s.prior, &s.window);
+	for (;;) {
+		size_t to;
+
+		while (s.sf < s.in && sm_seg_end(&s, &to)) {
+			if (sm_segment(&s, s.sf, to))
+				goto out;
+			s.sf = s.sc = to;
+			if (sm_pair_ready(&s, false))
+				goto out;
+			if (s.since_sweep >= (s.keys.n > 4096 ? s.keys.n : 4096) && sm_sweep(&s))
+				goto out;
+		}
+		if (s.i_eof)
+			break;
+		if (sm_read_init(&s))
+			goto out;
+	}
+	if (sm_pair_ready(&s, true) || sm_drain(&s))
+		goto out;
+	if (s.ns) {
+		m->have_offset = true;
+		m->offset_ns = s.first_off;
+		m->offset_drift_ns = s.seg[s.ns - 1].off - s.first_off;
+		m->offset_votes = s.votes;
+	}
+	rc = 0;
+out:
+	for (size_t k = 0; k < s.skcap; k++) {
+		free(s.sk[k].v);
+		free(s.sk[k].pay);
+	}
+	free(s.sk);
+	keys_free(&s.keys);
+	free(s.ib);
+	free(s.ipay);
+	free(s.seg);
+	free(s.tmp);
+	return rc;
 }

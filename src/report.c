@@ -283,63 +283,101 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 	return summarize(c->rep, r, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, true, s);
 }
 
-int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
-			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen)
+/* streaming (nt_smatch_run): a record's payload is its summary */
+static int take_sum(void *ctx, const struct ntbpf_rec *r, uint8_t role, void *pay)
+{
+	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
+	return summarize(ctx, r, role, true, pay);
+}
+
+static int emit_sums(void *ctx, const void *si, const void *st)
+{
+	return add_pair(ctx, si, st);
+}
+
+struct file_src {
+	struct nt_input *in;
+	struct nt_reader *rd;
+};
+
+static size_t file_chunk(void *ctx, const struct ntbpf_rec **recs)
+{
+	struct file_src *f = ctx;
+
+	return nt_input_chunk(f->in, f->rd, recs);
+}
+
+/*
+ * One initiator file against one target file, and any number of files with
+ * nobody to pair: read side by side in bounded memory (src/match.h,
+ * nt_smatch_run).  More files of both sides: whole, with nt_match_items.
+ */
+static int build_streaming(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
+{
+	struct nt_smatch_ops ops = { .payload = sizeof(struct nt_sum), .take = take_sum, .emit = emit_sums,
+				     .ctx = rep };
+	struct nt_ssrc *src = calloc(n, sizeof(*src));
+	int a = -1, b = -1, rc = 0;
+
+	if (!src)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		src[i] = (struct nt_ssrc){ .hdr = &ins[i].hdr, .chunk = file_chunk, .ctx = &fs[i] };
+		if (ins[i].hdr.role == NTBPF_ROLE_INITIATOR)
+			a = a < 0 ? i : n;
+		else if (ins[i].hdr.role == NTBPF_ROLE_TARGET)
+			b = b < 0 ? i : n;
+	}
+	if (a >= 0 && a < n && b >= 0 && b < n)
+		rc = nt_smatch_run(&rep->m, &src[a], &src[b], rep->o->window_ns ? rep->o->window_ns : NT_PAIR_WINDOW_NS,
+				   &ops);
+	else
+		a = b = -1;
+	for (int i = 0; !rc && i < n; i++)
+		if (i != a && i != b)
+			rc = nt_smatch_run(&rep->m, ins[i].hdr.role == NTBPF_ROLE_TARGET ? NULL : &src[i],
+					   ins[i].hdr.role == NTBPF_ROLE_TARGET ? &src[i] : NULL, 0, &ops);
+	free(src);
+	return rc;
+}
+
+/* more files of both sides: every record's item and summary in memory, then nt_match_items */
+static int build_whole(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
 {
 	struct stream c = { .rep = rep, .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
 			    .si.sz = sizeof(struct nt_sum), .st.sz = sizeof(struct nt_sum) };
 	size_t *init_at = calloc(n + 1, sizeof(*init_at)), *tgt_at = calloc(n + 1, sizeof(*tgt_at));
 	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
 	const struct nt_sum *si, *st;
+	const struct ntbpf_rec *r;
 	int rc = -1;
 
-	nt_report_begin(rep, ins, n, o);
-	if (!init_at || !tgt_at || !hdrs) {
-		snprintf(err, errlen, "out of memory");
+	if (!init_at || !tgt_at || !hdrs)
 		goto out;
-	}
 	for (int i = 0; i < n; i++) {
-		char sub[200];
+		size_t k;
 
-		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take_record, &c)) {
-			char path[256];
-
-			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
-			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
-			goto out;
-		}
-		if (ins[i].status != NT_READ_OK && warn) {
-			fputs("ntbpf report: warning: ", warn);
-			nt_put_term(warn, names[i]);
-			fputs(": ", warn);
-			nt_put_term(warn, ins[i].status_msg);
-			fputc('\n', warn);
-		}
+		while ((k = nt_input_chunk(&ins[i], fs[i].rd, &r)))
+			for (size_t j = 0; j < k; j++)
+				if (take_record(&c, &ins[i], &r[j]))
+					goto out;
 		hdrs[i] = &ins[i].hdr;
 		init_at[i + 1] = c.ii.n;
 		tgt_at[i + 1] = c.ti.n;
 	}
-	count_lost(rep, ins, n);
 	rep->m.n_init = c.ii.n;
 	rep->m.n_tgt = c.ti.n;
-	if (nt_match_items(&rep->m, c.ii.v, init_at, c.ti.v, tgt_at, hdrs, n)) {
-		snprintf(err, errlen, "out of memory");
+	if (nt_match_items(&rep->m, c.ii.v, init_at, c.ti.v, tgt_at, hdrs, n))
 		goto out;
-	}
-	count_matched(rep);
 	si = c.si.v;
 	st = c.st.v;
 	for (size_t k = 0; k < rep->m.n_init; k++)
 		if (add_pair(rep, &si[k], rep->m.pidx[k] ? &st[rep->m.pidx[k] - 1] : NULL))
-			goto oom;
+			goto out;
 	for (size_t k = 0; k < rep->m.n_tgt; k++)
 		if (!rep->m.tgt_matched[k] && add_pair(rep, NULL, &st[k]))
-			goto oom;
-	nt_report_finish(rep);
+			goto out;
 	rc = 0;
-	goto out;
-oom:
-	snprintf(err, errlen, "out of memory");
 out:
 	free(c.ii.v);
 	free(c.ti.v);
@@ -348,6 +386,57 @@ out:
 	free(init_at);
 	free(tgt_at);
 	free(hdrs);
+	return rc;
+}
+
+int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
+			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen)
+{
+	struct file_src *fs = calloc(n ? n : 1, sizeof(*fs));
+	int ninit = 0, ntgt = 0, opened = 0, rc = -1;
+
+	nt_report_begin(rep, ins, n, o);
+	if (!fs) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++, opened++) {
+		char sub[200];
+
+		fs[i].in = &ins[i];
+		fs[i].rd = nt_input_open(&ins[i], files[i], names[i], sub, sizeof(sub));
+		if (!fs[i].rd) {
+			char path[256];
+
+			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
+			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
+			goto out;
+		}
+		ninit += ins[i].hdr.role == NTBPF_ROLE_INITIATOR;
+		ntgt += ins[i].hdr.role == NTBPF_ROLE_TARGET;
+	}
+	if ((ninit <= 1 && ntgt <= 1) || !ninit || !ntgt ? build_streaming(rep, ins, fs, n) : build_whole(rep, ins, fs, n)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < opened; i++) {
+		nt_input_close(&ins[i], fs[i].rd);
+		if (!rc && ins[i].status != NT_READ_OK && warn) {
+			fputs("ntbpf report: warning: ", warn);
+			nt_put_term(warn, names[i]);
+			fputs(": ", warn);
+			nt_put_term(warn, ins[i].status_msg);
+			fputc('\n', warn);
+		}
+	}
+	free(fs);
+	if (!rc) {
+		count_lost(rep, ins, n);
+		count_matched(rep);
+		nt_report_finish(rep);
+	}
 	return rc;
 }
 
@@ -512,6 +601,10 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems) and lack"
 			" the queue's TCP port: %zu; paired by queue, command id and timing only\n",
 			rep->m.shared_cntlid);
+	if (rep->m.slow_init || rep->m.slow_tgt)
+		fprintf(out, "# I/Os slower than the pairing window (--window %.3g s): initiator %zu, target %zu;"
+			" paired only where the partner was still held\n", rep->m.window_ns / 1e9, rep->m.slow_init,
+			rep->m.slow_tgt);
 	if (rep->neg_network)
 		fprintf(out, "# network_transmission left out where negative: %" PRIu64 " I/Os\n", rep->neg_network);
 	for (int i = 0; i < rep->nins; i++) {
@@ -728,6 +821,9 @@ static void print_json(FILE *out, const struct nt_report *rep)
 			rep->m.offset_ns, rep->m.offset_drift_ns, rep->m.offset_votes);
 	else
 		fprintf(out, ", \"clock_offset_ns\": null, \"clock_drift_ns\": null, \"clock_votes\": 0");
+	if (rep->m.slow_init || rep->m.slow_tgt)
+		fprintf(out, ", \"window_ns\": %" PRIu64 ", \"slower_than_window\": {\"initiator\": %zu, \"target\": %zu}",
+			rep->m.window_ns, rep->m.slow_init, rep->m.slow_tgt);
 	fprintf(out, "},\n");
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0, false);
@@ -816,6 +912,7 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	o->group_by = cfg->group_by;
 	/* -v of record and live is about libbpf, not the report */
 	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
+	o->window_ns = (uint64_t)(cfg->pair_window * 1e9);
 }
 
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)

@@ -46,6 +46,7 @@ struct nt_report_opts {
 	enum nt_format format;
 	unsigned int group_by;
 	bool verbose;
+	uint64_t window_ns;	/* report: the pairing window (nt_smatch_run); 0 = NT_PAIR_WINDOW_NS */
 	/* live: called with each interval before it is printed (ntbpf live --metrics) */
 	void (*on_interval)(void *ctx, const struct nt_report *rep, const struct nt_interval_info *info);
 	void *on_interval_ctx;

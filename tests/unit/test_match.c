@@ -117,6 +117,114 @@ static size_t check_pairs(const struct nt_matching *m)
 	return ok;
 }
 
+
+/*
+ * The streaming matcher (nt_smatch_run) over the same records, fed in
+ * chunks of `step`: every record comes out exactly once, and its pairs are
+ * the whole-file matcher's (m, from nt_match_build), decision for decision.
+ */
+struct msrc {
+	const struct ntbpf_rec *r;
+	size_t n, at, step;
+};
+
+static size_t mchunk(void *ctx, const struct ntbpf_rec **recs)
+{
+	struct msrc *s = ctx;
+	size_t k = s->n - s->at < s->step ? s->n - s->at : s->step;
+
+	*recs = s->r + s->at;
+	s->at += k;
+	return k;
+}
+
+struct sres {
+	const struct ntbpf_rec *i0, *t0;
+	uint32_t *pidx;		/* per initiator record: 1 + its target's index, 0 none */
+	uint8_t *iseen, *tseen;	/* emitted how many times */
+	size_t ni, nt;
+};
+
+static int stake(void *ctx, const struct ntbpf_rec *r, uint8_t role, void *pay)
+{
+	struct sres *s = ctx;
+	uint32_t k = (uint32_t)(role == NTBPF_ROLE_TARGET ? r - s->t0 : r - s->i0);
+
+	memcpy(pay, &k, sizeof(k));
+	return 0;
+}
+
+static int semit(void *ctx, const void *ip, const void *tp)
+{
+	struct sres *s = ctx;
+	uint32_t i, t;
+
+	if (tp) {
+		memcpy(&t, tp, sizeof(t));
+		assert_true(t < s->nt);
+		s->tseen[t]++;
+	}
+	if (ip) {
+		memcpy(&i, ip, sizeof(i));
+		assert_true(i < s->ni);
+		s->iseen[i]++;
+		s->pidx[i] = tp ? t + 1 : 0;
+	}
+	return 0;
+}
+
+/* nt_smatch_run over in[0], in[1] (window w, chunks of step) into sm and s (freed by the caller) */
+static void stream_run(const struct nt_input *in, uint64_t w, size_t step, struct nt_matching *sm, struct sres *s)
+{
+	struct msrc ms[2] = { { in[0].recs, in[0].n, 0, step }, { in[1].recs, in[1].n, 0, step } };
+	struct nt_ssrc src[2] = { { &in[0].hdr, mchunk, &ms[0] }, { &in[1].hdr, mchunk, &ms[1] } };
+	struct nt_smatch_ops ops = { .payload = sizeof(uint32_t), .take = stake, .emit = semit, .ctx = s };
+
+	memset(sm, 0, sizeof(*sm));
+	*s = (struct sres){ .i0 = in[0].recs, .t0 = in[1].recs, .ni = in[0].n, .nt = in[1].n };
+	s->pidx = calloc(in[0].n + 1, sizeof(*s->pidx));
+	s->iseen = calloc(in[0].n + 1, 1);
+	s->tseen = calloc(in[1].n + 1, 1);
+	assert_int_equal(nt_smatch_run(sm, &src[0], &src[1], w, &ops), 0);
+	for (size_t k = 0; k < in[0].n; k++)
+		assert_int_equal(s->iseen[k], 1);
+	for (size_t k = 0; k < in[1].n; k++)
+		assert_int_equal(s->tseen[k], 1);
+	assert_int_equal(sm->n_init, in[0].n);
+	assert_int_equal(sm->n_tgt, in[1].n);
+}
+
+static void sres_free(struct sres *s)
+{
+	free(s->pidx);
+	free(s->iseen);
+	free(s->tseen);
+}
+
+static void assert_stream_same(const struct nt_input *in, const struct nt_matching *m)
+{
+	static const size_t steps[] = { 4096, 777 };
+
+	for (size_t c = 0; c < sizeof(steps) / sizeof(steps[0]); c++) {
+		struct nt_matching sm;
+		struct sres s;
+
+		stream_run(in, NT_PAIR_WINDOW_NS, steps[c], &sm, &s);
+		for (size_t k = 0; k < m->n_init; k++)
+			if (s.pidx[k] != m->pidx[k])
+				fail_msg("init %zu: streamed %u, whole file %u", k, s.pidx[k], m->pidx[k]);
+		assert_int_equal(sm.matched, m->matched);
+		assert_int_equal(sm.by_port, m->by_port);
+		assert_int_equal(sm.shared_cntlid, m->shared_cntlid);
+		assert_int_equal(sm.have_offset, m->have_offset);
+		assert_int_equal(sm.offset_ns, m->offset_ns);
+		assert_int_equal(sm.offset_drift_ns, m->offset_drift_ns);
+		assert_int_equal(sm.offset_votes, m->offset_votes);
+		assert_int_equal(sm.slow_init + sm.slow_tgt, 0);
+		sres_free(&s);
+	}
+}
+
 static void test_offset_and_pairs(void **state)
 {
 	struct pair p;
@@ -130,6 +238,7 @@ static void test_offset_and_pairs(void **state)
 	assert_true(m.offset_ns >= off - 30000 - 100000 && m.offset_ns <= off + 15000 + 100000);
 	assert_int_equal(check_pairs(&m), N);
 	assert_int_equal(m.matched, N);
+	assert_stream_same(p.in, &m);
 	nt_match_free(&m);
 	drop(&p);
 }
@@ -146,6 +255,7 @@ static void test_high_rate(void **state)
 	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
 	assert_true(m.offset_ns >= 7777777 - 130000 && m.offset_ns <= 7777777 + 115000);
 	assert_int_equal(check_pairs(&m), N);
+	assert_stream_same(p.in, &m);
 	nt_match_free(&m);
 	drop(&p);
 }
@@ -165,6 +275,7 @@ static void test_losses_on_both_sides(void **state)
 			both += (k % 101) && (k % 97);
 		assert_int_equal(check_pairs(&m), both);
 	}
+	assert_stream_same(p.in, &m);
 	nt_match_free(&m);
 	drop(&p);
 }
@@ -364,6 +475,7 @@ static void drift_case(double ppm, double wander_ns, double period_ns)
 	assert_int_equal(m.matched, ND);
 	if (ppm >= 100)		/* the report says how far it moved */
 		assert_true(m.offset_drift_ns > (int64_t)(ND * 3000 * ppm * 1e-6 * 0.8));
+	assert_stream_same(in, &m);
 	nt_match_free(&m);
 	nt_input_free(&in[0]);
 	nt_input_free(&in[1]);
@@ -379,10 +491,59 @@ static void test_clock_drift(void **state)
 	drift_case(-200, 100000, 1500000000);
 }
 
+
+/*
+ * An initiator record written 600 ms after its I/O completed (a CPU stalled
+ * before the ring buffer was drained): later than a 1 ms window.  It is
+ * counted, and the rest pair as before; every record still comes out once.
+ */
+static void test_stream_slow_io_counted(void **state)
+{
+	enum { NS = 300000, LATE = 50000, BY = 200000 };
+	struct nt_input in[2];
+	struct nt_matching sm;
+	struct sres s;
+	struct synth sy;
+	struct ntbpf_rec late;
+	size_t wrong = 0;
+
+	memset(in, 0, sizeof(in));
+	synth_header(&in[0].hdr, NTBPF_ROLE_INITIATOR);
+	synth_header(&in[1].hdr, NTBPF_ROLE_TARGET);
+	in[0].recs = calloc(NS, sizeof(struct ntbpf_rec));
+	in[1].recs = calloc(NS, sizeof(struct ntbpf_rec));
+	synth_init(&sy);
+	for (size_t k = 0; k < NS; k++)
+		synth_pair(&sy, k, &in[0].recs[k], &in[1].recs[k]);
+	in[0].n = in[1].n = NS;
+	late = in[0].recs[LATE];
+	memmove(&in[0].recs[LATE], &in[0].recs[LATE + 1], BY * sizeof(late));
+	in[0].recs[LATE + BY] = late;
+	stream_run(in, 1000000, 4096, &sm, &s);
+	assert_int_equal(sm.slow_init, 1);
+	assert_int_equal(sm.slow_tgt, 0);
+	assert_int_equal(sm.window_ns, 1000000);
+	for (size_t k = 0; k < NS; k++)
+		wrong += s.pidx[k] && in[1].recs[s.pidx[k] - 1].sector * 8 != in[0].recs[k].sector;
+	assert_int_equal(wrong, 0);
+	/* its target record was let go before it came: both unmatched, counted */
+	assert_int_equal(sm.matched, NS - 1);
+	assert_int_equal(s.pidx[LATE + BY], 0);
+	/* with the default window (2 s) it is neither late nor unpaired */
+	sres_free(&s);
+	stream_run(in, NT_PAIR_WINDOW_NS, 4096, &sm, &s);
+	assert_int_equal(sm.slow_init, 0);
+	assert_int_equal(sm.matched, NS);
+	sres_free(&s);
+	nt_input_free(&in[0]);
+	nt_input_free(&in[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clock_drift),
+		cmocka_unit_test(test_stream_slow_io_counted),
 		cmocka_unit_test(test_offset_and_pairs),
 		cmocka_unit_test(test_high_rate),
 		cmocka_unit_test(test_losses_on_both_sides),
