@@ -350,9 +350,10 @@ static inline uint32_t init_kid(const struct nt_matching *m, const struct nt_mit
  * a streaming key's window (sk, below).
  */
 struct skey {
-	struct nt_mitem *v;	/* [head, n) in lo order; idx: PAIRED */
-	unsigned char *pay;	/* the caller's payload per item, parallel to v */
+	struct nt_mitem *v;	/* [head, n) in lo order; idx: PAIRED; kid: its payload's place in the ring */
 	uint32_t head, n, cap;
+	uint32_t cur;		/* where the last search ended (any value in [head, n] is correct) */
+	uint64_t last;		/* streaming: v[n - 1].lo while n > head (the tail stays out of cache) */
 };
 
 struct tview {
@@ -792,6 +793,13 @@ struct sm {
 	struct skey *sk;		/* per key id: the target items held */
 	size_t skcap;
 	size_t held, since_sweep;	/* target items held; records read or paired since the last sweep */
+	/*
+	 * The held target records' payloads, in file order: written in
+	 * sequence, let go when paired or let go of; [rhead, rtail) counted
+	 * from the start, rcap a power of two
+	 */
+	unsigned char *ring, *dead;
+	uint64_t rhead, rtail, rcap;
 	/* initiator items read: ib[ph, in) not paired yet; the segment being formed is [sf, sc...) */
 	struct nt_mitem *ib;
 	unsigned char *ipay;
@@ -805,6 +813,7 @@ struct sm {
 	size_t ns, segcap, at;
 	int64_t first_off;
 	size_t votes;
+	int scouts;			/* first searches through a second reader (sm_scout) */
 	unsigned char *tmp;		/* one payload */
 };
 
@@ -856,22 +865,64 @@ static int sm_all_alone(struct sm *s, const struct nt_ssrc *src)
 	return 0;
 }
 
-static struct skey *sm_key(struct sm *s, uint32_t kid)
+/* key id kid's entry in a per-key array, made if new (zeroed); NULL: out of memory */
+static struct skey *skey_of(struct skey **sk, size_t *skcap, uint32_t kid)
 {
-	if (kid >= s->skcap) {
-		size_t ncap = s->skcap ? s->skcap * 2 : 1024;
+	if (kid >= *skcap) {
+		size_t ncap = *skcap ? *skcap * 2 : 1024;
 		struct skey *p;
 
 		while (ncap <= kid)
 			ncap *= 2;
-		p = realloc(s->sk, ncap * sizeof(*p));
+		p = realloc(*sk, ncap * sizeof(*p));
 		if (!p)
 			return NULL;
-		memset(p + s->skcap, 0, (ncap - s->skcap) * sizeof(*p));
-		s->sk = p;
-		s->skcap = ncap;
+		memset(p + *skcap, 0, (ncap - *skcap) * sizeof(*p));
+		*sk = p;
+		*skcap = ncap;
 	}
-	return &s->sk[kid];
+	return &(*sk)[kid];
+}
+
+static inline unsigned char *ring_at(const struct sm *s, uint64_t p)
+{
+	return s->ring + (p & (s->rcap - 1)) * s->psz;
+}
+
+/* the ring place of a held item */
+static inline uint64_t ring_pos(const struct sm *s, const struct nt_mitem *x)
+{
+	return s->rhead + (uint32_t)(x->kid - (uint32_t)s->rhead);
+}
+
+/* a held item's payload is no longer needed (paired, or let go of): the ring's front moves past the dead */
+static void ring_free(struct sm *s, const struct nt_mitem *x)
+{
+	s->dead[ring_pos(s, x) & (s->rcap - 1)] = 1;
+	while (s->rhead < s->rtail && s->dead[s->rhead & (s->rcap - 1)])
+		s->rhead++;
+}
+
+static int ring_grow(struct sm *s)
+{
+	uint64_t ncap = s->rcap ? s->rcap * 2 : 4096;
+	unsigned char *ring = malloc(ncap * s->psz), *dead = malloc(ncap);
+
+	if (!ring || !dead || ncap >= 1ull << 31) {
+		free(ring);
+		free(dead);
+		return -1;
+	}
+	for (uint64_t p = s->rhead; p < s->rtail; p++) {
+		memcpy(ring + (p & (ncap - 1)) * s->psz, ring_at(s, p), s->psz);
+		dead[p & (ncap - 1)] = s->dead[p & (s->rcap - 1)];
+	}
+	free(s->ring);
+	free(s->dead);
+	s->ring = ring;
+	s->dead = dead;
+	s->rcap = ncap;
+	return 0;
 }
 
 /* hold a target item, in lo order within its key (file order is completion order: nearly sorted) */
@@ -879,40 +930,44 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 {
 	uint32_t kid = key_add(&s->keys, x->kq & KEY_MASK), j;
 	struct skey *k;
+	uint64_t p;
 
-	if (kid == NT_NO_KEY || !(k = sm_key(s, kid)))
+	if (kid == NT_NO_KEY || !(k = skey_of(&s->sk, &s->skcap, kid)))
 		return -1;
-	if (k->n == k->cap && k->head) {
+	if (k->n == k->cap && k->head >= k->cap / 4) {	/* the let-go ones' room (else grow: O(1) a record) */
 		memmove(k->v, k->v + k->head, (k->n - k->head) * sizeof(*k->v));
-		memmove(k->pay, k->pay + k->head * s->psz, (k->n - k->head) * s->psz);
 		k->n -= k->head;
+		k->cur = k->cur > k->head ? k->cur - k->head : 0;
 		k->head = 0;
 	}
 	if (k->n == k->cap) {
 		uint32_t ncap = k->cap ? k->cap * 2 : 4;
 		struct nt_mitem *v = realloc(k->v, ncap * sizeof(*v));
-		unsigned char *pay;
 
 		if (!v)
 			return -1;
 		k->v = v;
-		pay = realloc(k->pay, ncap * s->psz);
-		if (!pay)
-			return -1;
-		k->pay = pay;
 		k->cap = ncap;
 	}
-	for (j = k->n; j > k->head && k->v[j - 1].lo > x->lo; j--)
-		;
-	memmove(k->v + j + 1, k->v + j, (k->n - j) * sizeof(*k->v));
-	memmove(k->pay + (j + 1) * s->psz, k->pay + j * s->psz, (k->n - j) * s->psz);
+	if (s->rtail - s->rhead == s->rcap && ring_grow(s))
+		return -1;
+	p = s->rtail++;
+	s->dead[p & (s->rcap - 1)] = 0;
+	j = k->n;
+	if (j > k->head && k->last > x->lo) {
+		while (j > k->head && k->v[j - 1].lo > x->lo)
+			j--;
+		memmove(k->v + j + 1, k->v + j, (k->n - j) * sizeof(*k->v));
+	} else {
+		k->last = x->lo;
+	}
 	k->v[j] = *x;
 	k->v[j].idx = 0;
-	k->v[j].kid = kid;
+	k->v[j].kid = (uint32_t)p;
 	k->n++;
 	s->held++;
 	s->since_sweep++;
-	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_TARGET, k->pay + j * s->psz);
+	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_TARGET, ring_at(s, p));
 }
 
 /* read target records until one completing at or after `until` (target clock) was read, or the end */
@@ -981,6 +1036,13 @@ static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntb
 	}
 	s->ib[s->in] = *x;
 	s->ib[s->in].idx = 0;
+	if (x->kid != NT_NO_KEY) {	/* its key's id (the key may have no target record yet) */
+		uint32_t kid = key_add(&s->keys, x->kq & KEY_MASK);
+
+		if (kid == NT_NO_KEY || !skey_of(&s->sk, &s->skcap, kid))
+			return -1;
+		s->ib[s->in].idx = kid;
+	}
 	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_INITIATOR, s->ipay + s->in++ * s->psz);
 }
 
@@ -1046,6 +1108,98 @@ static int sm_need(struct sm *s, size_t from, size_t to, int64_t p, int64_t w)
 	return hi == INT64_MIN ? 0 : sm_targets(s, hi + p + w + s->win);
 }
 
+/* the scout's keys, in lo order (no payloads) */
+static int scout_add(struct skey **sk, size_t *skcap, uint32_t kid, const struct nt_mitem *x)
+{
+	struct skey *k = skey_of(sk, skcap, kid);
+	uint32_t j;
+
+	if (!k)
+		return -1;
+	if (k->n == k->cap) {
+		uint32_t ncap = k->cap ? k->cap * 2 : 16;
+		struct nt_mitem *v = realloc(k->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		k->v = v;
+		k->cap = ncap;
+	}
+	for (j = k->n; j > 0 && k->v[j - 1].lo > x->lo; j--)
+		;
+	memmove(k->v + j + 1, k->v + j, (k->n - j) * sizeof(*k->v));
+	k->v[j] = *x;
+	k->n++;
+	return 0;
+}
+
+/*
+ * The first coarse search between hosts booted apart, through a second
+ * reader of the target's records: it keeps only those of the sampled I/Os'
+ * keys within the prior's uncertainty (the candidates the search looks at,
+ * all of them), where the main reader would hold 5 s of every record.  1:
+ * found (*o, *v); 0: nothing found; -1: out of memory; -2: cannot read again.
+ */
+static int sm_scout(struct sm *s, size_t from, size_t to, int64_t *o, size_t *v)
+{
+	size_t ni = to - from, step = ni > COARSE_INITS ? ni / COARSE_INITS : 1, skcap = 0, n;
+	int64_t lo_min = INT64_MAX, hi_max = INT64_MIN, seen_hi = INT64_MIN;
+	struct keys keys = { 0 };
+	struct skey *sk = NULL;
+	struct tview tw = { 0 };
+	struct nt_ssrc again;
+	const struct ntbpf_rec *r;
+	int rc = -1;
+
+	for (size_t i = from; i < to; i += step) {
+		const struct nt_mitem *x = &s->ib[i];
+
+		if (x->kid == NT_NO_KEY)
+			continue;
+		if (key_add(&keys, x->kq & KEY_MASK) == NT_NO_KEY)
+			goto out;
+		lo_min = (int64_t)x->lo + s->prior - s->window < lo_min ? (int64_t)x->lo + s->prior - s->window : lo_min;
+		hi_max = (int64_t)x->hi + s->prior + s->window > hi_max ? (int64_t)x->hi + s->prior + s->window : hi_max;
+	}
+	if (!keys.n) {
+		rc = 0;
+		goto out;
+	}
+	if (s->ts->reopen(s->ts->ctx, &again)) {
+		rc = -2;
+		goto out;
+	}
+	while (seen_hi < hi_max + s->win && (n = again.chunk(again.ctx, &r)))
+		for (size_t k = 0; k < n; k++) {
+			struct nt_mitem x;
+			bool nc;
+			uint32_t kid;
+
+			if (nt_mitem_of(&r[k], again.hdr, &x, &nc) != NT_SIDE_TGT)
+				continue;
+			seen_hi = (int64_t)x.hi > seen_hi ? (int64_t)x.hi : seen_hi;
+			kid = key_find(&keys, x.kq & KEY_MASK);
+			if (kid == NT_NO_KEY || (int64_t)x.lo < lo_min || (int64_t)x.lo > hi_max)
+				continue;
+			if (scout_add(&sk, &skcap, kid, &x)) {
+				again.close(&again);
+				goto out;
+			}
+		}
+	again.close(&again);
+	if (!skey_of(&sk, &skcap, (uint32_t)keys.n - 1))
+		goto out;	/* every key has its (maybe empty) vector */
+	tw.sk = sk;
+	rc = estimate_offset(s->m, s->ib, from, to, &keys, &tw, s->prior, s->window, COARSE_INITS, COARSE_CANDIDATES,
+			     o, v);
+out:
+	for (size_t k = 0; k < skcap; k++)
+		free(sk[k].v);
+	free(sk);
+	keys_free(&keys);
+	return rc;
+}
+
 /* the clock offset over ib[from, to), as match_files finds it for a segment */
 static int sm_segment(struct sm *s, size_t from, size_t to)
 {
@@ -1059,12 +1213,21 @@ static int sm_segment(struct sm *s, size_t from, size_t to)
 		 * the whole-file path tries the whole file; here the next
 		 * segment tries (the I/Os of this one are not paired)
 		 */
-		if (sm_need(s, from, to, s->prior, s->window))
+		int sc = s->ts->reopen && s->window > SEG_WINDOW && s->scouts < 8 ? sm_scout(s, from, to, &o, &v) : -2;
+
+		if (sc == -1)
 			return -1;
-		tw.sk = s->sk;
-		if (!estimate_offset(s->m, s->ib, from, to, &s->keys, &tw, s->prior, s->window, COARSE_INITS,
-				     COARSE_CANDIDATES, &o, &v))
+		if (sc == 0)
 			return 0;
+		s->scouts += sc != -2;	/* a few tries: each reads from the start */
+		if (sc == -2) {	/* held in memory: up to the prior's uncertainty ahead */
+			if (sm_need(s, from, to, s->prior, s->window))
+				return -1;
+			tw.sk = s->sk;
+			if (!estimate_offset(s->m, s->ib, from, to, &s->keys, &tw, s->prior, s->window, COARSE_INITS,
+					     COARSE_CANDIDATES, &o, &v))
+				return 0;
+		}
 	} else {
 		o = s->seg[s->ns - 1].off;
 	}
@@ -1111,10 +1274,15 @@ static int sm_pair_one(struct sm *s)
 
 		if (sm_targets(s, (int64_t)x->hi + off + TOLERANCE_NS + s->win))
 			return -1;
-		kid = key_find(&s->keys, x->kq & KEY_MASK);
-		if (kid != NT_NO_KEY) {
+		kid = x->idx;
+		{
 			struct skey *k = &s->sk[kid];
-			size_t j = lower_bound(k->v, k->head, k->n, from < 0 ? 0 : (uint64_t)from);
+			size_t j;
+
+			/* this key's I/Os come in time order: from where its last search ended */
+			k->cur = k->cur < k->head ? k->head : k->cur > k->n ? k->n : k->cur;
+			j = seek_from(k->v, k->head, k->n, k->cur, from < 0 ? 0 : (uint64_t)from);
+			k->cur = (uint32_t)j;
 
 			while (j < k->n && ((k->v[j].idx & PAIRED) || !same_conn(port, port_of(&k->v[j]))))
 				j++;
@@ -1122,7 +1290,7 @@ static int sm_pair_one(struct sm *s)
 			    (int64_t)k->v[j].hi <= (int64_t)x->hi + off + TOLERANCE_NS) {
 				partner = &k->v[j];
 				partner->idx |= PAIRED;
-				tpay = k->pay + j * s->psz;
+				tpay = ring_at(s, ring_pos(s, partner));
 				s->m->matched++;
 				s->m->by_port += port && port_of(partner);
 			}
@@ -1130,7 +1298,11 @@ static int sm_pair_one(struct sm *s)
 	}
 	sm_count_shared(s, s->is->hdr, x, partner);
 	s->since_sweep++;
-	return s->ops->emit(s->ops->ctx, ipay, tpay);
+	if (s->ops->emit(s->ops->ctx, ipay, tpay))
+		return -1;
+	if (partner)
+		ring_free(s, partner);
+	return 0;
 }
 
 /*
@@ -1144,6 +1316,20 @@ static int sm_pair_ready(struct sm *s, bool final)
 {
 	while (s->ph < s->sf) {
 		const struct nt_mitem *x = &s->ib[s->ph];
+
+		/* the partners of the next ones come from W ago: out of cache (only a hint, never read) */
+		if (s->ph + 8 < s->sf && s->ib[s->ph + 8].kid != NT_NO_KEY) {
+			const struct skey *k = &s->sk[s->ib[s->ph + 8].idx];
+
+			if (k->cur < k->n)
+				__builtin_prefetch(&k->v[k->cur]);
+		}
+		if (s->ph + 4 < s->sf && s->ib[s->ph + 4].kid != NT_NO_KEY) {
+			const struct skey *k = &s->sk[s->ib[s->ph + 4].idx];
+
+			if (k->cur < k->n && s->rcap)
+				__builtin_prefetch(ring_at(s, ring_pos(s, &k->v[k->cur])));
+		}
 		bool ready = final || x->kid == NT_NO_KEY || (s->ns && s->seg[s->ns - 1].at > (int64_t)x->lo) ||
 			     s->sf - s->ph > 4 * SEG_INITS;
 
@@ -1192,8 +1378,11 @@ static int sm_sweep(struct sm *s)
 		struct skey *q = &s->sk[k];
 
 		while (q->head < q->n && (int64_t)q->v[q->head].lo < h) {
-			if (!(q->v[q->head].idx & PAIRED) && s->ops->emit(s->ops->ctx, NULL, q->pay + q->head * s->psz))
-				return -1;
+			if (!(q->v[q->head].idx & PAIRED)) {
+				if (s->ops->emit(s->ops->ctx, NULL, ring_at(s, ring_pos(s, &q->v[q->head]))))
+					return -1;
+				ring_free(s, &q->v[q->head]);
+			}
 			q->head++;
 			s->held--;
 		}
@@ -1201,9 +1390,7 @@ static int sm_sweep(struct sm *s)
 			q->head = q->n = 0;
 			if (q->cap > 64) {	/* after a burst */
 				free(q->v);
-				free(q->pay);
 				q->v = NULL;
-				q->pay = NULL;
 				q->cap = 0;
 			}
 		}
@@ -1219,7 +1406,8 @@ static int sm_drain(struct sm *s)
 		struct skey *q = &s->sk[k];
 
 		for (; q->head < q->n; q->head++)
-			if (!(q->v[q->head].idx & PAIRED) && s->ops->emit(s->ops->ctx, NULL, q->pay + q->head * s->psz))
+			if (!(q->v[q->head].idx & PAIRED) &&
+			    s->ops->emit(s->ops->ctx, NULL, ring_at(s, ring_pos(s, &q->v[q->head]))))
 				return -1;
 	}
 	for (; s->trn; s->trn--, s->tr++) {
@@ -1300,12 +1488,13 @@ int nt_smatch_run(struct nt_matching *m, const struct nt_ssrc *init, const struc
 out:
 	for (size_t k = 0; k < s.skcap; k++) {
 		free(s.sk[k].v);
-		free(s.sk[k].pay);
 	}
 	free(s.sk);
 	keys_free(&s.keys);
 	free(s.ib);
 	free(s.ipay);
+	free(s.ring);
+	free(s.dead);
 	free(s.seg);
 	free(s.tmp);
 	return rc;

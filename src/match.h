@@ -105,6 +105,14 @@ struct nt_ssrc {
 	/* the next records in file order (valid until the next call); 0 at the end */
 	size_t (*chunk)(void *ctx, const struct ntbpf_rec **recs);
 	void *ctx;
+	/*
+	 * Optional (a file, not a pipe): the same records from the start again,
+	 * through a second source of its own (0), closed by close(); -1: cannot.
+	 * The first clock-offset search between hosts booted apart reads ahead
+	 * through it, keeping only what it needs, instead of holding 5 s of records.
+	 */
+	int (*reopen)(void *ctx, struct nt_ssrc *again);
+	void (*close)(struct nt_ssrc *again);
 };
 
 struct nt_smatch_ops {

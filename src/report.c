@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "match.h"
 #include "report.h"
 #include "escape.h"
@@ -298,6 +299,7 @@ static int emit_sums(void *ctx, const void *si, const void *st)
 struct file_src {
 	struct nt_input *in;
 	struct nt_reader *rd;
+	FILE *f;
 };
 
 static size_t file_chunk(void *ctx, const struct ntbpf_rec **recs)
@@ -305,6 +307,52 @@ static size_t file_chunk(void *ctx, const struct ntbpf_rec **recs)
 	struct file_src *f = ctx;
 
 	return nt_input_chunk(f->in, f->rd, recs);
+}
+
+/* a regular file read again from the start (struct nt_ssrc's reopen), through a descriptor of its own */
+struct file_again {
+	struct nt_input in;
+	struct nt_reader *rd;
+	FILE *f;
+};
+
+static size_t again_chunk(void *ctx, const struct ntbpf_rec **recs)
+{
+	struct file_again *a = ctx;
+
+	return nt_reader_chunk(a->rd, recs);
+}
+
+static void again_close(struct nt_ssrc *again)
+{
+	struct file_again *a = again->ctx;
+
+	nt_reader_close(a->rd);
+	nt_header_free(&a->in.hdr);
+	fclose(a->f);
+	free(a);
+}
+
+static int file_reopen(void *ctx, struct nt_ssrc *again)
+{
+	struct file_src *fs = ctx;
+	struct file_again *a;
+	struct stat st;
+	char path[64], err[200];
+
+	if (fstat(fileno(fs->f), &st) || !S_ISREG(st.st_mode) || !(a = calloc(1, sizeof(*a))))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fileno(fs->f));
+	a->f = fopen(path, "rb");
+	if (a->f && (a->rd = nt_input_open(&a->in, a->f, path, err, sizeof(err)))) {
+		*again = (struct nt_ssrc){ .hdr = &a->in.hdr, .chunk = again_chunk, .ctx = a, .close = again_close };
+		return 0;
+	}
+	if (a->f)
+		fclose(a->f);
+	nt_header_free(&a->in.hdr);
+	free(a);
+	return -1;
 }
 
 /*
@@ -322,7 +370,7 @@ static int build_streaming(struct nt_report *rep, struct nt_input *ins, struct f
 	if (!src)
 		return -1;
 	for (int i = 0; i < n; i++) {
-		src[i] = (struct nt_ssrc){ .hdr = &ins[i].hdr, .chunk = file_chunk, .ctx = &fs[i] };
+		src[i] = (struct nt_ssrc){ .hdr = &ins[i].hdr, .chunk = file_chunk, .ctx = &fs[i], .reopen = file_reopen };
 		if (ins[i].hdr.role == NTBPF_ROLE_INITIATOR)
 			a = a < 0 ? i : n;
 		else if (ins[i].hdr.role == NTBPF_ROLE_TARGET)
@@ -404,6 +452,7 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 		char sub[200];
 
 		fs[i].in = &ins[i];
+		fs[i].f = files[i];
 		fs[i].rd = nt_input_open(&ins[i], files[i], names[i], sub, sizeof(sub));
 		if (!fs[i].rd) {
 			char path[256];

@@ -138,6 +138,35 @@ static size_t mchunk(void *ctx, const struct ntbpf_rec **recs)
 	return k;
 }
 
+/* the records again from the start (the first search between hosts booted apart reads ahead through it) */
+static int mreopen(void *ctx, struct nt_ssrc *again)
+{
+	const struct msrc *s = ctx;
+	struct msrc *a = malloc(sizeof(*a));
+
+	if (!a)
+		return -1;
+	*a = (struct msrc){ s->r, s->n, 0, s->step };
+	*again = (struct nt_ssrc){ .chunk = mchunk, .ctx = a, .close = NULL };
+	return 0;
+}
+
+static const struct nt_header *again_hdr;
+
+static void mclose(struct nt_ssrc *again)
+{
+	free(again->ctx);
+}
+
+static int mreopen_hdr(void *ctx, struct nt_ssrc *again)
+{
+	int rc = mreopen(ctx, again);
+
+	again->hdr = again_hdr;
+	again->close = mclose;
+	return rc;
+}
+
 struct sres {
 	const struct ntbpf_rec *i0, *t0;
 	uint32_t *pidx;		/* per initiator record: 1 + its target's index, 0 none */
@@ -173,13 +202,19 @@ static int semit(void *ctx, const void *ip, const void *tp)
 	return 0;
 }
 
-/* nt_smatch_run over in[0], in[1] (window w, chunks of step) into sm and s (freed by the caller) */
-static void stream_run(const struct nt_input *in, uint64_t w, size_t step, struct nt_matching *sm, struct sres *s)
+/*
+ * nt_smatch_run over in[0], in[1] (window w, chunks of step) into sm and s
+ * (freed by the caller); again: the target's records can be read again
+ */
+static void stream_run(const struct nt_input *in, uint64_t w, size_t step, bool again, struct nt_matching *sm,
+		       struct sres *s)
 {
 	struct msrc ms[2] = { { in[0].recs, in[0].n, 0, step }, { in[1].recs, in[1].n, 0, step } };
-	struct nt_ssrc src[2] = { { &in[0].hdr, mchunk, &ms[0] }, { &in[1].hdr, mchunk, &ms[1] } };
+	struct nt_ssrc src[2] = { { .hdr = &in[0].hdr, .chunk = mchunk, .ctx = &ms[0] },
+				  { .hdr = &in[1].hdr, .chunk = mchunk, .ctx = &ms[1], .reopen = again ? mreopen_hdr : NULL } };
 	struct nt_smatch_ops ops = { .payload = sizeof(uint32_t), .take = stake, .emit = semit, .ctx = s };
 
+	again_hdr = &in[1].hdr;
 	memset(sm, 0, sizeof(*sm));
 	*s = (struct sres){ .i0 = in[0].recs, .t0 = in[1].recs, .ni = in[0].n, .nt = in[1].n };
 	s->pidx = calloc(in[0].n + 1, sizeof(*s->pidx));
@@ -203,13 +238,13 @@ static void sres_free(struct sres *s)
 
 static void assert_stream_same(const struct nt_input *in, const struct nt_matching *m)
 {
-	static const size_t steps[] = { 4096, 777 };
+	static const size_t steps[] = { 4096, 777 };	/* the first reads again (a file), the second cannot (a pipe) */
 
 	for (size_t c = 0; c < sizeof(steps) / sizeof(steps[0]); c++) {
 		struct nt_matching sm;
 		struct sres s;
 
-		stream_run(in, NT_PAIR_WINDOW_NS, steps[c], &sm, &s);
+		stream_run(in, NT_PAIR_WINDOW_NS, steps[c], c == 0, &sm, &s);
 		for (size_t k = 0; k < m->n_init; k++)
 			if (s.pidx[k] != m->pidx[k])
 				fail_msg("init %zu: streamed %u, whole file %u", k, s.pidx[k], m->pidx[k]);
@@ -519,7 +554,7 @@ static void test_stream_slow_io_counted(void **state)
 	late = in[0].recs[LATE];
 	memmove(&in[0].recs[LATE], &in[0].recs[LATE + 1], BY * sizeof(late));
 	in[0].recs[LATE + BY] = late;
-	stream_run(in, 1000000, 4096, &sm, &s);
+	stream_run(in, 1000000, 4096, true, &sm, &s);
 	assert_int_equal(sm.slow_init, 1);
 	assert_int_equal(sm.slow_tgt, 0);
 	assert_int_equal(sm.window_ns, 1000000);
@@ -531,7 +566,7 @@ static void test_stream_slow_io_counted(void **state)
 	assert_int_equal(s.pidx[LATE + BY], 0);
 	/* with the default window (2 s) it is neither late nor unpaired */
 	sres_free(&s);
-	stream_run(in, NT_PAIR_WINDOW_NS, 4096, &sm, &s);
+	stream_run(in, NT_PAIR_WINDOW_NS, 4096, false, &sm, &s);
 	assert_int_equal(sm.slow_init, 0);
 	assert_int_equal(sm.matched, NS);
 	sres_free(&s);
