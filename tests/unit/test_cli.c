@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "report.h"
 
 /* parse a space-separated command line; err text in errbuf */
 static int parse(const char *line, struct nt_config *cfg, char *errbuf, size_t errlen)
@@ -131,6 +132,16 @@ static void test_report(void **state)
 	assert_int_equal(parse("ntbpf report --format csv --group-by none f", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.format, NT_FMT_CSV);
 	assert_int_equal(cfg.group_by, 0);
+	assert_true(cfg.pair_window == 0);	/* the default: NT_PAIR_WINDOW_NS */
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --window 0.5 f", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.pair_window == 0.5);
+	{
+		struct nt_report_opts o;
+
+		nt_report_opts_of(&cfg, &o);
+		assert_int_equal(o.window_ns, 500000000);
+	}
 	nt_config_free(&cfg);
 }
 
@@ -144,6 +155,8 @@ static void test_report_bad(void **state)
 	assert_bad("ntbpf report --format xml f", "bad --format 'xml'");
 	assert_bad("ntbpf report --group-by op,color f", "bad --group-by key 'color'");
 	assert_bad("ntbpf report f -- x", "nothing after");
+	assert_bad("ntbpf report --window 0 f", "bad --window '0'");
+	assert_bad("ntbpf report --window 1h f", "bad --window '1h'");
 }
 
 static void test_live(void **state)
