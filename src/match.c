@@ -792,14 +792,16 @@ struct sm {
 	struct keys keys;
 	struct skey *sk;		/* per key id: the target items held */
 	size_t skcap;
-	size_t held, since_sweep;	/* target items held; records read or paired since the last sweep */
+	size_t since_sweep;		/* records read or paired since the last sweep */
 	/*
 	 * The held target records' payloads, in file order: written in
 	 * sequence, let go when paired or let go of; [rhead, rtail) counted
 	 * from the start, rcap a power of two
 	 */
 	unsigned char *ring, *dead;
+	uint64_t *rlo;			/* ... and their starts */
 	uint64_t rhead, rtail, rcap;
+	int64_t h;			/* no search looks below it (target clock; only moves forward) */
 	/* initiator items read: ib[ph, in) not paired yet; the segment being formed is [sf, sc...) */
 	struct nt_mitem *ib;
 	unsigned char *ipay;
@@ -907,20 +909,27 @@ static int ring_grow(struct sm *s)
 {
 	uint64_t ncap = s->rcap ? s->rcap * 2 : 4096;
 	unsigned char *ring = malloc(ncap * s->psz), *dead = malloc(ncap);
+	uint64_t *rlo = malloc(ncap * sizeof(*rlo));
 
-	if (!ring || !dead || ncap >= 1ull << 31) {
+	if (!ring || !dead || !rlo || ncap >= 1ull << 31) {
 		free(ring);
 		free(dead);
+		free(rlo);
 		return -1;
 	}
+	nt_advise_huge(ring, ncap * s->psz);	/* written in sequence, read back at random */
+	nt_advise_huge(rlo, ncap * sizeof(*rlo));
 	for (uint64_t p = s->rhead; p < s->rtail; p++) {
 		memcpy(ring + (p & (ncap - 1)) * s->psz, ring_at(s, p), s->psz);
 		dead[p & (ncap - 1)] = s->dead[p & (s->rcap - 1)];
+		rlo[p & (ncap - 1)] = s->rlo[p & (s->rcap - 1)];
 	}
 	free(s->ring);
 	free(s->dead);
+	free(s->rlo);
 	s->ring = ring;
 	s->dead = dead;
+	s->rlo = rlo;
 	s->rcap = ncap;
 	return 0;
 }
@@ -934,7 +943,9 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 
 	if (kid == NT_NO_KEY || !(k = skey_of(&s->sk, &s->skcap, kid)))
 		return -1;
-	if (k->n == k->cap && k->head >= k->cap / 4) {	/* the let-go ones' room (else grow: O(1) a record) */
+	if (k->n == k->cap)	/* drop those below the horizon: let go of (or paired) */
+		k->head = (uint32_t)lower_bound(k->v, k->head, k->n, s->h < 0 ? 0 : (uint64_t)s->h);
+	if (k->n == k->cap && k->head >= k->cap / 4) {	/* their room (else grow: O(1) a record) */
 		memmove(k->v, k->v + k->head, (k->n - k->head) * sizeof(*k->v));
 		k->n -= k->head;
 		k->cur = k->cur > k->head ? k->cur - k->head : 0;
@@ -952,7 +963,9 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 	if (s->rtail - s->rhead == s->rcap && ring_grow(s))
 		return -1;
 	p = s->rtail++;
+	__builtin_prefetch(ring_at(s, p + 32), 1);	/* written next: out of cache since the ring last came round */
 	s->dead[p & (s->rcap - 1)] = 0;
+	s->rlo[p & (s->rcap - 1)] = x->lo;
 	j = k->n;
 	if (j > k->head && k->last > x->lo) {
 		while (j > k->head && k->v[j - 1].lo > x->lo)
@@ -965,7 +978,6 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 	k->v[j].idx = 0;
 	k->v[j].kid = (uint32_t)p;
 	k->n++;
-	s->held++;
 	s->since_sweep++;
 	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_TARGET, ring_at(s, p));
 }
@@ -1012,7 +1024,7 @@ static int sm_targets(struct sm *s, int64_t until)
 
 static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r)
 {
-	if (s->in == s->icap && s->ph) {	/* the paired ones' room */
+	if (s->in == s->icap && s->ph >= s->icap / 2) {	/* the paired ones' room (else grow: O(1) a record) */
 		memmove(s->ib, s->ib + s->ph, (s->in - s->ph) * sizeof(*s->ib));
 		memmove(s->ipay, s->ipay + s->ph * s->psz, (s->in - s->ph) * s->psz);
 		s->in -= s->ph;
@@ -1270,6 +1282,9 @@ static int sm_pair_one(struct sm *s)
 		int64_t off = offset_at(s->seg, s->ns, &s->at, (int64_t)x->lo);
 		int64_t from = (int64_t)x->lo + off - TOLERANCE_NS;
 		uint16_t port = port_of(x);
+
+		if (from < s->h)	/* a slow one: what started before h may have gone out alone */
+			from = s->h;
 		uint32_t kid;
 
 		if (sm_targets(s, (int64_t)x->hi + off + TOLERANCE_NS + s->win))
@@ -1343,10 +1358,13 @@ static int sm_pair_ready(struct sm *s, bool final)
 }
 
 /*
- * Let go of the target items no initiator I/O still to come can pair or
- * vote with: those starting before the earliest start of one held or to
- * be read (max_ihi - window: later ones are slow), at the offset there,
- * less the slack of a segment's search.  Unpaired ones go out alone.
+ * Let go of the target records no initiator I/O still to come can pair or
+ * vote with: those starting before the earliest start of one held or to be
+ * read (max_ihi - window: a later one is slow), at the offset there, less
+ * the slack of a segment's search and of 1000 ppm of drift over the window.
+ * The horizon h only moves forward; the unpaired below it go out alone, in
+ * ring (file) order; the key lists drop theirs lazily (sm_hold), and no
+ * search looks below h.
  */
 static int sm_sweep(struct sm *s)
 {
@@ -1362,7 +1380,7 @@ static int sm_sweep(struct sm *s)
 		size_t at = 0;
 		int64_t o = offset_at(s->seg, s->ns, &at, lo);
 
-		h = lo + (o < s->seg[s->ns - 1].off ? o : s->seg[s->ns - 1].off) - HORIZON_SLACK;
+		h = lo + (o < s->seg[s->ns - 1].off ? o : s->seg[s->ns - 1].off) - HORIZON_SLACK - s->win / 1000;
 		/* the segment points before lo's are no longer needed: memory stays flat */
 		for (k = 0; k + 1 < s->ns && s->seg[k + 1].at <= lo; k++)
 			;
@@ -1374,26 +1392,18 @@ static int sm_sweep(struct sm *s)
 	} else {
 		h = lo + s->prior - s->window - HORIZON_SLACK;
 	}
-	for (k = 0; k < s->keys.n; k++) {
-		struct skey *q = &s->sk[k];
+	if (h > s->h)
+		s->h = h;
+	while (s->rhead < s->rtail) {
+		uint64_t p = s->rhead & (s->rcap - 1);
 
-		while (q->head < q->n && (int64_t)q->v[q->head].lo < h) {
-			if (!(q->v[q->head].idx & PAIRED)) {
-				if (s->ops->emit(s->ops->ctx, NULL, ring_at(s, ring_pos(s, &q->v[q->head]))))
-					return -1;
-				ring_free(s, &q->v[q->head]);
-			}
-			q->head++;
-			s->held--;
+		if (!s->dead[p]) {
+			if ((int64_t)s->rlo[p] >= s->h)
+				break;
+			if (s->ops->emit(s->ops->ctx, NULL, s->ring + p * s->psz))
+				return -1;
 		}
-		if (q->head == q->n) {
-			q->head = q->n = 0;
-			if (q->cap > 64) {	/* after a burst */
-				free(q->v);
-				q->v = NULL;
-				q->cap = 0;
-			}
-		}
+		s->rhead++;
 	}
 	s->since_sweep = 0;
 	return 0;
@@ -1402,14 +1412,9 @@ static int sm_sweep(struct sm *s)
 /* the end: every target item held and every record not read yet goes out */
 static int sm_drain(struct sm *s)
 {
-	for (size_t k = 0; k < s->keys.n; k++) {
-		struct skey *q = &s->sk[k];
-
-		for (; q->head < q->n; q->head++)
-			if (!(q->v[q->head].idx & PAIRED) &&
-			    s->ops->emit(s->ops->ctx, NULL, ring_at(s, ring_pos(s, &q->v[q->head]))))
-				return -1;
-	}
+	for (; s->rhead < s->rtail; s->rhead++)
+		if (!s->dead[s->rhead & (s->rcap - 1)] && s->ops->emit(s->ops->ctx, NULL, ring_at(s, s->rhead)))
+			return -1;
 	for (; s->trn; s->trn--, s->tr++) {
 		struct nt_mitem x;
 		bool nc;
@@ -1444,7 +1449,7 @@ int nt_smatch_run(struct nt_matching *m, const struct nt_ssrc *init, const struc
 		  const struct nt_smatch_ops *ops)
 {
 	const struct nt_header *hs[2] = { init ? init->hdr : NULL, tgt ? tgt->hdr : NULL };
-	struct sm s = { .m = m, .ops = ops, .is = init, .ts = tgt, .psz = ops->payload ? ops->payload : 1,
+	struct sm s = { .m = m, .ops = ops, .is = init, .ts = tgt, .psz = ops->payload ? ops->payload : 1, .h = INT64_MIN,
 			.win = (int64_t)(window_ns > INT64_MAX / 4 ? INT64_MAX / 4 : window_ns) };
 	int rc = -1;
 
@@ -1468,7 +1473,7 @@ int nt_smatch_run(struct nt_matching *m, const struct nt_ssrc *init, const struc
 			s.sf = s.sc = to;
 			if (sm_pair_ready(&s, false))
 				goto out;
-			if (s.since_sweep >= (s.keys.n > 4096 ? s.keys.n : 4096) && sm_sweep(&s))
+			if (s.since_sweep >= 4096 && sm_sweep(&s))
 				goto out;
 		}
 		if (s.i_eof)
@@ -1495,6 +1500,7 @@ out:
 	free(s.ipay);
 	free(s.ring);
 	free(s.dead);
+	free(s.rlo);
 	free(s.seg);
 	free(s.tmp);
 	return rc;
