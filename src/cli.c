@@ -7,11 +7,13 @@
  * line on stderr: the cause.
  */
 #include <argp.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli.h"
 #include "stages.h"
 #include "stream.h"
@@ -52,6 +54,53 @@ static int parse_double(const char *s, double *out)
 	errno = 0;
 	*out = strtod(s, &end);
 	return (errno || end == s || *end || !isfinite(*out)) ? -1 : 0;
+}
+
+int nt_parse_when(const char *s, struct nt_when *w)
+{
+	struct tm tm = { 0 };
+	int n = 0, oh = 0, om = 0;
+	int64_t frac = 0, scale = 100000000, off = 0;
+	char t;
+	double d;
+	time_t secs;
+
+	memset(w, 0, sizeof(*w));
+	if (!parse_double(s, &d)) {	/* seconds from the start */
+		if (d < 0 || d > 1e9)
+			return -1;
+		*w = (struct nt_when){ .set = true, .rel = true, .ns = (int64_t)(d * 1e9 + 0.5) };
+		return 0;
+	}
+	if (sscanf(s, "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &t, &tm.tm_hour, &tm.tm_min,
+		   &tm.tm_sec, &n) != 7 || n != 19 || (t != 'T' && t != 't' && t != ' ') || tm.tm_mon < 1 ||
+	    tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return -1;
+	s += n;
+	if (*s == '.') {
+		if (!isdigit((unsigned char)s[1]))
+			return -1;
+		for (s++; isdigit((unsigned char)*s); s++, scale /= 10)
+			frac += scale ? (*s - '0') * scale : 0;
+	}
+	if (*s == 'Z' || *s == 'z') {
+		s++;
+	} else if ((*s == '+' || *s == '-') && sscanf(s + 1, "%2d:%2d%n", &oh, &om, &n) == 2 && n == 5 && oh < 24 &&
+		   om < 60) {
+		off = (*s == '-' ? -1 : 1) * (oh * 3600 + om * 60) * 1000000000ll;
+		s += 6;
+	} else {
+		return -1;
+	}
+	if (*s)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	secs = timegm(&tm);
+	if (secs < 0)
+		return -1;
+	*w = (struct nt_when){ .set = true, .ns = (int64_t)secs * 1000000000ll + frac - off };
+	return 0;
 }
 
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen)
@@ -117,7 +166,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
        OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW,
-       OPT_PAIR_WINDOW };
+       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -320,6 +369,9 @@ static const struct argp_option report_opts[] = {
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "window", OPT_PAIR_WINDOW, "SECONDS", 0, "Pairing window: longer than the slowest I/O (default: 2); a slower "
 	  "one is counted, and paired only if its partner is still held.  Memory grows with it", 0 },
+	{ "since", OPT_SINCE, "TIME", 0, "Only I/Os that started at or after TIME: RFC 3339 (2026-11-25T14:00:05Z) "
+	  "or seconds from the recording's start", 0 },
+	{ "until", OPT_UNTIL, "TIME", 0, "Only I/Os that started before TIME (as --since)", 0 },
 	{ "verbose", 'v', NULL, 0, "Also print empty stages and per-file details", 0 },
 	{},
 };
@@ -359,6 +411,14 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			return EINVAL;
 		}
 		break;
+	case OPT_SINCE:
+	case OPT_UNTIL:
+		if (nt_parse_when(arg, key == OPT_SINCE ? &cfg->since : &cfg->until)) {
+			fail(pc, "bad --%s '%s' (want RFC 3339, e.g. 2026-11-25T14:00:05Z, or seconds from the start)",
+			     key == OPT_SINCE ? "since" : "until", arg);
+			return EINVAL;
+		}
+		break;
 	case OPT_GROUP:
 		if (nt_parse_group_by(arg, &cfg->group_by, msg, sizeof(msg))) {
 			fail(pc, "%s", msg);
@@ -379,6 +439,10 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 				fail(pc, "'-' (standard input) given more than once");
 				return EINVAL;
 			}
+		if (cfg->since.set && cfg->until.set && cfg->since.rel == cfg->until.rel && cfg->since.ns >= cfg->until.ns) {
+			fail(pc, "--since must be before --until");
+			return EINVAL;
+		}
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -52,6 +52,10 @@ struct nt_config {
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
 	double pair_window;		/* --window: seconds, 0 = the default (NT_PAIR_WINDOW_NS) */
+	struct nt_when {		/* --since, --until: I/Os starting in [since, until) */
+		bool set, rel;		/* rel: ns from the recording's start, else since the epoch (UTC) */
+		int64_t ns;
+	} since, until;
 	int nfiles;
 	const char **files;		/* nfiles pointers into argv, any number; nt_config_free() */
 };
@@ -67,5 +71,7 @@ void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated when 
 /* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);
 int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen);
+/* "2026-11-25T14:00:05.5Z" (RFC 3339, any offset) or "90.5" (seconds from the start): 0, or -1 */
+int nt_parse_when(const char *s, struct nt_when *w);
 
 #endif

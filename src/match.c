@@ -820,11 +820,11 @@ struct sm {
 };
 
 /* a record that is nobody's partner: out at once, alone */
-static int sm_alone(struct sm *s, const struct ntbpf_rec *r, enum nt_side side)
+static int sm_alone(struct sm *s, const struct ntbpf_rec *r, const struct nt_header *h, enum nt_side side)
 {
 	bool tgt = side == NT_SIDE_TGT;
 
-	if (s->ops->take(s->ops->ctx, r, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, s->tmp))
+	if (s->ops->take(s->ops->ctx, r, h, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, s->tmp))
 		return -1;
 	return s->ops->emit(s->ops->ctx, tgt ? NULL : s->tmp, tgt ? s->tmp : NULL);
 }
@@ -861,7 +861,7 @@ static int sm_all_alone(struct sm *s, const struct nt_ssrc *src)
 				s->m->no_cntlid += nc;
 				sm_count_shared(s, src->hdr, &x, NULL);
 			}
-			if (sm_alone(s, &r[k], side))
+			if (sm_alone(s, &r[k], src->hdr, side))
 				return -1;
 		}
 	return 0;
@@ -979,7 +979,7 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 	k->v[j].kid = (uint32_t)p;
 	k->n++;
 	s->since_sweep++;
-	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_TARGET, ring_at(s, p));
+	return s->ops->take(s->ops->ctx, r, s->ts->hdr, NTBPF_ROLE_TARGET, ring_at(s, p));
 }
 
 /* read target records until one completing at or after `until` (target clock) was read, or the end */
@@ -1005,7 +1005,7 @@ static int sm_targets(struct sm *s, int64_t until)
 		if (side == NT_SIDE_INIT) {	/* an initiator's record in the target's file */
 			s->m->n_init++;
 			s->m->no_cntlid += nc;
-			if (sm_alone(s, r, side))
+			if (sm_alone(s, r, s->ts->hdr, side))
 				return -1;
 			continue;
 		}
@@ -1055,7 +1055,7 @@ static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntb
 			return -1;
 		s->ib[s->in].idx = kid;
 	}
-	return s->ops->take(s->ops->ctx, r, NTBPF_ROLE_INITIATOR, s->ipay + s->in++ * s->psz);
+	return s->ops->take(s->ops->ctx, r, s->is->hdr, NTBPF_ROLE_INITIATOR, s->ipay + s->in++ * s->psz);
 }
 
 /* the next initiator chunk into ib */
@@ -1077,7 +1077,7 @@ static int sm_read_init(struct sm *s)
 		}
 		if (side == NT_SIDE_TGT) {	/* a target's record in the initiator's file */
 			s->m->n_tgt++;
-			if (sm_alone(s, &r[k], side))
+			if (sm_alone(s, &r[k], s->is->hdr, side))
 				return -1;
 			continue;
 		}
@@ -1430,7 +1430,7 @@ static int sm_drain(struct sm *s)
 			s->m->n_init++;
 			s->m->no_cntlid += nc;
 		}
-		if (sm_alone(s, s->tr, side))
+		if (sm_alone(s, s->tr, s->ts->hdr, side))
 			return -1;
 	}
 	return s->t_eof ? 0 : sm_all_alone(s, s->ts);

@@ -117,8 +117,8 @@ struct nt_ssrc {
 
 struct nt_smatch_ops {
 	size_t payload;		/* bytes kept per record until it is emitted */
-	/* a record read (role: its side): fill its payload.  0, or -1 (out of memory: stop) */
-	int (*take)(void *ctx, const struct ntbpf_rec *r, uint8_t role, void *payload);
+	/* a record read (h: its file's header; role: its side): fill its payload.  0, or -1 (out of memory: stop) */
+	int (*take)(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *payload);
 	/* one I/O: its initiator's and/or its target's payload (the other NULL).  0, or -1: stop */
 	int (*emit)(void *ctx, const void *init, const void *tgt);
 	void *ctx;

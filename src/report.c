@@ -228,12 +228,15 @@ static void count_lost(struct nt_report *rep, const struct nt_input *ins, int ni
 
 static void count_matched(struct nt_report *rep)
 {
+	uint64_t out_tgt = rep->outside - rep->outside_pairs - rep->outside_init;
+
 	rep->admin += rep->m.admin;
 	rep->n_init = rep->m.n_init;
 	rep->n_tgt = rep->m.n_tgt;
-	rep->matched = rep->m.matched;
-	rep->unmatched_init = rep->m.n_init - rep->m.matched;
-	rep->unmatched_tgt = rep->m.n_tgt - rep->m.matched;
+	/* I/Os that started outside --since/--until are left out of these too */
+	rep->matched = rep->m.matched - rep->outside_pairs;
+	rep->unmatched_init = rep->m.n_init - rep->m.matched - rep->outside_init;
+	rep->unmatched_tgt = rep->m.n_tgt - rep->m.matched - out_tgt;
 }
 
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
@@ -254,6 +257,34 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 	return 0;
 }
 
+/* what a file report keeps of a record: its summary, and its start on the wall clock (--since/--until) */
+struct io_sum {
+	struct nt_sum s;
+	int64_t wall;
+};
+
+static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
+		  struct io_sum *io)
+{
+	io->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
+	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
+	return summarize(rep, r, role, true, &io->s);
+}
+
+/* one I/O of a file report: into its group, unless it started outside --since/--until (counted) */
+static int add_io(struct nt_report *rep, const struct io_sum *si, const struct io_sum *st)
+{
+	int64_t t = si ? si->wall : st->wall;
+
+	if ((rep->since_set && t < rep->since_ns) || (rep->until_set && t >= rep->until_ns)) {
+		rep->outside++;
+		rep->outside_pairs += si && st;
+		rep->outside_init += si && !st;
+		return 0;
+	}
+	return add_pair(rep, si ? &si->s : NULL, st ? &st->s : NULL);
+}
+
 /* the file report's state: per side, each record's item (matching) and summary (stages) */
 struct stream {
 	struct nt_report *rep;
@@ -264,7 +295,7 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 {
 	struct stream *c = ctx;
 	struct nt_mitem *x;
-	struct nt_sum *s;
+	struct io_sum *s;
 	bool no_cntlid, tgt;
 
 	if (r->flags & NTBPF_F_ADMIN) {
@@ -280,20 +311,18 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
 	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
 	c->rep->m.no_cntlid += no_cntlid;
-	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-	return summarize(c->rep, r, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, true, s);
+	return sum_io(c->rep, r, &in->hdr, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, s);
 }
 
-/* streaming (nt_smatch_run): a record's payload is its summary */
-static int take_sum(void *ctx, const struct ntbpf_rec *r, uint8_t role, void *pay)
+/* streaming (nt_smatch_run): a record's payload is its struct io_sum */
+static int take_sum(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
 {
-	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-	return summarize(ctx, r, role, true, pay);
+	return sum_io(ctx, r, h, role, pay);
 }
 
 static int emit_sums(void *ctx, const void *si, const void *st)
 {
-	return add_pair(ctx, si, st);
+	return add_io(ctx, si, st);
 }
 
 struct file_src {
@@ -362,7 +391,7 @@ static int file_reopen(void *ctx, struct nt_ssrc *again)
  */
 static int build_streaming(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
 {
-	struct nt_smatch_ops ops = { .payload = sizeof(struct nt_sum), .take = take_sum, .emit = emit_sums,
+	struct nt_smatch_ops ops = { .payload = sizeof(struct io_sum), .take = take_sum, .emit = emit_sums,
 				     .ctx = rep };
 	struct nt_ssrc *src = calloc(n, sizeof(*src));
 	int a = -1, b = -1, rc = 0;
@@ -393,10 +422,10 @@ static int build_streaming(struct nt_report *rep, struct nt_input *ins, struct f
 static int build_whole(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
 {
 	struct stream c = { .rep = rep, .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
-			    .si.sz = sizeof(struct nt_sum), .st.sz = sizeof(struct nt_sum) };
+			    .si.sz = sizeof(struct io_sum), .st.sz = sizeof(struct io_sum) };
 	size_t *init_at = calloc(n + 1, sizeof(*init_at)), *tgt_at = calloc(n + 1, sizeof(*tgt_at));
 	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
-	const struct nt_sum *si, *st;
+	const struct io_sum *si, *st;
 	const struct ntbpf_rec *r;
 	int rc = -1;
 
@@ -420,10 +449,10 @@ static int build_whole(struct nt_report *rep, struct nt_input *ins, struct file_
 	si = c.si.v;
 	st = c.st.v;
 	for (size_t k = 0; k < rep->m.n_init; k++)
-		if (add_pair(rep, &si[k], rep->m.pidx[k] ? &st[rep->m.pidx[k] - 1] : NULL))
+		if (add_io(rep, &si[k], rep->m.pidx[k] ? &st[rep->m.pidx[k] - 1] : NULL))
 			goto out;
 	for (size_t k = 0; k < rep->m.n_tgt; k++)
-		if (!rep->m.tgt_matched[k] && add_pair(rep, NULL, &st[k]))
+		if (!rep->m.tgt_matched[k] && add_io(rep, NULL, &st[k]))
 			goto out;
 	rc = 0;
 out:
@@ -435,6 +464,20 @@ out:
 	free(tgt_at);
 	free(hdrs);
 	return rc;
+}
+
+/* --since/--until on the wall clock: seconds from the start count from the earliest file's start */
+static void set_window(struct nt_report *rep, const struct nt_input *ins, int n)
+{
+	const struct nt_report_opts *o = rep->o;
+	int64_t start = INT64_MAX;
+
+	for (int i = 0; i < n; i++)
+		start = (int64_t)ins[i].hdr.real_ns < start ? (int64_t)ins[i].hdr.real_ns : start;
+	rep->since_set = o->since.set;
+	rep->until_set = o->until.set;
+	rep->since_ns = o->since.rel && n ? start + o->since.ns : o->since.ns;
+	rep->until_ns = o->until.rel && n ? start + o->until.ns : o->until.ns;
 }
 
 int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
@@ -464,6 +507,7 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 		ninit += ins[i].hdr.role == NTBPF_ROLE_INITIATOR;
 		ntgt += ins[i].hdr.role == NTBPF_ROLE_TARGET;
 	}
+	set_window(rep, ins, n);
 	if ((ninit <= 1 && ntgt <= 1) || !ninit || !ntgt ? build_streaming(rep, ins, fs, n) : build_whole(rep, ins, fs, n)) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -650,6 +694,8 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems) and lack"
 			" the queue's TCP port: %zu; paired by queue, command id and timing only\n",
 			rep->m.shared_cntlid);
+	if (rep->since_set || rep->until_set)
+		fprintf(out, "# I/Os that started outside --since/--until, left out: %" PRIu64 "\n", rep->outside);
 	if (rep->m.slow_init || rep->m.slow_tgt)
 		fprintf(out, "# I/Os slower than the pairing window (--window %.3g s): initiator %zu, target %zu;"
 			" paired only where the partner was still held\n", rep->m.window_ns / 1e9, rep->m.slow_init,
@@ -874,6 +920,13 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		fprintf(out, ", \"window_ns\": %" PRIu64 ", \"slower_than_window\": {\"initiator\": %zu, \"target\": %zu}",
 			rep->m.window_ns, rep->m.slow_init, rep->m.slow_tgt);
 	fprintf(out, "},\n");
+	if (rep->since_set || rep->until_set) {
+		fputs(" \"time_window\": {\"since_ns\": ", out);
+		rep->since_set ? fprintf(out, "%" PRId64, rep->since_ns) : fputs("null", out);
+		fputs(", \"until_ns\": ", out);
+		rep->until_set ? fprintf(out, "%" PRId64, rep->until_ns) : fputs("null", out);
+		fprintf(out, ", \"left_out\": %" PRIu64 "},\n", rep->outside);
+	}
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0, false);
 	fprintf(out, "]}\n");
@@ -962,6 +1015,8 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	/* -v of record and live is about libbpf, not the report */
 	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
 	o->window_ns = (uint64_t)(cfg->pair_window * 1e9);
+	o->since = cfg->since;
+	o->until = cfg->until;
 }
 
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)

@@ -145,6 +145,27 @@ static void test_report(void **state)
 	nt_config_free(&cfg);
 }
 
+/* --since/--until: RFC 3339 at any offset, or seconds from the start */
+static void test_when(void **state)
+{
+	struct nt_when w;
+
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20Z", &w), 0);
+	assert_true(w.set && !w.rel);
+	assert_true(w.ns == 1700000000000000000ll);
+	assert_int_equal(nt_parse_when("2023-11-14t23:43:20.25+01:30", &w), 0);
+	assert_true(w.ns == 1700000000250000000ll);
+	assert_int_equal(nt_parse_when("2023-11-14 22:13:20.123456789-00:00", &w), 0);
+	assert_true(w.ns == 1700000000123456789ll);
+	assert_int_equal(nt_parse_when("90.5", &w), 0);
+	assert_true(w.set && w.rel && w.ns == 90500000000ll);
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20", &w), -1);
+	assert_int_equal(nt_parse_when("2023-13-14T22:13:20Z", &w), -1);
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20.Z", &w), -1);
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20Zx", &w), -1);
+	assert_int_equal(nt_parse_when("", &w), -1);
+}
+
 static void test_report_bad(void **state)
 {
 	assert_bad("ntbpf report - -", "given more than once");	/* no FILE: ntbpf.data (test_conventions) */
@@ -156,6 +177,10 @@ static void test_report_bad(void **state)
 	assert_bad("ntbpf report --group-by op,color f", "bad --group-by key 'color'");
 	assert_bad("ntbpf report f -- x", "nothing after");
 	assert_bad("ntbpf report --window 0 f", "bad --window '0'");
+	assert_bad("ntbpf report --since yesterday f", "bad --since 'yesterday'");
+	assert_bad("ntbpf report --until 2026-11-25T14:00:05 f", "bad --until");	/* RFC 3339 wants the offset */
+	assert_bad("ntbpf report --since -5 f", "bad --since '-5'");
+	assert_bad("ntbpf report --since 5 --until 5 f", "--since must be before --until");
 	assert_bad("ntbpf report --window 1h f", "bad --window '1h'");
 }
 
@@ -259,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_record_bad),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
+		cmocka_unit_test(test_when),
 		cmocka_unit_test(test_live),
 		cmocka_unit_test(test_top_level),
 		cmocka_unit_test(test_help_is_not_an_error),

@@ -174,7 +174,7 @@ struct sres {
 	size_t ni, nt;
 };
 
-static int stake(void *ctx, const struct ntbpf_rec *r, uint8_t role, void *pay)
+static int stake(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
 {
 	struct sres *s = ctx;
 	uint32_t k = (uint32_t)(role == NTBPF_ROLE_TARGET ? r - s->t0 : r - s->i0);
