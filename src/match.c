@@ -378,18 +378,25 @@ static bool estimate_offset(const struct nt_matching *m, const struct nt_mitem *
 			    const struct keys *keys, const struct tview *tw, int64_t prior,
 			    int64_t window, size_t samples, int max_cand, int64_t *off, size_t *votes)
 {
-	size_t ni = a_end - a_first, step = ni > samples ? ni / samples : 1, ne = 0, cap = 0;
+	size_t ni = a_end - a_first, step = ni > samples ? ni / samples : 1, ne = 0, cap = 0, every = 0, seen = 0;
 	struct edge *e = NULL;
 	int cur = 0, best = 0;
 	int64_t best_lo = 0, best_hi = 0;
 
-	for (size_t i = a_first; i < a_end; i += step) {
+	/*
+	 * Every step-th I/O.  Where none of those can vote (the stride fell
+	 * in step with I/Os paired already or without a key: a fleet's
+	 * controllers interleaved, or block I/O between nvme I/O), every
+	 * every-th of those that can, once.
+	 */
+again:
+	for (size_t i = a_first; i < a_end; i += every ? 1 : step) {
 		int64_t from = (int64_t)iv[i].lo + prior - window;
 		uint32_t kid = init_kid(m, iv, i, keys);
 		const struct nt_mitem *tv;
 		size_t j, end;
 
-		if (kid == NT_NO_KEY)
+		if (kid == NT_NO_KEY || (every && seen++ % every))
 			continue;
 		tv = tgroup(tw, kid, &j, &end);
 		j = lower_bound(tv, j, end, from < 0 ? 0 : (uint64_t)from);
@@ -414,6 +421,16 @@ static bool estimate_offset(const struct nt_matching *m, const struct nt_mitem *
 			}
 			e[ne++] = (struct edge){ a, +1 };
 			e[ne++] = (struct edge){ b, -1 };
+		}
+	}
+	if (!ne && !every && step > 1) {
+		size_t can = 0;
+
+		for (size_t i = a_first; i < a_end; i++)
+			can += init_kid(m, iv, i, keys) != NT_NO_KEY;
+		if (can) {
+			every = can > samples ? can / samples : 1;
+			goto again;
 		}
 	}
 	if (!ne) {

@@ -574,6 +574,102 @@ static void test_stream_slow_io_counted(void **state)
 	nt_input_free(&in[1]);
 }
 
+
+/*
+ * A fleet: three initiators, two targets, each host with a clock of its own
+ * (booted apart, offsets up to 2.5 s).  Connections: i0 -> t0 (cntlid 1),
+ * i1 -> t0 (cntlid 2), i1 -> t1 (cntlid 1: the same number as i0's on t0),
+ * i2 -> t1 (cntlid 2); two queues each, a port per queue.  Every I/O pairs
+ * with its own target record (the sector carries its identity), across all
+ * five files, by queue identity: each initiator file is tried against each
+ * target file, and only its own queues' records agree on an offset.  (i1's
+ * two controllers alternate: the offset search's every-2nd-I/O sample of
+ * i1 against t1 fell only on I/Os t0 had paired, and found nothing, until
+ * it learned to sample those that can vote.)  "ntbpf report" with more than
+ * one file of each side pairs through this same path (nt_match_items).
+ */
+static void test_fleet(void **state)
+{
+	enum { NI = 3, NT = 2, NC = 4, NIO = 16000 };
+	static const struct { int init, inst, tgt, cntlid; } conn[NC] = {
+		{ 0, 0, 0, 1 }, { 1, 0, 0, 2 }, { 1, 1, 1, 1 }, { 2, 0, 1, 2 },
+	};
+	static const int64_t ioff[NI] = { 0, 1234567890, -987654321 }, toff[NT] = { 2500000000ll, -333333333 };
+	struct nt_input in[NI + NT];
+	struct nt_matching m;
+	size_t total = 0;
+
+	memset(in, 0, sizeof(in));
+	for (int f = 0; f < NI + NT; f++) {
+		struct nt_header *h = &in[f].hdr;
+		int64_t off = f < NI ? ioff[f] : toff[f - NI];
+
+		nt_header_init(h, f < NI ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET);
+		snprintf(h->boot_id, sizeof(h->boot_id), "boot-%d", f);
+		h->mono_ns = (uint64_t)(10000000000ll + off);
+		h->real_ns = 5000000000000ull + (uint64_t)(f * 100000000);	/* wall clocks within 0.4 s */
+		in[f].recs = calloc(NIO, sizeof(struct ntbpf_rec));
+		assert_non_null(in[f].recs);
+	}
+	for (int c = 0; c < NC; c++) {
+		struct nt_ctrl_info *ci = nt_header_add_ctrl(&in[conn[c].init].hdr);
+
+		ci->instance = conn[c].inst;
+		ci->cntlid = (uint16_t)conn[c].cntlid;
+	}
+	for (int k = 0; k < NIO; k++) {
+		int c = k % NC, q = (k / NC) % 2, g = conn[c].init, t = NI + conn[c].tgt;
+		uint64_t send = 10000000000ull + (uint64_t)k * 20000;	/* true time */
+		uint16_t cid = (uint16_t)((((k / 8) % 16) << 12) | ((k / NC / 2) % 4));
+		uint16_t port = (uint16_t)(41000 + 1000 * c + q);
+		struct ntbpf_rec *i = &in[g].recs[in[g].n++], *r = &in[t].recs[in[t].n++];
+
+		i->role = NTBPF_ROLE_INITIATOR;
+		i->flags = NTBPF_F_NVME;
+		i->ctrl = (uint16_t)conn[c].inst;
+		i->qid = (uint16_t)(q + 1);
+		i->cid = cid;
+		i->port = port;
+		i->sector = (uint64_t)k;
+		i->t0 = send - 20000 + (uint64_t)ioff[g];
+		set_ev(i, EV_I_BLK_START, i->t0);
+		set_ev(i, EV_I_QUEUE_RQ, i->t0 + 15000);
+		set_ev(i, EV_I_CMD_SENT, i->t0 + 20000);
+		set_ev(i, EV_I_RESP_ARRIVE, i->t0 + 90000);
+		set_ev(i, EV_I_BLK_DONE, i->t0 + 100000);
+		r->role = NTBPF_ROLE_TARGET;
+		r->flags = NTBPF_F_NVME;
+		r->ctrl = (uint16_t)conn[c].cntlid;
+		r->qid = (uint16_t)(q + 1);
+		r->cid = cid;
+		r->port = port;
+		r->sector = (uint64_t)k;
+		r->t0 = send + 15000 + (uint64_t)toff[t - NI];
+		set_ev(r, EV_T_CMD_ARRIVE, r->t0);
+		set_ev(r, EV_T_RESP_SENT, r->t0 + 40000);
+	}
+	assert_int_equal(nt_match_build(&m, in, NI + NT), 0);
+	if (m.matched != NIO) {
+		size_t miss[NC] = { 0 };
+
+		for (size_t k = 0; k < m.n_init; k++)
+			miss[m.init[k]->sector % NC] += !m.partner[k];
+		fprintf(stderr, "fleet: matched %zu of %d; unpaired per connection %zu %zu %zu %zu\n", m.matched, NIO,
+			miss[0], miss[1], miss[2], miss[3]);
+	}
+	for (size_t k = 0; k < m.n_init; k++) {
+		assert_non_null(m.partner[k]);
+		assert_int_equal(m.partner[k]->sector, m.init[k]->sector);
+		total++;
+	}
+	assert_int_equal(total, NIO);
+	assert_int_equal(m.matched, NIO);
+	assert_int_equal(m.by_port, NIO);
+	nt_match_free(&m);
+	for (int f = 0; f < NI + NT; f++)
+		nt_input_free(&in[f]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_shared_cntlid_is_counted),
 		cmocka_unit_test(test_port_tells_shared_cntlids_apart),
 		cmocka_unit_test(test_one_side_only),
+		cmocka_unit_test(test_fleet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
