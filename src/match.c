@@ -834,7 +834,62 @@ struct sm {
 	size_t votes;
 	int scouts;			/* first searches through a second reader (sm_scout) */
 	unsigned char *tmp;		/* one payload */
+	const struct fleet_run *fl;	/* one run of a fleet (nt_smatch_fleet), else NULL */
+	const struct nt_ssrc *scout;	/* the target's source that can read again (sm_scout) */
+	uint64_t ipos, tpos;		/* position in its file of the next record read */
+	size_t posoff;			/* fleet: where in a slot the record's position is kept */
 };
+
+/* a set of record positions (paired in an earlier run of a fleet) */
+struct bits {
+	uint64_t *w;
+	size_t nw;
+};
+
+static bool bit_get(const struct bits *b, uint64_t pos)
+{
+	return pos / 64 < b->nw && (b->w[pos / 64] >> (pos % 64) & 1);
+}
+
+static int bit_set(struct bits *b, uint64_t pos)
+{
+	if (pos / 64 >= b->nw) {
+		size_t nw = b->nw ? b->nw * 2 : 1024;
+		uint64_t *w;
+
+		while (nw <= pos / 64)
+			nw *= 2;
+		w = realloc(b->w, nw * sizeof(*w));
+		if (!w)
+			return -1;
+		memset(w + b->nw, 0, (nw - b->nw) * sizeof(*w));
+		b->w = w;
+		b->nw = nw;
+	}
+	b->w[pos / 64] |= 1ull << (pos % 64);
+	return 0;
+}
+
+/*
+ * One (initiator file, target file) run of a fleet: records paired in an
+ * earlier run are passed over (as the whole-file matcher passes over them),
+ * counted in a file's first run, and let out unpaired in its last.
+ */
+struct fleet_run {
+	struct bits *idone, *tdone;
+	bool count_i, count_t, last_i, last_t;
+};
+
+#define COUNT_I(s) (!(s)->fl || (s)->fl->count_i)
+#define COUNT_T(s) (!(s)->fl || (s)->fl->count_t)
+#define LAST_I(s) (!(s)->fl || (s)->fl->last_i)
+#define LAST_T(s) (!(s)->fl || (s)->fl->last_t)
+#define DONE_ITEM (UINT32_MAX - 1)	/* an ib item's idx: paired in an earlier run */
+
+static inline uint64_t *slot_pos(const struct sm *s, const void *slot)
+{
+	return (uint64_t *)((unsigned char *)slot + s->posoff);
+}
 
 /* a record that is nobody's partner: out at once, alone */
 static int sm_alone(struct sm *s, const struct ntbpf_rec *r, const struct nt_header *h, enum nt_side side)
@@ -996,6 +1051,8 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 	k->v[j].kid = (uint32_t)p;
 	k->n++;
 	s->since_sweep++;
+	if (s->posoff)
+		*slot_pos(s, ring_at(s, p)) = s->tpos - 1;
 	return s->ops->take(s->ops->ctx, r, s->ts->hdr, NTBPF_ROLE_TARGET, ring_at(s, p));
 }
 
@@ -1015,21 +1072,26 @@ static int sm_targets(struct sm *s, int64_t until)
 		r = s->tr++;
 		s->trn--;
 		side = nt_mitem_of(r, s->ts->hdr, &x, &nc);
+		s->tpos++;
 		if (side == NT_SIDE_ADMIN) {
-			s->m->admin++;
+			s->m->admin += COUNT_T(s);
 			continue;
 		}
 		if (side == NT_SIDE_INIT) {	/* an initiator's record in the target's file */
-			s->m->n_init++;
-			s->m->no_cntlid += nc;
-			if (sm_alone(s, r, s->ts->hdr, side))
-				return -1;
+			if (COUNT_T(s)) {
+				s->m->n_init++;
+				s->m->no_cntlid += nc;
+				if (sm_alone(s, r, s->ts->hdr, side))
+					return -1;
+			}
 			continue;
 		}
-		s->m->n_tgt++;
+		s->m->n_tgt += COUNT_T(s);
+		if (s->fl && bit_get(s->fl->tdone, s->tpos - 1))
+			continue;	/* paired in an earlier run */
 		/* everything starting before max_thi - win was promised read: this one is late */
 		if (s->have_thi && (int64_t)x.lo < s->max_thi - s->win)
-			s->m->slow_tgt++;
+			s->m->slow_tgt += COUNT_T(s);
 		if (!s->have_thi || (int64_t)x.hi > s->max_thi)
 			s->max_thi = (int64_t)x.hi;
 		s->have_thi = true;
@@ -1039,7 +1101,7 @@ static int sm_targets(struct sm *s, int64_t until)
 	return 0;
 }
 
-static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r)
+static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r, bool done)
 {
 	if (s->in == s->icap && s->ph >= s->icap / 2) {	/* the paired ones' room (else grow: O(1) a record) */
 		memmove(s->ib, s->ib + s->ph, (s->in - s->ph) * sizeof(*s->ib));
@@ -1072,6 +1134,12 @@ static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntb
 			return -1;
 		s->ib[s->in].idx = kid;
 	}
+	if (done) {
+		s->ib[s->in++].idx = DONE_ITEM;
+		return 0;
+	}
+	if (s->posoff)
+		*slot_pos(s, s->ipay + s->in * s->psz) = s->ipos - 1;
 	return s->ops->take(s->ops->ctx, r, s->is->hdr, NTBPF_ROLE_INITIATOR, s->ipay + s->in++ * s->psz);
 }
 
@@ -1087,27 +1155,36 @@ static int sm_read_init(struct sm *s)
 		struct nt_mitem x;
 		bool nc;
 		enum nt_side side = nt_mitem_of(&r[k], s->is->hdr, &x, &nc);
+		bool done;
 
+		s->ipos++;
 		if (side == NT_SIDE_ADMIN) {
-			s->m->admin++;
+			s->m->admin += COUNT_I(s);
 			continue;
 		}
 		if (side == NT_SIDE_TGT) {	/* a target's record in the initiator's file */
-			s->m->n_tgt++;
-			if (sm_alone(s, &r[k], s->is->hdr, side))
-				return -1;
+			if (COUNT_I(s)) {
+				s->m->n_tgt++;
+				if (sm_alone(s, &r[k], s->is->hdr, side))
+					return -1;
+			}
 			continue;
 		}
-		s->m->n_init++;
-		s->m->no_cntlid += nc;
+		if (COUNT_I(s)) {
+			s->m->n_init++;
+			s->m->no_cntlid += nc;
+		}
+		done = s->fl && bit_get(s->fl->idone, s->ipos - 1);
+		if (done)	/* paired in an earlier run: in the segments, never a voter or paired again */
+			x.kid = NT_NO_KEY;
 		if (x.kid != NT_NO_KEY) {
 			if (s->have_ihi && (int64_t)x.lo < s->max_ihi - s->win)
-				s->m->slow_init++;
+				s->m->slow_init += COUNT_I(s);
 			if (!s->have_ihi || (int64_t)x.hi > s->max_ihi)
 				s->max_ihi = (int64_t)x.hi;
 			s->have_ihi = true;
 		}
-		if (sm_push_init(s, &x, &r[k]))
+		if (sm_push_init(s, &x, &r[k], done))
 			return -1;
 	}
 	return 0;
@@ -1194,10 +1271,12 @@ static int sm_scout(struct sm *s, size_t from, size_t to, int64_t *o, size_t *v)
 		rc = 0;
 		goto out;
 	}
-	if (s->ts->reopen(s->ts->ctx, &again)) {
+	if (s->scout->reopen(s->scout->ctx, &again)) {
 		rc = -2;
 		goto out;
 	}
+	if (!again.hdr)
+		again.hdr = s->scout->hdr;
 	while (seen_hi < hi_max + s->win && (n = again.chunk(again.ctx, &r)))
 		for (size_t k = 0; k < n; k++) {
 			struct nt_mitem x;
@@ -1242,7 +1321,7 @@ static int sm_segment(struct sm *s, size_t from, size_t to)
 		 * the whole-file path tries the whole file; here the next
 		 * segment tries (the I/Os of this one are not paired)
 		 */
-		int sc = s->ts->reopen && s->window > SEG_WINDOW && s->scouts < 8 ? sm_scout(s, from, to, &o, &v) : -2;
+		int sc = s->scout->reopen && s->window > SEG_WINDOW && s->scouts < 8 ? sm_scout(s, from, to, &o, &v) : -2;
 
 		if (sc == -1)
 			return -1;
@@ -1295,6 +1374,8 @@ static int sm_pair_one(struct sm *s)
 	const void *ipay = s->ipay + s->ph * s->psz, *tpay = NULL;
 	struct nt_mitem *partner = NULL;
 
+	if (x->kid == NT_NO_KEY && x->idx == DONE_ITEM)
+		return 0;	/* went out in an earlier run */
 	if (x->kid != NT_NO_KEY && s->ns) {
 		int64_t off = offset_at(s->seg, s->ns, &s->at, (int64_t)x->lo);
 		int64_t from = (int64_t)x->lo + off - TOLERANCE_NS;
@@ -1328,8 +1409,12 @@ static int sm_pair_one(struct sm *s)
 			}
 		}
 	}
-	sm_count_shared(s, s->is->hdr, x, partner);
 	s->since_sweep++;
+	if (s->fl && partner && (bit_set(s->fl->idone, *slot_pos(s, ipay)) || bit_set(s->fl->tdone, *slot_pos(s, tpay))))
+		return -1;
+	if (!partner && !LAST_I(s))
+		return 0;	/* a later run may pair it */
+	sm_count_shared(s, s->is->hdr, x, partner);
 	if (s->ops->emit(s->ops->ctx, ipay, tpay))
 		return -1;
 	if (partner)
@@ -1417,7 +1502,7 @@ static int sm_sweep(struct sm *s)
 		if (!s->dead[p]) {
 			if ((int64_t)s->rlo[p] >= s->h)
 				break;
-			if (s->ops->emit(s->ops->ctx, NULL, s->ring + p * s->psz))
+			if (LAST_T(s) && s->ops->emit(s->ops->ctx, NULL, s->ring + p * s->psz))
 				return -1;
 		}
 		s->rhead++;
@@ -1426,31 +1511,46 @@ static int sm_sweep(struct sm *s)
 	return 0;
 }
 
+/* a target-file record read after the initiator's end: nobody's partner in this run */
+static int sm_late_target(struct sm *s, const struct ntbpf_rec *r)
+{
+	struct nt_mitem x;
+	bool nc;
+	enum nt_side side = nt_mitem_of(r, s->ts->hdr, &x, &nc);
+
+	s->tpos++;
+	if (side == NT_SIDE_ADMIN) {
+		s->m->admin += COUNT_T(s);
+		return 0;
+	}
+	if (side == NT_SIDE_TGT) {
+		s->m->n_tgt += COUNT_T(s);
+		if (!LAST_T(s) || (s->fl && bit_get(s->fl->tdone, s->tpos - 1)))
+			return 0;
+	} else {
+		if (!COUNT_T(s))
+			return 0;
+		s->m->n_init++;
+		s->m->no_cntlid += nc;
+	}
+	return sm_alone(s, r, s->ts->hdr, side);
+}
+
 /* the end: every target item held and every record not read yet goes out */
 static int sm_drain(struct sm *s)
 {
 	for (; s->rhead < s->rtail; s->rhead++)
-		if (!s->dead[s->rhead & (s->rcap - 1)] && s->ops->emit(s->ops->ctx, NULL, ring_at(s, s->rhead)))
+		if (!s->dead[s->rhead & (s->rcap - 1)] && LAST_T(s) &&
+		    s->ops->emit(s->ops->ctx, NULL, ring_at(s, s->rhead)))
 			return -1;
-	for (; s->trn; s->trn--, s->tr++) {
-		struct nt_mitem x;
-		bool nc;
-		enum nt_side side = nt_mitem_of(s->tr, s->ts->hdr, &x, &nc);
-
-		if (side == NT_SIDE_ADMIN) {
-			s->m->admin++;
-			continue;
-		}
-		if (side == NT_SIDE_TGT) {
-			s->m->n_tgt++;
-		} else {
-			s->m->n_init++;
-			s->m->no_cntlid += nc;
-		}
-		if (sm_alone(s, s->tr, s->ts->hdr, side))
-			return -1;
+	while (!s->t_eof) {
+		for (; s->trn; s->trn--, s->tr++)
+			if (sm_late_target(s, s->tr))
+				return -1;
+		if (!(s->trn = s->ts->chunk(s->ts->ctx, &s->tr)))
+			s->t_eof = true;
 	}
-	return s->t_eof ? 0 : sm_all_alone(s, s->ts);
+	return 0;
 }
 
 static bool headers_share_cntlid(const struct nt_header *const *h, int n)
@@ -1462,13 +1562,19 @@ static bool headers_share_cntlid(const struct nt_header *const *h, int n)
 	return false;
 }
 
-int nt_smatch_run(struct nt_matching *m, const struct nt_ssrc *init, const struct nt_ssrc *tgt, uint64_t window_ns,
-		  const struct nt_smatch_ops *ops)
+static int sm_run(struct nt_matching *m, const struct nt_ssrc *init, const struct nt_ssrc *tgt, uint64_t window_ns,
+		  const struct nt_smatch_ops *ops, const struct fleet_run *fl, const struct nt_ssrc *scout)
 {
 	const struct nt_header *hs[2] = { init ? init->hdr : NULL, tgt ? tgt->hdr : NULL };
 	struct sm s = { .m = m, .ops = ops, .is = init, .ts = tgt, .psz = ops->payload ? ops->payload : 1, .h = INT64_MIN,
-			.win = (int64_t)(window_ns > INT64_MAX / 4 ? INT64_MAX / 4 : window_ns) };
+			.win = (int64_t)(window_ns > INT64_MAX / 4 ? INT64_MAX / 4 : window_ns), .fl = fl,
+			.scout = scout ? scout : tgt };
 	int rc = -1;
+
+	if (fl) {	/* each slot keeps its record's position too */
+		s.posoff = (s.psz + 7) & ~(size_t)7;
+		s.psz = s.posoff + sizeof(uint64_t);
+	}
 
 	s.tmp = malloc(s.psz);
 	if (!s.tmp)
@@ -1520,5 +1626,82 @@ out:
 	free(s.rlo);
 	free(s.seg);
 	free(s.tmp);
+	return rc;
+}
+
+int nt_smatch_run(struct nt_matching *m, const struct nt_ssrc *init, const struct nt_ssrc *tgt, uint64_t window_ns,
+		  const struct nt_smatch_ops *ops)
+{
+	return sm_run(m, init, tgt, window_ns, ops, NULL, NULL);
+}
+
+int nt_smatch_fleet(struct nt_matching *m, struct nt_ssrc *srcs, int n, uint64_t window_ns,
+		    const struct nt_smatch_ops *ops)
+{
+	struct bits *done = calloc(n ? n : 1, sizeof(*done));
+	int a0 = -1, a1 = -1, b0 = -1, b1 = -1, rc = -1;
+
+	if (!done)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		struct nt_ssrc again;
+
+		if (!srcs[i].reopen || srcs[i].reopen(srcs[i].ctx, &again)) {
+			rc = -2;	/* a run reads each file again: regular files only */
+			goto out;
+		}
+		again.close(&again);
+		if (srcs[i].hdr->role == NTBPF_ROLE_INITIATOR) {
+			a1 = i;
+			a0 = a0 < 0 ? i : a0;
+		} else if (srcs[i].hdr->role == NTBPF_ROLE_TARGET) {
+			b1 = i;
+			b0 = b0 < 0 ? i : b0;
+		}
+	}
+	/* initiator file a against target file b, every pair, in file order: as nt_match_items */
+	for (int a = a0; a0 >= 0 && b0 >= 0 && a <= a1; a++)
+		for (int b = b0; srcs[a].hdr->role == NTBPF_ROLE_INITIATOR && b <= b1; b++) {
+			struct fleet_run fr = { &done[a], &done[b], b == b0, a == a0, b == b1, a == a1 };
+			struct nt_ssrc ai, bt;
+			int r;
+
+			if (srcs[b].hdr->role != NTBPF_ROLE_TARGET)
+				continue;
+			/* a file's first run reads it through its own source (counted there), later ones again */
+			if (!fr.count_i && srcs[a].reopen(srcs[a].ctx, &ai))
+				goto out;
+			if (!fr.count_t && srcs[b].reopen(srcs[b].ctx, &bt)) {
+				if (!fr.count_i)
+					ai.close(&ai);
+				goto out;
+			}
+			if (!fr.count_i && !ai.hdr)
+				ai.hdr = srcs[a].hdr;	/* the same file's header */
+			if (!fr.count_t && !bt.hdr)
+				bt.hdr = srcs[b].hdr;
+			r = sm_run(m, fr.count_i ? &srcs[a] : &ai, fr.count_t ? &srcs[b] : &bt, window_ns, ops, &fr, &srcs[b]);
+			if (!fr.count_i)
+				ai.close(&ai);
+			if (!fr.count_t)
+				bt.close(&bt);
+			if (r)
+				goto out;
+		}
+	/* the rest: files of one side only, or of neither */
+	for (int i = 0; i < n; i++) {
+		uint8_t role = srcs[i].hdr->role;
+
+		if (a0 >= 0 && b0 >= 0 && (role == NTBPF_ROLE_INITIATOR || role == NTBPF_ROLE_TARGET))
+			continue;
+		if (sm_run(m, role == NTBPF_ROLE_TARGET ? NULL : &srcs[i], role == NTBPF_ROLE_TARGET ? &srcs[i] : NULL, 0,
+			   ops, NULL, NULL))
+			goto out;
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < n; i++)
+		free(done[i].w);
+	free(done);
 	return rc;
 }

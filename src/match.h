@@ -107,7 +107,8 @@ struct nt_ssrc {
 	void *ctx;
 	/*
 	 * Optional (a file, not a pipe): the same records from the start again,
-	 * through a second source of its own (0), closed by close(); -1: cannot.
+	 * through a second source of its own (0; its hdr may stay NULL: the
+	 * same), closed by close(); -1: cannot.
 	 * The first clock-offset search between hosts booted apart reads ahead
 	 * through it, keeping only what it needs, instead of holding 5 s of records.
 	 */
@@ -132,6 +133,18 @@ struct nt_smatch_ops {
  */
 int nt_smatch_run(struct nt_matching *m, const struct nt_ssrc *init, const struct nt_ssrc *tgt, uint64_t window_ns,
 		  const struct nt_smatch_ops *ops);
+/*
+ * More files of both sides (a fleet): every initiator file against every
+ * target file, one streaming run each, in file order, as nt_match_items
+ * pairs them; a record paired in one run is passed over in the later ones
+ * (a bit per record), so memory is the window's and an eighth of a byte per
+ * record.  Every source must read again (reopen): a file, not a pipe.  0;
+ * -1 (out of memory, or take/emit failed); -2: a source cannot read again
+ * (nothing was read: use nt_match_items).
+ */
+int nt_smatch_fleet(struct nt_matching *m, struct nt_ssrc *srcs, int n, uint64_t window_ns,
+		    const struct nt_smatch_ops *ops);
+
 /* the default window: longer than any I/O that completes (the kernel's nvme io_timeout is 30 s; a
  * slower I/O is counted, see above) */
 #define NT_PAIR_WINDOW_NS 2000000000ull

@@ -480,6 +480,27 @@ static void set_window(struct nt_report *rep, const struct nt_input *ins, int n)
 	rep->until_ns = o->until.rel && n ? start + o->until.ns : o->until.ns;
 }
 
+/*
+ * Several initiators and targets: every initiator file against every target
+ * file, streamed (nt_smatch_fleet: regular files, each read once per file
+ * of the other side), else whole (nt_match_items: standard input).
+ */
+static int build_fleet(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
+{
+	struct nt_smatch_ops ops = { .payload = sizeof(struct io_sum), .take = take_sum, .emit = emit_sums,
+				     .ctx = rep };
+	struct nt_ssrc *src = calloc(n, sizeof(*src));
+	int rc;
+
+	if (!src)
+		return -1;
+	for (int i = 0; i < n; i++)
+		src[i] = (struct nt_ssrc){ .hdr = &ins[i].hdr, .chunk = file_chunk, .ctx = &fs[i], .reopen = file_reopen };
+	rc = nt_smatch_fleet(&rep->m, src, n, rep->o->window_ns ? rep->o->window_ns : NT_PAIR_WINDOW_NS, &ops);
+	free(src);
+	return rc == -2 ? build_whole(rep, ins, fs, n) : rc;
+}
+
 int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
 			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen)
 {
@@ -508,7 +529,7 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 		ntgt += ins[i].hdr.role == NTBPF_ROLE_TARGET;
 	}
 	set_window(rep, ins, n);
-	if ((ninit <= 1 && ntgt <= 1) || !ninit || !ntgt ? build_streaming(rep, ins, fs, n) : build_whole(rep, ins, fs, n)) {
+	if ((ninit <= 1 && ntgt <= 1) || !ninit || !ntgt ? build_streaming(rep, ins, fs, n) : build_fleet(rep, ins, fs, n)) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}

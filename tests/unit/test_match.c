@@ -153,6 +153,17 @@ static int mreopen(void *ctx, struct nt_ssrc *again)
 
 static const struct nt_header *again_hdr;
 
+static void mclose(struct nt_ssrc *again);
+
+/* any source again (its header is the caller's to set: the fleet runs pass their own) */
+static int mreopen_any(void *ctx, struct nt_ssrc *again)
+{
+	int rc = mreopen(ctx, again);
+
+	again->close = mclose;
+	return rc;
+}
+
 static void mclose(struct nt_ssrc *again)
 {
 	free(again->ctx);
@@ -575,6 +586,92 @@ static void test_stream_slow_io_counted(void **state)
 }
 
 
+/* the fleet's records, streamed (nt_smatch_fleet): payload = file << 24 | index */
+struct fleet_res {
+	const struct nt_input *in;
+	int n;
+	uint8_t *seen[8];
+	uint32_t *partner[8];	/* per initiator record: 1 + (file << 24 | index) of its target's, 0 none */
+};
+
+static uint32_t fleet_gid(const struct fleet_res *fr, const struct ntbpf_rec *r)
+{
+	for (int f = 0; f < fr->n; f++)
+		if (r >= fr->in[f].recs && r < fr->in[f].recs + fr->in[f].n)
+			return (uint32_t)(f << 24 | (r - fr->in[f].recs));
+	fail_msg("a record of no file");
+	return 0;
+}
+
+static int ftake(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
+{
+	uint32_t g = fleet_gid(ctx, r);
+
+	memcpy(pay, &g, sizeof(g));
+	return 0;
+}
+
+static int femit(void *ctx, const void *ip, const void *tp)
+{
+	struct fleet_res *fr = ctx;
+	uint32_t i = 0, t = 0;
+
+	if (tp) {
+		memcpy(&t, tp, sizeof(t));
+		fr->seen[t >> 24][t & 0xffffff]++;
+	}
+	if (ip) {
+		memcpy(&i, ip, sizeof(i));
+		fr->seen[i >> 24][i & 0xffffff]++;
+		fr->partner[i >> 24][i & 0xffffff] = tp ? t + 1 : 0;
+	}
+	return 0;
+}
+
+/* the same files streamed, each read once per file of the other side: the same pairs, each record out once */
+static void fleet_streamed(const struct nt_input *in, int n, const struct nt_matching *m)
+{
+	struct fleet_res fr = { .in = in, .n = n };
+	struct msrc ms[8];
+	struct nt_ssrc src[8];
+	struct nt_smatch_ops ops = { .payload = sizeof(uint32_t), .take = ftake, .emit = femit, .ctx = &fr };
+	struct nt_matching sm;
+	size_t k = 0;
+
+	memset(&sm, 0, sizeof(sm));
+	for (int f = 0; f < n; f++) {
+		ms[f] = (struct msrc){ in[f].recs, in[f].n, 0, 1000 };
+		src[f] = (struct nt_ssrc){ .hdr = &in[f].hdr, .chunk = mchunk, .ctx = &ms[f], .reopen = mreopen_any };
+		fr.seen[f] = calloc(in[f].n + 1, 1);
+		fr.partner[f] = calloc(in[f].n + 1, sizeof(uint32_t));
+	}
+	assert_int_equal(nt_smatch_fleet(&sm, src, n, NT_PAIR_WINDOW_NS, &ops), 0);
+	assert_int_equal(sm.matched, m->matched);
+	assert_int_equal(sm.n_init, m->n_init);
+	assert_int_equal(sm.n_tgt, m->n_tgt);
+	assert_int_equal(sm.offset_ns, m->offset_ns);
+	assert_int_equal(sm.offset_votes, m->offset_votes);
+	for (int f = 0; f < n; f++)
+		for (size_t r = 0; r < in[f].n; r++) {
+			assert_int_equal(fr.seen[f][r], 1);
+			if (in[f].hdr.role == NTBPF_ROLE_INITIATOR) {
+				uint32_t t = fr.partner[f][r];
+				const struct ntbpf_rec *mine = &in[f].recs[r];
+
+				/* the whole-file matcher's partner (m->init in file order) */
+				assert_ptr_equal(mine, m->init[k]);
+				assert_non_null(m->partner[k]);
+				assert_true(t != 0);
+				assert_ptr_equal(&in[(t - 1) >> 24].recs[(t - 1) & 0xffffff], m->partner[k]);
+				k++;
+			}
+		}
+	for (int f = 0; f < n; f++) {
+		free(fr.seen[f]);
+		free(fr.partner[f]);
+	}
+}
+
 /*
  * A fleet: three initiators, two targets, each host with a clock of its own
  * (booted apart, offsets up to 2.5 s).  Connections: i0 -> t0 (cntlid 1),
@@ -665,6 +762,7 @@ static void test_fleet(void **state)
 	assert_int_equal(total, NIO);
 	assert_int_equal(m.matched, NIO);
 	assert_int_equal(m.by_port, NIO);
+	fleet_streamed(in, NI + NT, &m);
 	nt_match_free(&m);
 	for (int f = 0; f < NI + NT; f++)
 		nt_input_free(&in[f]);
