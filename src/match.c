@@ -1017,7 +1017,7 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 		return -1;
 	if (k->n == k->cap)	/* drop those below the horizon: let go of (or paired) */
 		k->head = (uint32_t)lower_bound(k->v, k->head, k->n, s->h < 0 ? 0 : (uint64_t)s->h);
-	if (k->n == k->cap && k->head >= k->cap / 4) {	/* their room (else grow: O(1) a record) */
+	if (k->n == k->cap && k->head && k->head >= k->cap / 4) {	/* their room (else grow: O(1) a record) */
 		memmove(k->v, k->v + k->head, (k->n - k->head) * sizeof(*k->v));
 		k->n -= k->head;
 		k->cur = k->cur > k->head ? k->cur - k->head : 0;
@@ -1103,7 +1103,7 @@ static int sm_targets(struct sm *s, int64_t until)
 
 static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r, bool done)
 {
-	if (s->in == s->icap && s->ph >= s->icap / 2) {	/* the paired ones' room (else grow: O(1) a record) */
+	if (s->in == s->icap && s->ph && s->ph >= s->icap / 2) {	/* the paired ones' room (else grow) */
 		memmove(s->ib, s->ib + s->ph, (s->in - s->ph) * sizeof(*s->ib));
 		memmove(s->ipay, s->ipay + s->ph * s->psz, (s->in - s->ph) * s->psz);
 		s->in -= s->ph;
