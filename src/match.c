@@ -958,6 +958,19 @@ static struct skey *skey_of(struct skey **sk, size_t *skcap, uint32_t kid)
 	return &(*sk)[kid];
 }
 
+/* room for more items in one key's list: 0, or -1 */
+static int skey_grow(struct skey *k)
+{
+	uint32_t ncap = k->cap ? k->cap * 2 : 8;
+	struct nt_mitem *v = realloc(k->v, ncap * sizeof(*v));
+
+	if (!v)
+		return -1;
+	k->v = v;
+	k->cap = ncap;
+	return 0;
+}
+
 static inline unsigned char *ring_at(const struct sm *s, uint64_t p)
 {
 	return s->ring + (p & (s->rcap - 1)) * s->psz;
@@ -1023,15 +1036,8 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 		k->cur = k->cur > k->head ? k->cur - k->head : 0;
 		k->head = 0;
 	}
-	if (k->n == k->cap) {
-		uint32_t ncap = k->cap ? k->cap * 2 : 4;
-		struct nt_mitem *v = realloc(k->v, ncap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		k->v = v;
-		k->cap = ncap;
-	}
+	if (k->n == k->cap && skey_grow(k))
+		return -1;
 	if (s->rtail - s->rhead == s->rcap && ring_grow(s))
 		return -1;
 	p = s->rtail++;
@@ -1220,17 +1226,8 @@ static int scout_add(struct skey **sk, size_t *skcap, uint32_t kid, const struct
 	struct skey *k = skey_of(sk, skcap, kid);
 	uint32_t j;
 
-	if (!k)
+	if (!k || (k->n == k->cap && skey_grow(k)))
 		return -1;
-	if (k->n == k->cap) {
-		uint32_t ncap = k->cap ? k->cap * 2 : 16;
-		struct nt_mitem *v = realloc(k->v, ncap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		k->v = v;
-		k->cap = ncap;
-	}
 	for (j = k->n; j > 0 && k->v[j - 1].lo > x->lo; j--)
 		;
 	memmove(k->v + j + 1, k->v + j, (k->n - j) * sizeof(*k->v));

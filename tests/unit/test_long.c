@@ -25,37 +25,18 @@
 
 static void write_pair(const char *dir, uint64_t n)
 {
-	struct nt_writer *w[2];
-	FILE *f[2];
-	struct synth sy;
+	char pi[4200], pt[4200];
+	FILE *fi, *ft;
 
-	for (int s = 0; s < 2; s++) {
-		char path[4200];
-		struct nt_header h;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, s ? "target.ntbpf" : "initiator.ntbpf");
-		f[s] = fopen(path, "wb");
-		assert_non_null(f[s]);
-		synth_header(&h, s ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR);
-		w[s] = nt_writer_open(f[s], &h);
-		nt_header_free(&h);
-		assert_non_null(w[s]);
-	}
-	synth_init(&sy);
-	for (uint64_t k = 0; k < n; k++) {
-		struct ntbpf_rec i, g;
-
-		synth_pair(&sy, k, &i, &g);
-		assert_int_equal(nt_writer_add(w[0], &i), 0);
-		assert_int_equal(nt_writer_add(w[1], &g), 0);
-	}
-	for (int s = 0; s < 2; s++) {
-		struct nt_trailer tr = { .records = n };
-
-		tr.stats[ST_EMITTED] = n;
-		assert_int_equal(nt_writer_close(w[s], &tr), 0);
-		assert_int_equal(fclose(f[s]), 0);
-	}
+	snprintf(pi, sizeof(pi), "%s/initiator.ntbpf", dir);
+	snprintf(pt, sizeof(pt), "%s/target.ntbpf", dir);
+	fi = fopen(pi, "wb");
+	ft = fopen(pt, "wb");
+	assert_non_null(fi);
+	assert_non_null(ft);
+	assert_int_equal(synth_write_pair(fi, ft, n), 0);
+	assert_int_equal(fclose(fi), 0);
+	assert_int_equal(fclose(ft), 0);
 }
 
 static void test_report_64m_records_bounded(void **state)

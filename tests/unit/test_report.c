@@ -538,39 +538,21 @@ static void test_golden_two_hosts(void **state)
 }
 
 
-/* bench/synth.h's pair of n I/Os (hosts booted apart) in dir */
+/* bench/synth.h's pair of n I/Os (hosts booted apart) in dir: i.ntbpf, t.ntbpf */
 static void make_synth_pair(const char *dir, size_t n)
 {
-	struct nt_writer *w[2];
-	FILE *f[2];
-	struct synth sy;
+	char pi[256], pt[256];
+	FILE *fi, *ft;
 
-	for (int s = 0; s < 2; s++) {
-		char path[256];
-		struct nt_header h;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, s ? "t.ntbpf" : "i.ntbpf");
-		f[s] = fopen(path, "wb");
-		assert_non_null(f[s]);
-		synth_header(&h, s ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR);
-		w[s] = nt_writer_open(f[s], &h);
-		nt_header_free(&h);
-		assert_non_null(w[s]);
-	}
-	synth_init(&sy);
-	for (size_t k = 0; k < n; k++) {
-		struct ntbpf_rec i, g;
-
-		synth_pair(&sy, k, &i, &g);
-		assert_int_equal(nt_writer_add(w[0], &i), 0);
-		assert_int_equal(nt_writer_add(w[1], &g), 0);
-	}
-	for (int s = 0; s < 2; s++) {
-		struct nt_trailer tr = { .records = n };
-
-		assert_int_equal(nt_writer_close(w[s], &tr), 0);
-		assert_int_equal(fclose(f[s]), 0);
-	}
+	snprintf(pi, sizeof(pi), "%s/i.ntbpf", dir);
+	snprintf(pt, sizeof(pt), "%s/t.ntbpf", dir);
+	fi = fopen(pi, "wb");
+	ft = fopen(pt, "wb");
+	assert_non_null(fi);
+	assert_non_null(ft);
+	assert_int_equal(synth_write_pair(fi, ft, n), 0);
+	assert_int_equal(fclose(fi), 0);
+	assert_int_equal(fclose(ft), 0);
 }
 
 /*
