@@ -56,6 +56,32 @@ static int parse_double(const char *s, double *out)
 	return (errno || end == s || *end || !isfinite(*out)) ? -1 : 0;
 }
 
+int nt_parse_rotate(const char *s, uint64_t *bytes, uint64_t *ns)
+{
+	static const struct { char unit; bool time; double mul; } units[] = {
+		{ 'K', false, 1024.0 }, { 'M', false, 1048576.0 }, { 'G', false, 1073741824.0 },
+		{ 's', true, 1e9 }, { 'm', true, 60e9 }, { 'h', true, 3600e9 },
+	};
+	char *end;
+	double v;
+
+	*bytes = *ns = 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v <= 0 || !end[0] || end[1])
+		return -1;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+		if (units[k].unit == end[0]) {
+			double x = v * units[k].mul;
+
+			if (units[k].time ? x < 1e9 || x > 7 * 86400e9 : x < 65536 || x > 1e15)
+				return -1;	/* 1 s to a week; 64 KiB to a PB */
+			*(units[k].time ? ns : bytes) = (uint64_t)x;
+			return 0;
+		}
+	return -1;
+}
+
 int nt_parse_when(const char *s, struct nt_when *w)
 {
 	struct tm tm = { 0 };
@@ -166,7 +192,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
        OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW,
-       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL };
+       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -201,6 +227,8 @@ static const struct argp_option record_opts[] = {
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
+	{ "rotate", OPT_ROTATE, "SIZE|TIME", 0, "Write a numbered series FILE.0000, FILE.0001, ... each a whole "
+	  "record file, a new one every SIZE bytes (K, M, G) or TIME (s, m, h); report reads the series as one", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details", 0 },
 	{},
 };
@@ -283,7 +311,17 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		pc->sample_window_ms = v;
 		break;
 	}
+	case OPT_ROTATE:
+		if (nt_parse_rotate(arg, &cfg->rotate_bytes, &cfg->rotate_ns)) {
+			fail(pc, "bad --rotate '%s' (want a size, 64M, 1G, or a time, 30s, 10m, 1h)", arg);
+			return EINVAL;
+		}
+		break;
 	case ARGP_KEY_END:
+		if ((cfg->rotate_bytes || cfg->rotate_ns) && cfg->output && !strcmp(cfg->output, "-")) {
+			fail(pc, "--rotate writes files: not with -o -");
+			return EINVAL;
+		}
 		if (pc->sample_by == 2 && pc->sample_window_ms) {
 			fail(pc, "--sample-window goes with --sample-by time, not io");
 			return EINVAL;

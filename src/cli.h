@@ -38,6 +38,7 @@ struct nt_config {
 	uint32_t sample_window_ms;	/* record: --sample N in windows of this many ms, one in every N
 					 * (hooks attached only then); 0 = --sample-by io: a per-I/O hash */
 	char **cmd_argv;		/* after "--", NULL-terminated; NULL if none */
+	uint64_t rotate_bytes, rotate_ns;	/* record --rotate: a new file of the series after this much (0: none) */
 	double interval;		/* record --interval / live [interval]: seconds, 0 = none */
 	int count;			/* live [count]: intervals, 0 = until stopped */
 	const char *serve;		/* live --serve ADDR:PORT (target) */
@@ -71,6 +72,8 @@ void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated when 
 /* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);
 int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen);
+/* record --rotate: "64M" (bytes, K M G) or "10m" (s m h) into *bytes or *ns (the other 0): 0, or -1 */
+int nt_parse_rotate(const char *s, uint64_t *bytes, uint64_t *ns);
 /* "2026-11-25T14:00:05.5Z" (RFC 3339, any offset) or "90.5" (seconds from the start): 0, or -1 */
 int nt_parse_when(const char *s, struct nt_when *w);
 

@@ -145,6 +145,31 @@ static void test_report(void **state)
 	nt_config_free(&cfg);
 }
 
+/* record --rotate SIZE|TIME */
+static void test_rotate(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+	uint64_t b, ns;
+
+	assert_int_equal(nt_parse_rotate("64M", &b, &ns), 0);
+	assert_true(b == 64ull << 20 && ns == 0);
+	assert_int_equal(nt_parse_rotate("1.5G", &b, &ns), 0);
+	assert_true(b == 3ull << 29);
+	assert_int_equal(nt_parse_rotate("10m", &b, &ns), 0);
+	assert_true(b == 0 && ns == 600000000000ull);
+	assert_int_equal(nt_parse_rotate("1s", &b, &ns), 0);
+	assert_int_equal(nt_parse_rotate("0.5s", &b, &ns), -1);	/* at least 1 s */
+	assert_int_equal(nt_parse_rotate("10K", &b, &ns), -1);		/* at least 64 KiB */
+	assert_int_equal(nt_parse_rotate("64", &b, &ns), -1);		/* a unit */
+	assert_int_equal(nt_parse_rotate("64MB", &b, &ns), -1);
+	assert_int_equal(parse("ntbpf record --rotate 100M -o r.ntbpf", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.rotate_bytes == 100ull << 20 && cfg.rotate_ns == 0);
+	nt_config_free(&cfg);
+	assert_bad("ntbpf record --rotate 1h -o -", "--rotate writes files: not with -o -");
+	assert_bad("ntbpf record --rotate soon", "bad --rotate 'soon'");
+}
+
 /* --since/--until: RFC 3339 at any offset, or seconds from the start */
 static void test_when(void **state)
 {
@@ -285,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
 		cmocka_unit_test(test_when),
+		cmocka_unit_test(test_rotate),
 		cmocka_unit_test(test_live),
 		cmocka_unit_test(test_top_level),
 		cmocka_unit_test(test_help_is_not_an_error),
