@@ -331,91 +331,152 @@ struct file_src {
 	FILE *f;
 };
 
-static size_t file_chunk(void *ctx, const struct ntbpf_rec **recs)
-{
-	struct file_src *f = ctx;
+/*
+ * The files of one source: one file, or the series one "record --rotate"
+ * wrote (same role, host, boot and command line), read as one stream in the
+ * order of their start.  The source's header is the current file's.
+ */
+struct series {
+	struct file_src **fs;
+	int n, cur;
+	struct nt_ssrc *src;
+};
 
-	return nt_input_chunk(f->in, f->rd, recs);
+static size_t series_chunk(void *ctx, const struct ntbpf_rec **recs)
+{
+	struct series *se = ctx;
+
+	for (; se->cur < se->n; se->cur++) {
+		struct file_src *f = se->fs[se->cur];
+		size_t k;
+
+		se->src->hdr = &f->in->hdr;
+		if ((k = nt_input_chunk(f->in, f->rd, recs)))
+			return k;
+	}
+	return 0;
 }
 
-/* a regular file read again from the start (struct nt_ssrc's reopen), through a descriptor of its own */
-struct file_again {
+/* a series read again from the start (struct nt_ssrc's reopen), each regular file through a descriptor of its own */
+struct series_again {
+	const struct series *se;
+	int cur;
 	struct nt_input in;
 	struct nt_reader *rd;
 	FILE *f;
+	struct nt_ssrc *self;
 };
+
+static void again_end(struct series_again *a)
+{
+	if (a->rd)
+		nt_reader_close(a->rd);
+	if (a->f)
+		fclose(a->f);
+	nt_header_free(&a->in.hdr);
+	a->rd = NULL;
+	a->f = NULL;
+}
+
+/* file a->cur of the series, open again: 0, or -1 (not a regular file, or unreadable) */
+static int again_open(struct series_again *a)
+{
+	FILE *orig = a->se->fs[a->cur]->f;
+	struct stat st;
+	char path[64], err[200];
+
+	if (fileno(orig) < 0 || fstat(fileno(orig), &st) || !S_ISREG(st.st_mode))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fileno(orig));
+	a->f = fopen(path, "rb");
+	if (!a->f || !(a->rd = nt_input_open(&a->in, a->f, path, err, sizeof(err)))) {
+		again_end(a);
+		return -1;
+	}
+	a->self->hdr = &a->in.hdr;
+	return 0;
+}
 
 static size_t again_chunk(void *ctx, const struct ntbpf_rec **recs)
 {
-	struct file_again *a = ctx;
+	struct series_again *a = ctx;
+	size_t k = 0;
 
-	return nt_reader_chunk(a->rd, recs);
+	while (a->rd && !(k = nt_reader_chunk(a->rd, recs))) {
+		again_end(a);
+		if (++a->cur >= a->se->n || again_open(a))
+			return 0;
+	}
+	return k;
 }
 
 static void again_close(struct nt_ssrc *again)
 {
-	struct file_again *a = again->ctx;
+	struct series_again *a = again->ctx;
 
-	nt_reader_close(a->rd);
-	nt_header_free(&a->in.hdr);
-	fclose(a->f);
+	again_end(a);
 	free(a);
 }
 
-static int file_reopen(void *ctx, struct nt_ssrc *again)
+static int series_reopen(void *ctx, struct nt_ssrc *again)
 {
-	struct file_src *fs = ctx;
-	struct file_again *a;
-	struct stat st;
-	char path[64], err[200];
+	struct series_again *a = calloc(1, sizeof(*a));
 
-	if (fstat(fileno(fs->f), &st) || !S_ISREG(st.st_mode) || !(a = calloc(1, sizeof(*a))))
+	if (!a)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fileno(fs->f));
-	a->f = fopen(path, "rb");
-	if (a->f && (a->rd = nt_input_open(&a->in, a->f, path, err, sizeof(err)))) {
-		*again = (struct nt_ssrc){ .hdr = &a->in.hdr, .chunk = again_chunk, .ctx = a, .close = again_close };
-		return 0;
+	a->se = ctx;
+	a->self = again;
+	*again = (struct nt_ssrc){ .chunk = again_chunk, .ctx = a, .close = again_close };
+	if (again_open(a)) {
+		free(a);
+		return -1;
 	}
-	if (a->f)
-		fclose(a->f);
-	nt_header_free(&a->in.hdr);
-	free(a);
-	return -1;
+	return 0;
+}
+
+static int start_cmp(const void *a, const void *b)
+{
+	const struct file_src *x = *(struct file_src *const *)a, *y = *(struct file_src *const *)b;
+
+	return x->in->hdr.mono_ns < y->in->hdr.mono_ns ? -1 : x->in->hdr.mono_ns > y->in->hdr.mono_ns;
+}
+
+/* file b continues file a's series: both written by one "record --rotate" (else files are never joined) */
+static bool same_series(const struct nt_header *a, const struct nt_header *b)
+{
+	return a->role == b->role && a->boot_id[0] && strstr(a->cmdline, "--rotate") && !strcmp(a->boot_id, b->boot_id) &&
+	       !strcmp(a->hostname, b->hostname) && !strcmp(a->cmdline, b->cmdline);
 }
 
 /*
- * One initiator file against one target file, and any number of files with
- * nobody to pair: read side by side in bounded memory (src/match.h,
- * nt_smatch_run).  More files of both sides: whole, with nt_match_items.
+ * The sources: each file alone, or with the rest of its series.  se[] gets
+ * them (se[k].fs points into order[]), src[] their nt_ssrc; returns how
+ * many, or -1.
  */
-static int build_streaming(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
+static int sources_of(struct file_src *fs, int n, struct file_src **order, struct series *se, struct nt_ssrc *src)
 {
-	struct nt_smatch_ops ops = { .payload = sizeof(struct io_sum), .take = take_sum, .emit = emit_sums,
-				     .ctx = rep };
-	struct nt_ssrc *src = calloc(n, sizeof(*src));
-	int a = -1, b = -1, rc = 0;
+	int ns = 0, used = 0;
+	bool *taken = calloc(n ? n : 1, sizeof(*taken));
 
-	if (!src)
+	if (!taken)
 		return -1;
 	for (int i = 0; i < n; i++) {
-		src[i] = (struct nt_ssrc){ .hdr = &ins[i].hdr, .chunk = file_chunk, .ctx = &fs[i], .reopen = file_reopen };
-		if (ins[i].hdr.role == NTBPF_ROLE_INITIATOR)
-			a = a < 0 ? i : n;
-		else if (ins[i].hdr.role == NTBPF_ROLE_TARGET)
-			b = b < 0 ? i : n;
+		if (taken[i])
+			continue;
+		se[ns] = (struct series){ .fs = &order[used], .src = &src[ns] };
+		for (int j = i; j < n; j++)
+			if (j == i || (!taken[j] && same_series(&fs[i].in->hdr, &fs[j].in->hdr))) {
+				taken[j] = true;
+				order[used++] = &fs[j];
+				se[ns].n++;
+			}
+		qsort(se[ns].fs, se[ns].n, sizeof(se[ns].fs[0]), start_cmp);
+		src[ns] = (struct nt_ssrc){ .hdr = &se[ns].fs[0]->in->hdr, .chunk = series_chunk, .ctx = &se[ns],
+					    .reopen = series_reopen };
+		ns++;
 	}
-	if (a >= 0 && a < n && b >= 0 && b < n)
-		rc = nt_smatch_run(&rep->m, &src[a], &src[b], rep->o->window_ns ? rep->o->window_ns : NT_PAIR_WINDOW_NS,
-				   &ops);
-	else
-		a = b = -1;
-	for (int i = 0; !rc && i < n; i++)
-		if (i != a && i != b)
-			rc = nt_smatch_run(&rep->m, ins[i].hdr.role == NTBPF_ROLE_TARGET ? NULL : &src[i],
-					   ins[i].hdr.role == NTBPF_ROLE_TARGET ? &src[i] : NULL, 0, &ops);
-	free(src);
-	return rc;
+	free(taken);
+	return ns;
 }
 
 /* more files of both sides: every record's item and summary in memory, then nt_match_items */
@@ -481,31 +542,60 @@ static void set_window(struct nt_report *rep, const struct nt_input *ins, int n)
 }
 
 /*
- * Several initiators and targets: every initiator file against every target
- * file, streamed (nt_smatch_fleet: regular files, each read once per file
- * of the other side), else whole (nt_match_items: standard input).
+ * One initiator (a file, or a series) against one target, and any number of
+ * sources with nothing to pair: read side by side in bounded memory
+ * (src/match.h, nt_smatch_run).  More of both sides, a fleet: every
+ * initiator source against every target source (nt_smatch_fleet), or from
+ * standard input whole (nt_match_items).
  */
-static int build_fleet(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
+static int build_sources(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
 {
 	struct nt_smatch_ops ops = { .payload = sizeof(struct io_sum), .take = take_sum, .emit = emit_sums,
 				     .ctx = rep };
-	struct nt_ssrc *src = calloc(n, sizeof(*src));
-	int rc;
+	struct file_src **order = calloc(n ? n : 1, sizeof(*order));
+	struct series *se = calloc(n ? n : 1, sizeof(*se));
+	struct nt_ssrc *src = calloc(n ? n : 1, sizeof(*src));
+	uint64_t window = rep->o->window_ns ? rep->o->window_ns : NT_PAIR_WINDOW_NS;
+	int ns = -1, a = -1, b = -1, na = 0, nb = 0, rc = -1;
 
-	if (!src)
-		return -1;
-	for (int i = 0; i < n; i++)
-		src[i] = (struct nt_ssrc){ .hdr = &ins[i].hdr, .chunk = file_chunk, .ctx = &fs[i], .reopen = file_reopen };
-	rc = nt_smatch_fleet(&rep->m, src, n, rep->o->window_ns ? rep->o->window_ns : NT_PAIR_WINDOW_NS, &ops);
+	if (!order || !se || !src || (ns = sources_of(fs, n, order, se, src)) < 0)
+		goto out;
+	for (int k = 0; k < ns; k++) {
+		if (src[k].hdr->role == NTBPF_ROLE_INITIATOR) {
+			a = k;
+			na++;
+		} else if (src[k].hdr->role == NTBPF_ROLE_TARGET) {
+			b = k;
+			nb++;
+		}
+	}
+	if (na && nb && na + nb > 2) {
+		rc = nt_smatch_fleet(&rep->m, src, ns, window, &ops);
+		if (rc == -2)
+			rc = build_whole(rep, ins, fs, n);
+		goto out;
+	}
+	rc = 0;
+	if (na == 1 && nb == 1)
+		rc = nt_smatch_run(&rep->m, &src[a], &src[b], window, &ops);
+	else
+		a = b = -1;
+	for (int k = 0; !rc && k < ns; k++)
+		if (k != a && k != b)
+			rc = nt_smatch_run(&rep->m, src[k].hdr->role == NTBPF_ROLE_TARGET ? NULL : &src[k],
+					   src[k].hdr->role == NTBPF_ROLE_TARGET ? &src[k] : NULL, 0, &ops);
+out:
+	free(order);
+	free(se);
 	free(src);
-	return rc == -2 ? build_whole(rep, ins, fs, n) : rc;
+	return rc;
 }
 
 int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
 			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen)
 {
 	struct file_src *fs = calloc(n ? n : 1, sizeof(*fs));
-	int ninit = 0, ntgt = 0, opened = 0, rc = -1;
+	int opened = 0, rc = -1;
 
 	nt_report_begin(rep, ins, n, o);
 	if (!fs) {
@@ -525,11 +615,9 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
 			goto out;
 		}
-		ninit += ins[i].hdr.role == NTBPF_ROLE_INITIATOR;
-		ntgt += ins[i].hdr.role == NTBPF_ROLE_TARGET;
 	}
 	set_window(rep, ins, n);
-	if ((ninit <= 1 && ntgt <= 1) || !ninit || !ntgt ? build_streaming(rep, ins, fs, n) : build_fleet(rep, ins, fs, n)) {
+	if (build_sources(rep, ins, fs, n)) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}

@@ -595,11 +595,114 @@ static void test_time_window(void **state)
 	scratch_rm(dir, names, 2);
 }
 
+
+/* part `part` of side s (0 initiator, 1 target) of a "record --rotate" series, started `at` ns later */
+static struct nt_writer *series_part(const char *dir, int s, int part, uint64_t at, FILE **f)
+{
+	char path[256];
+	struct nt_header h;
+	struct nt_writer *w;
+
+	snprintf(path, sizeof(path), "%s/%c.%04d", dir, s ? 't' : 'i', part);
+	*f = fopen(path, "wb");
+	assert_non_null(*f);
+	synth_header(&h, s ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR);
+	snprintf(h.cmdline, sizeof(h.cmdline), "ntbpf record --rotate 1s -o %c", s ? 't' : 'i');
+	h.mono_ns += at;	/* the same clocks, read again when the file began */
+	h.real_ns += at;
+	w = nt_writer_open(*f, &h);
+	nt_header_free(&h);
+	assert_non_null(w);
+	return w;
+}
+
+/* bench/synth.h's n I/Os as two "record --rotate" series: parts[0] initiator files, parts[1] target files */
+static void make_synth_series(const char *dir, size_t n, const int parts[2])
+{
+	struct nt_writer *w[2];
+	FILE *f[2];
+	uint64_t in[2] = { 0 };
+	int p[2] = { 0 };
+	struct synth sy;
+
+	for (int s = 0; s < 2; s++)
+		w[s] = series_part(dir, s, 0, 0, &f[s]);
+	synth_init(&sy);
+	for (size_t k = 0; k < n; k++) {
+		struct ntbpf_rec r[2];
+
+		synth_pair(&sy, k, &r[0], &r[1]);
+		for (int s = 0; s < 2; s++) {
+			if (p[s] + 1 < parts[s] && k >= n * (size_t)(p[s] + 1) / (size_t)parts[s]) {
+				struct nt_trailer tr = { .records = in[s] };
+
+				assert_int_equal(nt_writer_close(w[s], &tr), 0);
+				assert_int_equal(fclose(f[s]), 0);
+				in[s] = 0;
+				w[s] = series_part(dir, s, ++p[s], r[s].t0 - 2000000000ull, &f[s]);
+			}
+			assert_int_equal(nt_writer_add(w[s], &r[s]), 0);
+			in[s]++;
+		}
+	}
+	for (int s = 0; s < 2; s++) {
+		struct nt_trailer tr = { .records = in[s] };
+
+		assert_int_equal(nt_writer_close(w[s], &tr), 0);
+		assert_int_equal(fclose(f[s]), 0);
+	}
+}
+
+/* the report without its "# input" lines */
+static char *without_inputs(char *out)
+{
+	char *p = out, *q = out;
+
+	while (*p) {
+		char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
+
+		if (strncmp(p, "# input ", 8)) {
+			memmove(q, p, len);
+			q += len;
+		}
+		p += len;
+	}
+	*q = 0;
+	return out;
+}
+
+/*
+ * "record --rotate" series read as one: the initiator's 30000 I/Os in 3
+ * files, the target's in 2, given in any order, report as the two whole
+ * files do (but for the input lines), I/Os across a file's end included.
+ */
+static void test_series(void **state)
+{
+	static const int parts[2] = { 3, 2 };
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "i.0000", "i.0001", "i.0002", "t.0000", "t.0001" };
+	char *dir = scratch_dir(), *whole, *series;
+	int rc;
+
+	make_synth_pair(dir, 30000);
+	make_synth_series(dir, 30000, parts);
+	whole = without_inputs(report_cli(dir, "i.ntbpf t.ntbpf", &rc));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(whole, "# matched: 30000; unmatched: initiator 0, target 0\n"));
+	series = without_inputs(report_cli(dir, "t.0001 i.0002 i.0000 t.0000 i.0001", &rc));
+	assert_int_equal(rc, 0);
+	assert_string_equal(series, whole);
+	free(series);
+	free(whole);
+	scratch_rm(dir, names, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_text),
 		cmocka_unit_test(test_time_window),
+		cmocka_unit_test(test_series),
 		cmocka_unit_test(test_golden_json),
 		cmocka_unit_test(test_golden_csv),
 		cmocka_unit_test(test_golden_two_hosts),
