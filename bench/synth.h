@@ -160,4 +160,17 @@ static inline int synth_write_pair(FILE *fi, FILE *ft, uint64_t n)
 	return rc;
 }
 
+/* the same into two new files at these paths: 0, or -1 */
+static inline int synth_write_files(const char *pi, const char *pt, uint64_t n)
+{
+	FILE *fi = fopen(pi, "wb"), *ft = fopen(pt, "wb");
+	int rc = fi && ft ? synth_write_pair(fi, ft, n) : -1;
+
+	if (fi && fclose(fi))
+		rc = -1;
+	if (ft && fclose(ft))
+		rc = -1;
+	return rc;
+}
+
 #endif

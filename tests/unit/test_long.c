@@ -26,17 +26,10 @@
 static void write_pair(const char *dir, uint64_t n)
 {
 	char pi[4200], pt[4200];
-	FILE *fi, *ft;
 
 	snprintf(pi, sizeof(pi), "%s/initiator.ntbpf", dir);
 	snprintf(pt, sizeof(pt), "%s/target.ntbpf", dir);
-	fi = fopen(pi, "wb");
-	ft = fopen(pt, "wb");
-	assert_non_null(fi);
-	assert_non_null(ft);
-	assert_int_equal(synth_write_pair(fi, ft, n), 0);
-	assert_int_equal(fclose(fi), 0);
-	assert_int_equal(fclose(ft), 0);
+	assert_int_equal(synth_write_files(pi, pt, n), 0);
 }
 
 static void test_report_64m_records_bounded(void **state)

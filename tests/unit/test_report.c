@@ -542,17 +542,10 @@ static void test_golden_two_hosts(void **state)
 static void make_synth_pair(const char *dir, size_t n)
 {
 	char pi[256], pt[256];
-	FILE *fi, *ft;
 
 	snprintf(pi, sizeof(pi), "%s/i.ntbpf", dir);
 	snprintf(pt, sizeof(pt), "%s/t.ntbpf", dir);
-	fi = fopen(pi, "wb");
-	ft = fopen(pt, "wb");
-	assert_non_null(fi);
-	assert_non_null(ft);
-	assert_int_equal(synth_write_pair(fi, ft, n), 0);
-	assert_int_equal(fclose(fi), 0);
-	assert_int_equal(fclose(ft), 0);
+	assert_int_equal(synth_write_files(pi, pt, n), 0);
 }
 
 /*
