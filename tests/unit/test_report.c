@@ -50,6 +50,7 @@ static char *report_cli(const char *dir, const char *args, int *rc)
 	assert_int_equal(nt_cli_parse(argc, argv, &cfg, e), 0);
 	o = open_memstream(&out, &olen);
 	*rc = nt_report_cmd(&cfg, o, e);
+	nt_config_free(&cfg);
 	fclose(o);
 	fclose(e);
 	assert_int_equal(chdir(cwd), 0);
