@@ -257,16 +257,31 @@ int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
 	return 0;
 }
 
-/* what a file report keeps of a record: its summary, and its start on the wall clock (--since/--until) */
+/*
+ * What a file report keeps of a record: its summary, and with
+ * --since/--until its start on the wall clock (without them the summary
+ * only: io_size()).
+ */
 struct io_sum {
 	struct nt_sum s;
 	int64_t wall;
 };
 
+static inline bool timed(const struct nt_report *rep)
+{
+	return rep->since_set || rep->until_set;
+}
+
+static size_t io_size(const struct nt_report *rep)
+{
+	return timed(rep) ? sizeof(struct io_sum) : sizeof(struct nt_sum);
+}
+
 static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
 		  struct io_sum *io)
 {
-	io->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
+	if (timed(rep))
+		io->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
 	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
 	return summarize(rep, r, role, true, &io->s);
 }
@@ -274,9 +289,9 @@ static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct
 /* one I/O of a file report: into its group, unless it started outside --since/--until (counted) */
 static int add_io(struct nt_report *rep, const struct io_sum *si, const struct io_sum *st)
 {
-	int64_t t = si ? si->wall : st->wall;
+	int64_t t = !timed(rep) ? 0 : si ? si->wall : st->wall;
 
-	if ((rep->since_set && t < rep->since_ns) || (rep->until_set && t >= rep->until_ns)) {
+	if (timed(rep) && ((rep->since_set && t < rep->since_ns) || (rep->until_set && t >= rep->until_ns))) {
 		rep->outside++;
 		rep->outside_pairs += si && st;
 		rep->outside_init += si && !st;
@@ -483,11 +498,12 @@ static int sources_of(struct file_src *fs, int n, struct file_src **order, struc
 static int build_whole(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
 {
 	struct stream c = { .rep = rep, .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
-			    .si.sz = sizeof(struct io_sum), .st.sz = sizeof(struct io_sum) };
+			    .si.sz = io_size(rep), .st.sz = io_size(rep) };
 	size_t *init_at = calloc(n + 1, sizeof(*init_at)), *tgt_at = calloc(n + 1, sizeof(*tgt_at));
 	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
-	const struct io_sum *si, *st;
+	const unsigned char *si, *st;
 	const struct ntbpf_rec *r;
+	size_t sz = io_size(rep);
 	int rc = -1;
 
 	if (!init_at || !tgt_at || !hdrs)
@@ -509,11 +525,13 @@ static int build_whole(struct nt_report *rep, struct nt_input *ins, struct file_
 		goto out;
 	si = c.si.v;
 	st = c.st.v;
+	/* the summaries are io_size() apart */
 	for (size_t k = 0; k < rep->m.n_init; k++)
-		if (add_io(rep, &si[k], rep->m.pidx[k] ? &st[rep->m.pidx[k] - 1] : NULL))
+		if (add_io(rep, (const void *)(si + k * sz),
+			   rep->m.pidx[k] ? (const void *)(st + (rep->m.pidx[k] - 1) * sz) : NULL))
 			goto out;
 	for (size_t k = 0; k < rep->m.n_tgt; k++)
-		if (!rep->m.tgt_matched[k] && add_io(rep, NULL, &st[k]))
+		if (!rep->m.tgt_matched[k] && add_io(rep, NULL, (const void *)(st + k * sz)))
 			goto out;
 	rc = 0;
 out:
@@ -550,7 +568,7 @@ static void set_window(struct nt_report *rep, const struct nt_input *ins, int n)
  */
 static int build_sources(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
 {
-	struct nt_smatch_ops ops = { .payload = sizeof(struct io_sum), .take = take_sum, .emit = emit_sums,
+	struct nt_smatch_ops ops = { .payload = io_size(rep), .take = take_sum, .emit = emit_sums,
 				     .ctx = rep };
 	struct file_src **order = calloc(n ? n : 1, sizeof(*order));
 	struct series *se = calloc(n ? n : 1, sizeof(*se));
