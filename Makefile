@@ -112,9 +112,10 @@ check: $(TESTS)
 	done; exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).
-test-root: all
+# tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).
+test-root: all $(OUTPUT)/bench-gen
 	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
-		tests/integration/pipes || fail=1; exit $$fail
+		tests/integration/pipes || fail=1; tests/integration/html || fail=1; exit $$fail
 
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
 test-lab: all
@@ -137,10 +138,11 @@ SBINDIR    ?= $(PREFIX)/sbin
 MANDIR     ?= $(PREFIX)/share/man
 DOCDIR     ?= $(PREFIX)/share/doc/ntbpf
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
-SUBCMDS    := record report live probe
+SUBCMDS    := record report script live probe
 MANPAGES   := $(OUTPUT)/man/ntbpf.8 $(patsubst %,$(OUTPUT)/man/ntbpf-%.8,$(SUBCMDS))
 summary_record := record one record per NVMe/TCP (or block) I/O on this host
 summary_report := merge the record files of both hosts and print the per-stage latency breakdown
+summary_script := print every I/O of record files as a row, initiator and target merged (CSV, JSON Lines)
 summary_live   := stage latencies every interval, and a Prometheus / OpenMetrics endpoint
 summary_probe  := list the kernel hooks ntbpf wants and how they attach here
 
@@ -228,7 +230,7 @@ bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	       -Iinclude -Isrc -DNT_FUZZ_MAIN
-FUZZ_SRCS := src/recfile.c
+FUZZ_SRCS := src/recfile.c src/colcodec.c
 $(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) -lz

@@ -5,7 +5,7 @@
  * that "ntbpf report" throughput and bytes per I/O can be measured at any
  * size.
  *
- *   gen N DIR [VERSION]     VERSION 1 writes a version-1 file (for comparisons)
+ *   gen N DIR
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +13,7 @@
 #include "recfile.h"
 #include "synth.h"
 
-static struct nt_writer *open_w(const char *dir, const char *name, int role, int version,
-				FILE **f)
+static struct nt_writer *open_w(const char *dir, const char *name, int role, FILE **f)
 {
 	char path[512];
 	struct nt_header h;
@@ -27,8 +26,6 @@ static struct nt_writer *open_w(const char *dir, const char *name, int role, int
 		exit(1);
 	}
 	synth_header(&h, role);
-	if (version)
-		h.version = version;
 	w = nt_writer_open(*f, &h);
 	nt_header_free(&h);
 	if (!w) {
@@ -43,9 +40,8 @@ int main(int argc, char **argv)
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
 	const char *dir = argc > 2 ? argv[2] : ".";
 	FILE *fi, *ft;
-	int version = argc > 3 ? atoi(argv[3]) : 0;
-	struct nt_writer *wi = open_w(dir, "initiator.ntbpf", NTBPF_ROLE_INITIATOR, version, &fi);
-	struct nt_writer *wt = open_w(dir, "target.ntbpf", NTBPF_ROLE_TARGET, version, &ft);
+	struct nt_writer *wi = open_w(dir, "initiator.ntbpf", NTBPF_ROLE_INITIATOR, &fi);
+	struct nt_writer *wt = open_w(dir, "target.ntbpf", NTBPF_ROLE_TARGET, &ft);
 	struct synth sy;
 
 	synth_init(&sy);

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * bench/recfile-speed: the record file codec alone, per file version, on the
- * synthetic I/O of bench/gen (synth.h): N I/Os, so 2N records (initiator and
- * target), written to and read from memory.  Thread CPU time; the best of
- * ROUNDS rounds (the machine is shared).
+ * bench/recfile-speed: the record file codec alone (container and column
+ * codec, file version NT_FILE_VERSION) on the synthetic I/O of bench/gen
+ * (synth.h): N I/Os, so 2N records (initiator and target), written to and
+ * read from memory.  Thread CPU time; the best of ROUNDS rounds (the machine
+ * is shared).
  *
  *   recfile-speed [N [ROUNDS]]
  *
- * Prints one markdown row per version, as bench/run does:
+ * Prints one markdown row, as bench/run does:
  *   encode   nt_writer_add + nt_writer_close, records per CPU second
  *   decode   nt_reader_next to the end (inflate included), records per CPU second
  *   size     file bytes per record (header and trailer included)
@@ -41,7 +42,7 @@ static void die(const char *what)
 	exit(1);
 }
 
-static struct nt_writer *open_w(FILE **f, struct mem *m, int role, int version)
+static struct nt_writer *open_w(FILE **f, struct mem *m, int role)
 {
 	struct nt_header h;
 	struct nt_writer *w;
@@ -50,7 +51,6 @@ static struct nt_writer *open_w(FILE **f, struct mem *m, int role, int version)
 	if (!*f)
 		die("open_memstream");
 	nt_header_init(&h, role);
-	h.version = version;
 	w = nt_writer_open(*f, &h);
 	nt_header_free(&h);
 	if (!w)
@@ -60,15 +60,15 @@ static struct nt_writer *open_w(FILE **f, struct mem *m, int role, int version)
 
 /* Both files, records interleaved as a recorder pair would produce them. */
 static double encode(const struct ntbpf_rec *ini, const struct ntbpf_rec *tgt, size_t n,
-		     int version, struct mem m[2])
+		     struct mem m[2])
 {
 	FILE *fi, *ft;
 	struct nt_writer *wi, *wt;
 	double t;
 	size_t k;
 
-	wi = open_w(&fi, &m[0], NTBPF_ROLE_INITIATOR, version);
-	wt = open_w(&ft, &m[1], NTBPF_ROLE_TARGET, version);
+	wi = open_w(&fi, &m[0], NTBPF_ROLE_INITIATOR);
+	wt = open_w(&ft, &m[1], NTBPF_ROLE_TARGET);
 	t = cpu_now();
 	for (k = 0; k < n; k++)
 		if (nt_writer_add(wi, &ini[k]) || nt_writer_add(wt, &tgt[k]))
@@ -82,8 +82,7 @@ static double encode(const struct ntbpf_rec *ini, const struct ntbpf_rec *tgt, s
 }
 
 /* Read one file to its end; check (untimed) or just sum (timed). */
-static double decode(const struct mem *m, const struct ntbpf_rec *want, size_t n,
-		     int version, uint64_t *sum)
+static double decode(const struct mem *m, const struct ntbpf_rec *want, size_t n, uint64_t *sum)
 {
 	struct ntbpf_rec r;
 	struct nt_reader *rd;
@@ -98,7 +97,7 @@ static double decode(const struct mem *m, const struct ntbpf_rec *want, size_t n
 	rd = nt_reader_open(f, &h, err, sizeof(err));
 	if (!rd)
 		die(err);
-	if (h.version != version)
+	if (h.version != NT_FILE_VERSION)
 		die("wrong version written");
 	t = cpu_now();
 	if (want) {
@@ -127,7 +126,7 @@ static double decode(const struct mem *m, const struct ntbpf_rec *want, size_t n
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 2000000, k;
-	int rounds = argc > 2 ? atoi(argv[2]) : 3, v, r;
+	int rounds = argc > 2 ? atoi(argv[2]) : 3, r;
 	struct ntbpf_rec *ini = malloc(n * sizeof(*ini)), *tgt = malloc(n * sizeof(*tgt));
 	struct synth sy;
 	uint64_t sum = 0;
@@ -137,30 +136,27 @@ int main(int argc, char **argv)
 	synth_init(&sy);
 	for (k = 0; k < n; k++)
 		synth_pair(&sy, k, &ini[k], &tgt[k]);
-	for (v = 1; v <= NT_FILE_VERSION; v++) {
+	{
 		double te = 1e9, td = 1e9, t;
 		struct mem m[2];
 
 		for (r = 0; r < rounds; r++) {
-			t = encode(ini, tgt, n, v, m);
+			t = encode(ini, tgt, n, m);
 			te = t < te ? t : te;
 			if (r == 0) {
-				decode(&m[0], ini, n, v, NULL);
-				decode(&m[1], tgt, n, v, NULL);
+				decode(&m[0], ini, n, NULL);
+				decode(&m[1], tgt, n, NULL);
 			}
-			t = decode(&m[0], NULL, n, v, &sum) + decode(&m[1], NULL, n, v, &sum);
+			t = decode(&m[0], NULL, n, &sum) + decode(&m[1], NULL, n, &sum);
 			td = t < td ? t : td;
 			if (r < rounds - 1) {
 				free(m[0].buf);
 				free(m[1].buf);
 			}
 		}
-		printf("| %-44s | %.2f M records/s encode, %.2f M records/s decode (%.0f / %.0f ns per record), %.2f bytes per record |\n",
-		       v == 1 ? "record codec, file version 1 (zlib shuffled)" :
-		       v == 2 ? "record codec, file version 2 (columns, zlib)" :
-		       "record codec, file version 3 (columns, modes)",
-		       2 * n / te / 1e6, 2 * n / td / 1e6, te * 1e9 / (2 * n), td * 1e9 / (2 * n),
-		       (double)(m[0].len + m[1].len) / (2 * n));
+		printf("| record codec, file version %d (columns, modes) | %.2f M records/s encode, %.2f M records/s decode (%.0f / %.0f ns per record), %.2f bytes per record |\n",
+		       NT_FILE_VERSION, 2 * n / te / 1e6, 2 * n / td / 1e6, te * 1e9 / (2 * n),
+		       td * 1e9 / (2 * n), (double)(m[0].len + m[1].len) / (2 * n));
 		free(m[0].buf);
 		free(m[1].buf);
 	}

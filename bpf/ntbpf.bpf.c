@@ -153,6 +153,7 @@ struct {
 
 #define RB_BYTES (8 << 20)
 #define RB_WAKEUP_BYTES (RB_BYTES / 32)	/* ~2300 records: the reader is woken per batch */
+#define RB_REC_BYTES (sizeof(struct ntbpf_rec) + 8)	/* a record and its ring-buffer header */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -302,19 +303,32 @@ static __always_inline void rec_drop(__u64 key)
 }
 
 /*
- * One finished I/O into the histograms of its group: one map lookup.  A
- * global (non-inlined) function is verified once, on its own: the loop over
- * the stages would otherwise be re-verified on every path that completes a
- * request, past the verifier's budget.
+ * Add value v to slot i of group h.  A static subprogram: verified in its
+ * caller's state (pointer arguments are fine on every kernel), and its
+ * scratch registers are gone on return, so the states after each slot of
+ * kh_record() compare equal and the verifier prunes them.
  */
-__noinline int kh_record(const struct ntbpf_rec *r)
+static __noinline int kh_add(struct nt_kh_gval *h, __u32 i, __u64 v)
+{
+	if (!h || i >= NT_KH_SLOTS)
+		return 0;
+	h->count[i]++;
+	h->sum[i] += v;
+	h->b[i][NT_BOUND(nt_kh_bucket(v), NT_KH_NB32)]++;
+	return 0;
+}
+
+/*
+ * One finished I/O into the histograms of its group: one map lookup, and
+ * each stage of its role computed inline from the stage table with the
+ * stage a constant (nt_stage_of_inl folds the table into a few compares).
+ */
+static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 {
 	struct nt_kh_gkey k = {};
 	struct nt_kh_gval *h;
 	__u32 zero = 0;
 
-	if (!r)
-		return 0;
 	k.dev = r->dev;
 	k.bytes = r->bytes;
 	k.op = r->op;
@@ -324,51 +338,56 @@ __noinline int kh_record(const struct ntbpf_rec *r)
 		struct nt_kh_gval *z = bpf_map_lookup_elem(&khist_zero, &zero);
 
 		if (!z)
-			return 0;
+			return;
 		bpf_map_update_elem(&khist, &k, z, BPF_NOEXIST);	/* EEXIST: another CPU made it */
 		h = bpf_map_lookup_elem(&khist, &k);
 		if (!h) {
 			stat_inc(ST_LOST_MAP_FULL);	/* more groups than the map holds */
-			return 0;
+			return;
 		}
 	}
 	h->ios++;
+	NT_UNROLL
 	for (int i = 0; i < NT_KH_SLOTS; i++) {
-		int s = nt_kh_slot_stage(r->role, i);
-		__u64 v = 0, b;
+		int s = nt_kh_slot_stage(role, i);
+		__u64 v = 0;
 
 		if (s == NT_KH_NONE)
 			break;
-		if (nt_stage_of(r, s, &v) <= 0)
-			continue;
-		h->count[i]++;
-		h->sum[i] += v;
-		b = NT_BOUND(nt_kh_bucket(v), NT_KH_NB32);
-		h->b[i][b]++;
+		if (nt_stage_of_inl(r, s, &v) > 0)
+			kh_add(h, i, v);
 	}
-	return 0;
 }
 
-static __always_inline void emit(struct ntbpf_rec *r, __u64 key)
+/* role: NTBPF_ROLE_INITIATOR or _TARGET, a constant at each call */
+static __always_inline void emit(struct ntbpf_rec *r, __u64 key, int role)
 {
 	if (kernel_agg) {
-		kh_record(r);
+		kh_record(r, role);
 		stat_inc(ST_EMITTED);
 		rec_drop(key);
 		return;
 	}
 	/*
-	 * Wake the reader only once a batch is waiting: a wake-up per record
-	 * (the default) costs an irq_work and a context switch per I/O.  The
-	 * reader polls every 100 ms anyway, and a batch is far below the
-	 * ring's size, so nothing waits long and nothing is dropped for it.
+	 * Wake the reader once per batch: when this record takes the data
+	 * waiting past a multiple of RB_WAKEUP_BYTES.  A wake-up per record
+	 * (the default) costs an irq_work and a context switch per I/O, and
+	 * so does waking on every record once a batch waits: a reader busy
+	 * writing its file falls behind, and was then woken for every record
+	 * (measured on the instruction clock: ~7 k guest instructions per I/O).
+	 * The reader also polls every 100 ms, so a batch never waits longer,
+	 * and a batch is far below the ring's size: nothing is dropped for it.
 	 */
-	if (bpf_ringbuf_output(&events, r, sizeof(*r),
-			       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= RB_WAKEUP_BYTES ?
-			       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
-		stat_inc(ST_LOST_RINGBUF);
-	else
-		stat_inc(ST_EMITTED);
+	{
+		__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+		__u64 flags = avail / RB_WAKEUP_BYTES != (avail + RB_REC_BYTES) / RB_WAKEUP_BYTES ?
+			      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+
+		if (bpf_ringbuf_output(&events, r, sizeof(*r), flags))
+			stat_inc(ST_LOST_RINGBUF);
+		else
+			stat_inc(ST_EMITTED);
+	}
 	rec_drop(key);
 }
 
@@ -389,6 +408,7 @@ static __always_inline void track(__u64 key, struct ntbpf_rec *r)
 		/* the key last: a reader that sees it sees the record */
 		s->key = 0;
 		s->r = *r;
+		s->entry_ts = 0;
 		barrier();
 		s->key = key;
 		return;
@@ -505,6 +525,35 @@ static __always_inline __u64 ts_take(void)
 	return ts && ts >= win_t0 ? ts : bpf_ktime_get_ns();
 }
 
+/*
+ * fentry -> fexit of a call about one recorded I/O (key): the entry time
+ * waits in the I/O's own slot (the calls about one command run one at a
+ * time, on its queue's io_work), a store instead of the task storage's
+ * lookup; an I/O in the overflow hash uses the task storage.
+ */
+static __always_inline void entry_put(__u64 key)
+{
+	struct nt_slot *s = slot_of(key);
+
+	if (s->key == key)
+		s->entry_ts = bpf_ktime_get_ns();
+	else
+		ts_put();
+}
+
+/* the entry time, consumed; now if the entry was not seen */
+static __always_inline __u64 entry_take(__u64 key)
+{
+	struct nt_slot *s = slot_of(key);
+	__u64 ts;
+
+	if (s->key != key)
+		return ts_take();
+	ts = s->entry_ts;
+	s->entry_ts = 0;
+	return ts && ts >= win_t0 ? ts : bpf_ktime_get_ns();
+}
+
 /* tracepoint tp(T0 a0[, T1 a1]): handler(a0[, a1]), as tp_btf or as raw_tp; arguments may be NULL */
 #define TP_HOOK1(tp, handler, T0)						\
 SEC("tp_btf/" #tp)								\
@@ -556,69 +605,40 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 }
 
 /*
- * function f(T0 a0[, T1 a1]) returning int: handler(a0, entry_ts, ret).
- * gate(a0) says whether a0 belongs to a recorded I/O: for any other (every
- * I/O --sample leaves out) both programs return at once, without touching
- * the entry-time storage.
+ * function f(T0 a0, T1 a1) returning int: handler(a0, entry_ts, ret).
+ * gate(btf, a0) gives the key of a0's recorded I/O, 0 for any other (every
+ * I/O --sample leaves out, and every call the handler would ignore): both
+ * programs then return at once.  The entry time waits in the I/O's slot.
  */
-#define EXIT_HOOK1(fn, handler, T0, gate)					\
-SEC("fentry/" #fn)								\
-int BPF_PROG(fentry_##fn, T0 a0)						\
-{										\
-	if (paused)								\
-		return 0;							\
-	if (gate(a0))								\
-		ts_put();							\
-	return 0;								\
-}										\
-SEC("fexit/" #fn)								\
-int BPF_PROG(fexit_##fn, T0 a0, int ret)					\
-{										\
-	if (paused)								\
-		return 0;							\
-	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
-}										\
-SEC("kprobe/" #fn)								\
-int BPF_KPROBE(kprobe_##fn, T0 a0)						\
-{										\
-	if (paused)								\
-		return 0;							\
-	if (gate(a0))								\
-		stash_put((__u64)a0, 0);					\
-	return 0;								\
-}										\
-SEC("kretprobe/" #fn)								\
-int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
-{										\
-	if (paused)								\
-		return 0;							\
-	struct args a = stash_take();						\
-	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
-}
-
 #define EXIT_HOOK2(fn, handler, T0, T1, gate)					\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
 {										\
+	__u64 k;								\
+										\
 	if (paused)								\
 		return 0;							\
-	if (gate(a0))								\
-		ts_put();							\
+	k = gate(true, a0);							\
+	if (k)									\
+		entry_put(k);							\
 	return 0;								\
 }										\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
 {										\
+	__u64 k;								\
+										\
 	if (paused)								\
 		return 0;							\
-	return gate(a0) ? handler(true, a0, ts_take(), ret) : 0;		\
+	k = gate(true, a0);							\
+	return k ? handler(true, a0, entry_take(k), ret) : 0;			\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
 	if (paused)								\
 		return 0;							\
-	if (gate(a0))								\
+	if (gate(false, a0))							\
 		stash_put((__u64)a0, 0);					\
 	return 0;								\
 }										\
@@ -704,8 +724,13 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		 * missed at the start.  Sampling (by a hash, or in windows:
 		 * win_p) leaves requests out on purpose.
 		 */
-		if (sample <= 1 && !win_p && nr_bytes && (dev_wanted(rq_devt(btf, rq)) || dev_wanted(nvme_head_devt(btf, rq))))
-			stat_inc(ST_NO_START);
+		if (sample <= 1 && !win_p && nr_bytes) {
+			__u32 dev = rq_devt(btf, rq);
+
+			/* a path device's head (probe reads) only for nvme disks: major 259, BLOCK_EXT_MAJOR */
+			if (dev_wanted(dev) || ((dev >> 20) == 259 && dev_wanted(nvme_head_devt(btf, rq))))
+				stat_inc(ST_NO_START);
+		}
 		return 0;
 	}
 	/* a partial completion (nr_bytes < what is left) is followed by another */
@@ -716,7 +741,7 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	ev_set(r, EV_I_BLK_DONE, bpf_ktime_get_ns());
 	if (!r->status)
 		r->status = (__u16)error;
-	emit(r, key);
+	emit(r, key, NTBPF_ROLE_INITIATOR);
 	return 0;
 }
 
@@ -776,6 +801,19 @@ static __always_inline struct nvme_tcp_request *tcp_req_of_rq(struct request *rq
 	return (void *)rq + bpf_core_type_size(struct request);
 }
 
+/*
+ * The request's nvme_tcp queue; 0 where struct nvme_tcp_request has no BTF
+ * (no module BTF: 5.10), so that the programs reading it still load (libbpf
+ * poisons the failed relocations, and the verifier drops them as dead code):
+ * no queue port, no arrival read through the queue's socket there.
+ */
+static __always_inline __u64 tcp_queue_of_rq(struct request *rq)
+{
+	if (!bpf_core_type_exists(struct nvme_tcp_request))
+		return 0;
+	return (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+}
+
 /* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
 static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
 {
@@ -831,7 +869,7 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	r.qid = qid;
 	r.flags |= NTBPF_F_NVME;
 	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
-	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	q = tcp_queue_of_rq(rq);
 	if (q && q == (__u64)RD(btf, hctx, driver_data)) {
 		struct qstate *s = qstate_get(q);
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
@@ -977,6 +1015,8 @@ static __always_inline __u64 host_arrival(__u64 q)
 	if (s->chunk_end)
 		return arrival_of(s, s->chunk_end);
 	/* without nvme_tcp_recv_skb: the skb at the read position */
+	if (!bpf_core_type_exists(struct nvme_tcp_queue))
+		return 0;
 	return queue_arrival(s, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
 }
 
@@ -994,7 +1034,10 @@ static __always_inline int on_complete_remote(bool btf, struct request *rq)
 		return 0;
 	now = bpf_ktime_get_ns();
 	ev_set(r, EV_I_RESP_PROC, now);
-	q = (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
+	q = tcp_queue_of_rq(rq);
+	/* without nvme_tcp's BTF: hctx->driver_data, the same queue (on_setup_cmd checks it where it can) */
+	if (!bpf_core_type_exists(struct nvme_tcp_request))
+		q = (__u64)RD(btf, rq, mq_hctx, driver_data);
 	arr = host_arrival(q);
 	if (arr && arr <= now)
 		ev_set(r, EV_I_RESP_ARRIVE, arr);
@@ -1239,7 +1282,7 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
 	if (tgt_emit_at_complete)
-		emit(r, key);
+		emit(r, key, NTBPF_ROLE_TARGET);
 	return 0;
 }
 
@@ -1266,11 +1309,24 @@ static __always_inline struct ntbpf_rec *tgt_rec_of(struct nvmet_tcp_cmd *cmd, _
 	return (r && r->role == NTBPF_ROLE_TARGET) ? r : NULL;
 }
 
-static __always_inline bool tgt_tracked(struct nvmet_tcp_cmd *cmd)
+/* EXIT_HOOK2's gate: the key of cmd's record, 0 if it is not recorded */
+static __always_inline __u64 tgt_tracked(bool btf, struct nvmet_tcp_cmd *cmd)
 {
 	__u64 key;
 
-	return tgt_rec_of(cmd, &key) != NULL;
+	return tgt_rec_of(cmd, &key) ? key : 0;
+}
+
+/*
+ * nvmet_try_send_data ends a command only where the queue runs without SQ
+ * head updates (sqhd_disabled, the host's choice at connect; Linux hosts
+ * do not by default): elsewhere both programs return after two loads.
+ */
+static __always_inline __u64 tgt_tracked_sqhd_off(bool btf, struct nvmet_tcp_cmd *cmd)
+{
+	if (!RD(btf, cmd, queue, nvme_sq.sqhd_disabled))
+		return 0;
+	return tgt_tracked(btf, cmd);
 }
 
 /* the R2T for a write has been handed to the socket */
@@ -1293,7 +1349,7 @@ static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u
 	if (ret != 1 || !(r = tgt_rec_of(cmd, &key)))
 		return 0;
 	ev_set(r, EV_T_RESP_SENT, ts);
-	emit(r, key);
+	emit(r, key, NTBPF_ROLE_TARGET);
 	return 0;
 }
 
@@ -1307,7 +1363,7 @@ static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd,
 
 EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
 EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
-EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
+EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked_sqhd_off)
 
 /*
  * Kernels before v6.5 (Debian 6.1) inline nvme_tcp_try_send_cmd_pdu and the

@@ -109,6 +109,7 @@ _Static_assert(sizeof(struct ntbpf_rec) == 112, "struct ntbpf_rec: update the si
 /* An in-flight record in the BPF object's slot array (not on disk). */
 struct nt_slot {
 	__u64 key;		/* the request's address, 0: free */
+	__u64 entry_ts;		/* an exit hook's entry time (ktime), 0: none */
 	struct ntbpf_rec r;
 };
 

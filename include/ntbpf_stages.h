@@ -87,7 +87,9 @@ static const struct nt_span nt_spans[NT_ST_NR] = {
 
 /*
  * How nt_span_value is compiled: inline in user space; the BPF side makes it
- * a global function, verified once rather than once per stage and path.
+ * a static subprogram, called from kh_record() (a global function, verified
+ * once).  Not global itself: a global function's pointer arguments need
+ * v5.12, and 5.10 refuses every program that holds one.
  */
 #ifndef NT_SPAN_FN
 #define NT_SPAN_FN static inline
@@ -97,6 +99,8 @@ static const struct nt_span nt_spans[NT_ST_NR] = {
 #ifndef NT_BOUND
 #define NT_BOUND(i, n) (i)
 #endif
+/* the same, but a constant stays a constant (the inlined paths fold the table) */
+#define NT_CBOUND(i, n) (__builtin_constant_p(i) ? (i) : NT_BOUND(i, n))
 
 static inline int nt_seen(const struct ntbpf_rec *r, int ev)
 {
@@ -108,14 +112,14 @@ static inline int nt_seen(const struct ntbpf_rec *r, int ev)
  * not seen (or r is of the other role), 1 when computed from the stage's own
  * events, 2 when a stand-in event was used; -1 for events out of order.
  */
-NT_SPAN_FN int nt_span_value(const struct ntbpf_rec *r, int s, __u64 *ns)
+static inline __attribute__((always_inline)) int nt_span_value_inl(const struct ntbpf_rec *r, int s, __u64 *ns)
 {
 	const struct nt_span *d;
 	int from, to, rc = 1;
 
 	if (!r || !ns || s < 0 || s >= NT_ST_NR)
 		return 0;
-	d = &nt_spans[NT_BOUND(s, NT_ST_NR)];
+	d = &nt_spans[NT_CBOUND(s, NT_ST_NR)];
 	if (!d->role || r->role != d->role)
 		return 0;
 	from = d->from;
@@ -132,12 +136,17 @@ NT_SPAN_FN int nt_span_value(const struct ntbpf_rec *r, int s, __u64 *ns)
 		to = d->alt_to;
 		rc = 2;
 	}
-	from = NT_BOUND(from, NTBPF_MAX_EV);
-	to = NT_BOUND(to, NTBPF_MAX_EV);
+	from = NT_CBOUND(from, NTBPF_MAX_EV);
+	to = NT_CBOUND(to, NTBPF_MAX_EV);
 	if (r->ev[to] < r->ev[from])
 		return -1;
 	*ns = r->ev[to] - r->ev[from];
 	return rc;
+}
+
+NT_SPAN_FN int nt_span_value(const struct ntbpf_rec *r, int s, __u64 *ns)
+{
+	return nt_span_value_inl(r, s, ns);
 }
 
 /*
@@ -204,8 +213,8 @@ static inline __attribute__((always_inline)) __u64 nt_r2t_stage(const struct ntb
 
 	if (!adj)
 		return v;
-	hx = s == xs || nt_span_value(r, xs, &x) > 0;
-	hy = s == ys || nt_span_value(r, ys, &y) > 0;
+	hx = s == xs || nt_span_value_inl(r, xs, &x) > 0;
+	hy = s == ys || nt_span_value_inl(r, ys, &y) > 0;
 	nt_r2t_move(r->role, adj, hx, &x, hy, &y);
 	return s == xs ? x : y;
 }
@@ -217,7 +226,7 @@ static inline __attribute__((always_inline)) __u64 nt_r2t_stage(const struct ntb
  * path is nt_host_raw() (src/stages.c), and tests/unit/test_stages.c checks
  * that the two agree on random records.
  */
-NT_SPAN_FN int nt_stage_of(const struct ntbpf_rec *r, int s, __u64 *ns)
+static inline __attribute__((always_inline)) int nt_stage_of_inl(const struct ntbpf_rec *r, int s, __u64 *ns)
 {
 	__u64 v = 0;
 	int rc;
@@ -226,7 +235,7 @@ NT_SPAN_FN int nt_stage_of(const struct ntbpf_rec *r, int s, __u64 *ns)
 		return 0;
 	if (s == NT_ST_BLK_DEVICE && !nt_blk_device_applies(r))
 		return 0;
-	rc = nt_span_value(r, s, &v);
+	rc = nt_span_value_inl(r, s, &v);
 	if (rc <= 0)
 		return rc;
 	if (s == NT_ST_REMOTE || s == NT_ST_NVME_TCP_SUB)
@@ -235,6 +244,11 @@ NT_SPAN_FN int nt_stage_of(const struct ntbpf_rec *r, int s, __u64 *ns)
 		v = nt_r2t_stage(r, s, v, NT_ST_NVMET_TCP_SUB, NT_ST_TARGET_RES);
 	*ns = v;
 	return rc;
+}
+
+NT_SPAN_FN int nt_stage_of(const struct ntbpf_rec *r, int s, __u64 *ns)
+{
+	return nt_stage_of_inl(r, s, ns);
 }
 
 #endif

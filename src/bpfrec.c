@@ -232,12 +232,14 @@ struct windows_run {
 	pthread_cond_t cv;
 	bool stop;
 	uint64_t nwindows;		/* read after the thread ended */
+	uint64_t reattach_failed;	/* tracepoint programs that did not attach again at a window */
 };
 
 static void *windows_thread(void *arg)
 {
 	struct windows_run *wr = arg;
-	uint64_t gap = (wr->w.p_ns - wr->w.w_ns) / 4, lead = wr->w.lead_ns;
+	uint64_t gap = (wr->w.p_ns - wr->w.w_ns) / 4, lead = wr->w.lead_ns, closed = UINT64_MAX;
+	uint64_t want = 0, late = 0;	/* when the thread meant to wake; how late it woke to arm */
 	bool armed = false;
 
 	pthread_mutex_lock(&wr->mu);
@@ -246,17 +248,31 @@ static void *windows_thread(void *arg)
 		bool in = nt_window_at(&wr->w, now, &start, &next);
 		struct timespec until;
 
+		/*
+		 * The window just disarmed stays closed: a lead that grew since
+		 * it was armed would otherwise say it is still armed, and the
+		 * thread would arm and disarm it again and again.
+		 */
+		if (in && start == closed) {
+			in = false;
+			next = start + wr->w.p_ns - wr->w.lead_ns;
+		}
+
 		if (in == armed) {
+			want = next;
 			until.tv_sec = next / 1000000000;
 			until.tv_nsec = next % 1000000000;
 			pthread_cond_timedwait(&wr->cv, &wr->mu, &until);
 			continue;
 		}
+		/* a busy host wakes the thread late: the lead covers that too (decaying maximum) */
+		if (in && want && now > want)
+			late = now - want > late * 3 / 4 ? now - want : late * 3 / 4;
 		pthread_mutex_unlock(&wr->mu);
 		mono = nt_clock_ns(CLOCK_MONOTONIC);
 		if (in)	/* the wall clock may have been stepped: the windows follow it */
 			nt_probes_set_windows(wr->pr, wr->w.p_ns, wr->w.w_ns, (int64_t)(now - mono));
-		nt_probes_window(wr->pr, in, mono);
+		wr->reattach_failed += nt_probes_window(wr->pr, in, mono, nt_windows_detach(&wr->w));
 		took = nt_clock_ns(CLOCK_MONOTONIC) - mono;
 		if (wr->verbose)
 			fprintf(stderr, "ntbpf record: %s at %.3f s (wall clock) in %.3f ms; lead %.1f ms\n",
@@ -264,11 +280,19 @@ static void *windows_thread(void *arg)
 		pthread_mutex_lock(&wr->mu);
 		wr->nwindows += in;
 		armed = in;
-		/* the next window is armed twice as early as this one took, at least 5 ms, at most a quarter of the gap */
-		if (in)
-			lead = 2 * took + 5000000 < gap ? 2 * took + 5000000 : gap;
-		else
+		/*
+		 * The next window is armed twice as early as this one took to
+		 * arm or the thread woke late, whichever is more, plus 5 ms, at
+		 * most a quarter of the gap.
+		 */
+		if (in) {
+			uint64_t need = 2 * (took > late ? took : late) + 5000000;
+
+			lead = need < gap ? need : gap;
+		} else {
+			closed = start - wr->w.p_ns;	/* start: the next window's */
 			wr->w.lead_ns = lead;
+		}
 	}
 	pthread_mutex_unlock(&wr->mu);
 	return NULL;
@@ -279,7 +303,8 @@ static int windows_start(struct windows_run *wr)
 	uint64_t mono = nt_clock_ns(CLOCK_MONOTONIC), now = nt_clock_ns(CLOCK_REALTIME);
 
 	nt_probes_set_windows(wr->pr, wr->w.p_ns, wr->w.w_ns, (int64_t)(now - mono));
-	nt_probes_window(wr->pr, false, mono);	/* attached, and paused until a window */
+	/* attached, and paused until a window (tracepoints detached where windows are far apart) */
+	nt_probes_window(wr->pr, false, mono, nt_windows_detach(&wr->w));
 	pthread_mutex_init(&wr->mu, NULL);
 	pthread_cond_init(&wr->cv, NULL);
 	return pthread_create(&wr->thread, NULL, windows_thread, wr);
@@ -316,7 +341,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
-	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0;
+	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes;
 	bool child_done = false, loaded = false, opened = false, started = false;
 
 	nt_header_init(&hdr, 0);
@@ -463,6 +488,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		struct rusage ru;
 		double u, sy;
 
+		if (cfg->verbose)
+			nt_probes_run_time_each(&pr, stderr);
 		if (!nt_probes_run_time(&pr, &ns, &runs))
 			fprintf(stderr, "ntbpf record: BPF run time %.0f ns per recorded I/O (%" PRIu64 " ns in %" PRIu64
 				" program runs, %.0f ns each)\n", tr.stats[ST_EMITTED] ? (double)ns / tr.stats[ST_EMITTED] : 0.0,
@@ -487,6 +514,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		goto out;
 	}
 	rec_flush(&st);
+	wbytes = nt_writer_bytes(st.w);	/* a stream (-, a FIFO) has no size to stat: what went into it */
 	if (st.werr) {
 		rec_salvage(&st, &of, &tr, st.path);
 	} else {
@@ -502,7 +530,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	{
 		struct stat sb;
 		uint64_t lost = nt_lost_sum(tr.stats) + tr.lost_user;
-		double size = fstat(of.fd, &sb) ? 0 : sb.st_size;
+		double size = !fstat(of.fd, &sb) && S_ISREG(sb.st_mode) ? (double)sb.st_size : (double)wbytes;
 
 		if (nt_outfile_commit(&of, err, sizeof(err))) {
 			fprintf(stderr, "ntbpf record: %s\n", err);
@@ -518,6 +546,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms; %" PRIu64 " I/Os in flight "
 				"when a window closed (counted as in flight at the end)\n", wr.nwindows,
 				cfg->sample_window_ms, pr.inflight_dropped);
+		if (windowed && wr.reattach_failed)
+			fprintf(stderr, "ntbpf record: warning: %" PRIu64 " times a tracepoint hook did not attach "
+				"again at a window: its events are missing from that window\n", wr.reattach_failed);
 	}
 	if (st.werr && child > 0 && !child_done)
 		fprintf(stderr, "ntbpf record: '%s' goes on to its end\n", cfg->cmd_argv[0]);

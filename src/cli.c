@@ -191,7 +191,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 /* ---- record ---- */
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
-       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW,
+       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_HIST,
        OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE };
 
 static const char record_doc[] =
@@ -367,7 +367,9 @@ static const char report_doc[] =
 "  # a recording streamed over ssh, never stored on the recording host:\n"
 "  ntbpf record -o - --duration 10 | ssh collector ntbpf report -\n"
 "  ntbpf report --percentiles 50,99,99.99 --group-by op,queue ntbpf.data\n"
-"  ntbpf report --format json ntbpf.data | jq .groups[0].stages";
+"  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
+"  # charts to open in a browser:\n"
+"  ntbpf report --format html -o report.html initiator.ntbpf target.ntbpf";
 
 /* the doc's end: "STAGES (docs/stages.md):", the ten and end_to_end in the report's order, from the stage table */
 static char *report_help_filter(int key, const char *text, void *input)
@@ -403,14 +405,20 @@ static char *report_help_filter(int key, const char *text, void *input)
 
 static const struct argp_option report_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
-	{ "format", OPT_FORMAT, "FMT", 0, "text, json or csv (default: text)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "text, json, csv or html (default: text).  html: one self-contained "
+	  "file (inline SVG and CSS, nothing from the network) with charts per group: the stages at p50 and p99, "
+	  "an end_to_end heatmap over time, each stage's p50 and p99 over time", 0 },
+	{ "output", 'o', "FILE", 0, "Write the report to FILE (mode 0600; an existing FILE is kept as FILE.old) "
+	  "instead of standard output", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "window", OPT_PAIR_WINDOW, "SECONDS", 0, "Pairing window: longer than the slowest I/O (default: 2); a slower "
 	  "one is counted, and paired only if its partner is still held.  Memory grows with it", 0 },
 	{ "since", OPT_SINCE, "TIME", 0, "Only I/Os that started at or after TIME: RFC 3339 (2026-11-25T14:00:05Z) "
 	  "or seconds from the recording's start", 0 },
 	{ "until", OPT_UNTIL, "TIME", 0, "Only I/Os that started before TIME (as --since)", 0 },
-	{ "verbose", 'v', NULL, 0, "Also print empty stages and per-file details", 0 },
+	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's distribution as a log2 histogram in microseconds "
+	  "(as biolatency); JSON: its bins (log2_us)", 0 },
+	{ "verbose", 'v', NULL, 0, "Also print empty stages and each file's facts: the command line that recorded it, its start, end and sampling, its NVMe subsystems and addresses", 0 },
 	{},
 };
 
@@ -438,8 +446,10 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			cfg->format = NT_FMT_JSON;
 		else if (!strcmp(arg, "csv"))
 			cfg->format = NT_FMT_CSV;
+		else if (!strcmp(arg, "html") && cfg->cmd == NT_CMD_REPORT)
+			cfg->format = NT_FMT_HTML;
 		else {
-			fail(pc, "bad --format '%s' (want text, json or csv)", arg);
+			fail(pc, "bad --format '%s' (want text, json, csv%s)", arg, cfg->cmd == NT_CMD_REPORT ? " or html" : "");
 			return EINVAL;
 		}
 		break;
@@ -456,6 +466,12 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			     key == OPT_SINCE ? "since" : "until", arg);
 			return EINVAL;
 		}
+		break;
+	case 'o':
+		cfg->report_output = arg;
+		break;
+	case OPT_HIST:
+		cfg->hist = true;
 		break;
 	case OPT_GROUP:
 		if (nt_parse_group_by(arg, &cfg->group_by, msg, sizeof(msg))) {
@@ -488,6 +504,54 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 	return 0;
 }
 
+/* ---- script ---- */
+
+static const char script_doc[] =
+"Print every I/O of record files as a row (like perf script and biosnoop): an initiator I/O "
+"and its target record merged into one row, I/Os seen on one host only flagged (match), in "
+"order of completion time.  Columns: time (completion, RFC 3339 UTC with ns), host, "
+"target_host, device, op, size, lba, qid, cid, status, match, then <stage>_ns for every stage "
+"(empty where not measured), end_to_end_ns among them.  What the rows cannot show (records "
+"lost while recording, I/Os in flight at its start or stop, admin commands) is one line on "
+"standard error.  Without FILE: ntbpf.data; '-' reads standard input.\n"
+"\v"
+"EXAMPLES:\n"
+"  ntbpf script initiator.ntbpf target.ntbpf > ios.csv\n"
+"  # the failed I/Os, and the 10 slowest:\n"
+"  ntbpf script --format json ntbpf.data | jq -c 'select(.status != \"ok\")'\n"
+"  ntbpf script --format json ntbpf.data | jq -s -c 'sort_by(.end_to_end_ns) | .[-10:][]'";
+
+static const struct argp_option script_opts[] = {
+	{ "format", OPT_FORMAT, "FMT", 0, "csv (default) or json (JSON Lines: one object per I/O)", 0 },
+	{},
+};
+
+static error_t script_parse(int key, char *arg, struct argp_state *st)
+{
+	struct parse_ctx *pc = st->input;
+
+	switch (key) {
+	case OPT_FORMAT:
+		if (!strcmp(arg, "csv"))
+			pc->cfg->format = NT_FMT_CSV;
+		else if (!strcmp(arg, "json"))
+			pc->cfg->format = NT_FMT_JSON;
+		else {
+			fail(pc, "bad --format '%s' (want csv or json)", arg);
+			return EINVAL;
+		}
+		return 0;
+	case ARGP_KEY_INIT:
+		pc->cfg->format = NT_FMT_CSV;
+		/* fall through */
+	case ARGP_KEY_ARG:
+	case ARGP_KEY_END:
+		return report_parse(key, arg, st);
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
 /* ---- live ---- */
 
 static const char live_doc[] =
@@ -514,6 +578,8 @@ static const struct argp_option live_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json (one object per interval) or csv (a row per group and stage, led by the time)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's log2 histogram in microseconds every interval "
+	  "(as biolatency); JSON: its bins (log2_us)", 0 },
 	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here", 0 },
 	{ "peer", OPT_PEER, "ADDR:PORT", 0, "Initiator: merge the target's records from there (reconnects)", 0 },
 	{ "key", OPT_KEY, "FILE", 0, "Shared secret of --serve and --peer (a file of 16+ bytes, mode 0600, yours); "
@@ -561,6 +627,7 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 		return report_parse(key, arg, st);
 	case OPT_FORMAT:
 	case OPT_GROUP:
+	case OPT_HIST:
 		return report_parse(key, arg, st);
 	case ARGP_KEY_ARG:
 		if (st->arg_num == 0) {
@@ -660,6 +727,7 @@ static const char top_usage[] =
 "Commands:\n"
 "  record   record one record per I/O on this host (initiator or target)\n"
 "  report   merge record files of both hosts and print the stage breakdown\n"
+"  script   print every I/O of record files as a row (CSV or JSON Lines)\n"
 "  live     print the stage latencies every second while the workload runs\n"
 "  probe    list the hooks this kernel offers and how ntbpf attaches them\n\n"
 "EXAMPLES:\n"
@@ -710,6 +778,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 						 report_help_filter, NULL };
 	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
 	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
+	static const struct argp script_argp = { script_opts, script_parse, "[FILE...]", script_doc, NULL, NULL, NULL };
 	const struct argp *ap;
 	struct parse_ctx pc = { .cfg = cfg, .err = err };
 	char prog[32], *scratch_buf = NULL;
@@ -738,6 +807,14 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 			fprintf(err, "ntbpf: out of memory\n");
 			return -1;
 		}
+	} else if (!strcmp(sub, "script")) {
+		cfg->cmd = NT_CMD_SCRIPT;
+		ap = &script_argp;
+		cfg->files = calloc(argc, sizeof(*cfg->files));	/* no limit but argc */
+		if (!cfg->files) {
+			fprintf(err, "ntbpf: out of memory\n");
+			return -1;
+		}
 	} else if (!strcmp(sub, "probe")) {
 		cfg->cmd = NT_CMD_PROBE;
 		ap = &probe_argp;
@@ -745,7 +822,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		cfg->cmd = NT_CMD_LIVE;
 		ap = &live_argp;
 	} else {
-		fprintf(err, "ntbpf: unknown command '%s' (want record, report, live or probe; see ntbpf --help)\n", sub);
+		fprintf(err, "ntbpf: unknown command '%s' (want record, report, script, live or probe; see ntbpf --help)\n", sub);
 		return -1;
 	}
 

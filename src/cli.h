@@ -12,8 +12,8 @@
 /* record --sample N: the default window (--sample-window) */
 #define NT_SAMPLE_WINDOW_MS 100
 
-enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE };
-enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV };
+enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE, NT_CMD_SCRIPT };
+enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV, NT_FMT_HTML };
 
 /* --group-by keys, in the order they are printed */
 #define NT_GB_OP    0x1
@@ -52,6 +52,8 @@ struct nt_config {
 	double pcts[NT_MAX_PCTS];
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
+	bool hist;			/* report/live --hist: log2 histograms per stage */
+	const char *report_output;	/* report -o FILE (0600; an existing FILE becomes FILE.old); NULL: stdout */
 	double pair_window;		/* --window: seconds, 0 = the default (NT_PAIR_WINDOW_NS) */
 	struct nt_when {		/* --since, --until: I/Os starting in [since, until) */
 		bool set, rel;		/* rel: ns from the recording's start, else since the epoch (UTC) */

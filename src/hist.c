@@ -200,3 +200,32 @@ double nt_hist_mean(const struct nt_hist *h)
 {
 	return h->count ? (double)h->sum / (double)h->count : 0.0;
 }
+
+int nt_hist_log2_us(const struct nt_hist *h, uint64_t bins[NT_LOG2_BINS])
+{
+	uint32_t b, last;
+	int n = 0;
+
+	memset(bins, 0, NT_LOG2_BINS * sizeof(*bins));
+	if (!h->count || !h->buckets)
+		return 0;
+	last = nt_hist_bucket_of(h->max);
+	for (b = nt_hist_bucket_of(h->min); b <= last; b++) {
+		uint64_t v, us;
+		int i;
+
+		if (!h->buckets[b])
+			continue;
+		v = nt_hist_bucket_value(b);
+		/* the extreme buckets hold min and max exactly */
+		v = v < h->min ? h->min : v > h->max ? h->max : v;
+		us = v / 1000;
+		i = us > 1 ? 63 - __builtin_clzll(us) : 0;
+		if (i >= NT_LOG2_BINS)
+			i = NT_LOG2_BINS - 1;
+		bins[i] += h->buckets[b];
+		if (i + 1 > n)
+			n = i + 1;
+	}
+	return n;
+}

@@ -61,6 +61,15 @@ int nt_hist_merge(struct nt_hist *dst, const struct nt_hist *src);
 uint64_t nt_hist_percentile(const struct nt_hist *h, double p);
 double nt_hist_mean(const struct nt_hist *h);
 
+/*
+ * biolatency's log2 histogram of the values in microseconds: bins[i] counts
+ * values of [2^i, 2^(i+1) - 1] us (bins[0]: 0 and 1 us), each bucket taken
+ * at its representative value (within 0.4 %).  Returns the number of bins
+ * up to the last non-empty one (0: empty).
+ */
+#define NT_LOG2_BINS 48
+int nt_hist_log2_us(const struct nt_hist *h, uint64_t bins[NT_LOG2_BINS]);
+
 /* bucket index of v and the representative value of a bucket (exposed for tests) */
 uint32_t nt_hist_bucket(uint64_t v);
 uint64_t nt_hist_bucket_value(uint32_t b);

@@ -62,7 +62,8 @@ static const struct nt_hook hooks[] = {
 	  .boundary = "resp_sent when C2H data carries SUCCESS", .instead = "reads without a response capsule are not emitted" },
 	{ .name = "kernel_sendpage", .kind = NT_HK_EXIT, .roles = I | T,
 	  .boundary = "cmd_sent / r2t_arrive / data_sent / r2t_sent / resp_sent: entry of the kernel_sendpage that completes the PDU",
-	  .stands_in_for = "nvme_tcp_try_send_cmd_pdu,nvme_tcp_try_send_data,nvmet_try_send_response" },
+	  .stands_in_for = "nvme_tcp_try_send_cmd_pdu,nvme_tcp_try_send_data,nvmet_try_send_response",
+	  .instead = "initiator: nvme_tcp_submission and remote not measured; target: records emitted at subsys_done" },
 };
 
 #define NHOOKS ((int)(sizeof(hooks) / sizeof(hooks[0])))

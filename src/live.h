@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * live - stage latencies every interval while the workload runs.
+ * live - stage latencies every interval while the workload runs: the intervals (live.c),
+ * used by "ntbpf live" (liverun.c) and "ntbpf record --interval" (bpfrec.c).
  *
  *   ntbpf live [interval] [count]             this host's stages
  *   ntbpf live --serve ADDR:PORT ...          (target) also stream every record to a peer
@@ -53,8 +54,5 @@ uint64_t nt_kh_ios(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, 
 /* slot i: values added, their sum and the buckets (NT_KH_NB, zeroed first); the count */
 uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, int slot,
 			     uint64_t *count, uint64_t *sum, uint64_t *b);
-
-/* "ntbpf live": exit status */
-int nt_live_run(const struct nt_config *cfg, int argc, char **argv);
 
 #endif

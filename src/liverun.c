@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "live.h"
+#include "liverun.h"
 #include "metrics.h"
 #include "ntbpf.h"
 #include "ntbpf_stages.h"

@@ -3,9 +3,10 @@
 #include <stdio.h>
 #include "bpfrec.h"
 #include "cli.h"
+#include "liverun.h"
 #include "probecmd.h"
-#include "live.h"
 #include "report.h"
+#include "script.h"
 
 int main(int argc, char **argv)
 {
@@ -21,6 +22,10 @@ int main(int argc, char **argv)
 		return nt_record_run(&cfg, argc, argv);
 	case NT_CMD_REPORT:
 		rc = nt_report_cmd(&cfg, stdout, stderr);
+		nt_config_free(&cfg);
+		return rc;
+	case NT_CMD_SCRIPT:
+		rc = nt_script_cmd(&cfg, stdout, stderr);
 		nt_config_free(&cfg);
 		return rc;
 	case NT_CMD_LIVE:

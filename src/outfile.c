@@ -65,6 +65,52 @@ static void close_files(struct nt_outfile *o)
 	o->fd = -1;
 }
 
+static const char *node_kind(mode_t m)
+{
+	return S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a file";
+}
+
+/*
+ * FILE exists and is a FIFO or a character device (/dev/null, a named pipe):
+ * written in place as a stream, like "-" (perf and tcpdump write there too),
+ * never renamed: moving /dev/null aside for a 0600 file would break the host.
+ * Anything else that is not a regular file or a link is refused.
+ */
+static int open_node(struct nt_outfile *o, const char *path, const struct stat *sb, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (!S_ISFIFO(sb->st_mode) && !S_ISCHR(sb->st_mode)) {
+		snprintf(err, errlen, "cannot write %s: is %s", path, node_kind(sb->st_mode));
+		return -1;
+	}
+	o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (o->fd < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(o->fd, &st) || st.st_ino != sb->st_ino || st.st_dev != sb->st_dev) {
+		snprintf(err, errlen, "cannot write %s: it changed while being opened", path);
+		close_files(o);
+		return -1;
+	}
+	if (isatty(o->fd)) {
+		snprintf(err, errlen, "cannot write %s: is a terminal (a record file is binary)", path);
+		close_files(o);
+		return -1;
+	}
+	o->is_stream = true;
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	o->f = fdopen(dup(o->fd), "wb");
+	if (!o->f) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		close_files(o);
+		return -1;
+	}
+	setvbuf(o->f, NULL, _IONBF, 0);
+	return 0;
+}
+
 int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t errlen)
 {
 	char d[4096], b[4096];
@@ -74,8 +120,13 @@ int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t er
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
 	if (!strcmp(path, "-")) {
+		if (isatty(STDOUT_FILENO)) {
+			snprintf(err, errlen, "standard output is a terminal: -o - writes binary records "
+				 "(redirect it to a file or pipe it, e.g. into ntbpf report -)");
+			return -1;
+		}
 		/* the stream takes stdout; --interval lines and CMD's output go to stderr from here on */
-		o->is_stdout = true;
+		o->is_stream = true;
 		snprintf(o->path, sizeof(o->path), "-");
 		o->fd = dup(STDOUT_FILENO);
 		o->f = o->fd >= 0 ? fdopen(dup(o->fd), "wb") : NULL;
@@ -94,6 +145,8 @@ int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t er
 		snprintf(err, errlen, "cannot write %s: is a directory", path);
 		return -1;
 	}
+	if (!lstat(path, &sb) && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
+		return open_node(o, path, &sb, err, errlen);
 	snprintf(d, sizeof(d), "%s", path);
 	snprintf(b, sizeof(b), "%s", path);
 	n = snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.ntbpf-tmp", dirname(d), basename(b));
@@ -120,7 +173,7 @@ int nt_outfile_start(struct nt_outfile *o, char *err, size_t errlen)
 {
 	struct stat sb;
 
-	if (o->is_stdout)
+	if (o->is_stream)
 		return 0;
 	if (lstat(o->path, &sb)) {
 		if (errno == ENOENT)
@@ -148,9 +201,10 @@ int nt_outfile_commit(struct nt_outfile *o, char *err, size_t errlen)
 {
 	int rc = 0;
 
-	if (o->is_stdout) {
+	if (o->is_stream) {
 		if (o->f && fflush(o->f)) {
-			snprintf(err, errlen, "writing to standard output failed: %s", strerror(errno));
+			snprintf(err, errlen, "writing to %s failed: %s",
+				 strcmp(o->path, "-") ? o->path : "standard output", strerror(errno));
 			rc = -1;
 		}
 	} else if (fsync(o->fd) && errno != EINVAL) {
@@ -166,7 +220,7 @@ int nt_outfile_commit(struct nt_outfile *o, char *err, size_t errlen)
 
 void nt_outfile_abort(struct nt_outfile *o)
 {
-	if (o->fd >= 0 && !o->is_stdout)
+	if (o->fd >= 0 && !o->is_stream)
 		unlink(o->tmp);
 	close_files(o);
 }

@@ -9,6 +9,10 @@
  *   commit   the temporary file becomes FILE (rename: never follows a link at FILE)
  *   abort    the temporary file goes; FILE was never touched
  *
+ * "-" is standard output, refused when that is a terminal.  An existing FIFO or
+ * character device (/dev/null) is written in place as a stream, as "-" is; a
+ * block device, a socket or a terminal is refused.
+ *
  * The stream is unbuffered: each block the writer writes is one write(2), so
  * after a failed write (ENOSPC) the file is cut back to its last whole block.
  */
@@ -26,7 +30,8 @@ struct nt_outfile {
 	int fd;
 	FILE *f;		/* unbuffered, over fd */
 	bool moved_old;		/* FILE was moved to FILE.old */
-	bool is_stdout;		/* "-": standard output (no temporary file, no rename, no lock) */
+	bool is_stream;		/* "-" (standard output), or FILE a FIFO or a character device:
+				   written in place, no temporary file, no rename, no lock */
 };
 
 /*

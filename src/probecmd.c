@@ -98,7 +98,7 @@ int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only, boo
 			h->roles == ((1u << NTBPF_ROLE_INITIATOR) | (1u << NTBPF_ROLE_TARGET)) ? "both" :
 			h->roles == (1u << NTBPF_ROLE_INITIATOR) ? "initiator" : "target",
 			nt_attach_name(c[i].attach), c[i].attach == NT_AT_NONE ? why : h->boundary);
-		if (c[i].attach == NT_AT_NONE && h->instead)
+		if (c[i].attach == NT_AT_NONE && h->instead && c[i].why != NT_WHY_NOT_NEEDED)
 			fprintf(out, "; %s", h->instead);
 		fputc('\n', out);
 		avail += c[i].attach != NT_AT_NONE;

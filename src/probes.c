@@ -183,7 +183,12 @@ static const char *load_cause(void)
 
 	/* "failed to resolve CO-RE relocation <byte_off> [324] struct nvme_command.common.opcode (...)" */
 	if (r && (r = strstr(r, "] "))) {
+		char *acc;
+
 		snprintf(buf, sizeof(buf), "CO-RE: %s", r + 2);
+		/* the type and field are the cause; the accessor spec "(0:14 @ offset 208)" is not */
+		if ((acc = strstr(buf, " (")))
+			*acc = 0;
 		return buf;
 	}
 	return lb.why[0] ? lb.why : lb.fail[0] ? lb.fail : lb.last;
@@ -366,12 +371,15 @@ static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now);
 
 /*
  * record --sample-by time.  Disarming pauses every program (they return at
- * once); nothing is detached: detaching a function hook is an ftrace update
- * of every traced function, millions of instructions per hook, and
- * attaching or detaching a tracepoint waits for an RCU grace period.
- * Arming (ahead of the window: the BPF side creates records only inside
- * the windows nt_probes_set_windows gave it) clears what the last window
- * left (nt_probes_forget), then lets the programs run.
+ * once).  Where windows are far apart (detach_tp), it also detaches the
+ * tracepoint hooks, whose dispatch every I/O would otherwise still pay
+ * between windows; that waits for an RCU grace period (up to hundreds of
+ * ms on a busy host), which only the windows' thread waits for.  Function
+ * hooks stay attached, paused: detaching one is an ftrace update of every
+ * traced function, millions of instructions per hook.  Arming (ahead of the
+ * window: the BPF side creates records only inside the windows
+ * nt_probes_set_windows gave it) attaches the tracepoints again, clears
+ * what the last window left (nt_probes_forget), then lets the programs run.
  */
 void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns)
 {
@@ -382,13 +390,53 @@ void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len
 	p->skel->bss->win_p = period_ns;
 }
 
-void nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now)
+static bool is_tracepoint(const struct nt_hook_choice *c)
 {
+	return c->attach == NT_AT_TP_BTF || c->attach == NT_AT_RAW_TP;
+}
+
+/* attach (or detach) the tracepoint hooks that attached at the start; how many failed */
+static int tracepoints_attach(struct nt_probes *p, bool attach)
+{
+	int failed = 0;
+
+	for (int i = 0; i < p->nhooks; i++) {
+		char names[2][96];
+		int k = p->attach_err[i] || !is_tracepoint(&p->choice[i]) ? 0 : nt_hook_progs(&p->choice[i], names);
+
+		for (int j = 0; j < k; j++) {
+			struct bpf_program *prog;
+
+			if (!attach) {
+				bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
+				continue;
+			}
+			if (p->links[i][j])
+				continue;
+			prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
+			p->links[i][j] = prog ? bpf_program__attach(prog) : NULL;
+			failed += !p->links[i][j];
+		}
+	}
+	p->tp_detached = !attach;
+	return failed;
+}
+
+int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, bool detach_tp)
+{
+	int failed = 0;
+
 	if (!p->skel->bss)
-		return;
-	if (arm)
+		return 0;
+	if (arm) {
+		if (p->tp_detached)
+			failed = tracepoints_attach(p, true);
 		nt_probes_forget(p, mono_now);
+	}
 	p->skel->bss->paused = !arm;
+	if (!arm && detach_tp)
+		tracepoints_attach(p, false);
+	return failed;
 }
 
 /*
@@ -477,6 +525,24 @@ int nt_probes_run_time(const struct nt_probes *p, uint64_t *ns, uint64_t *runs)
 		}
 	}
 	return 0;
+}
+
+void nt_probes_run_time_each(const struct nt_probes *p, FILE *out)
+{
+	struct bpf_program *prog;
+
+	if (p->stats_fd < 0)
+		return;
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) && info.run_cnt)
+			fprintf(out, "ntbpf: BPF %-40s %10llu runs %8.0f ns each (%u instructions)\n",
+				bpf_program__name(prog), (unsigned long long)info.run_cnt,
+				(double)info.run_time_ns / info.run_cnt, info.xlated_prog_len / 8);
+	}
 }
 
 void nt_probes_destroy(struct nt_probes *p)

@@ -10,6 +10,7 @@
 #define NTBPF_PROBES_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include "hooks.h"
 #include "recfile.h"
 #include "sysinfo.h"
@@ -32,6 +33,7 @@ struct nt_probes {
 	int stats_fd;			/* BPF_ENABLE_STATS while >= 0 */
 	bool no_task_storage;		/* kernel before 5.11: entry_ts not created, functions as kprobes */
 	uint64_t inflight_dropped;	/* records in flight when a sampling window closed */
+	bool tp_detached;		/* between sampling windows: tracepoint hooks detached */
 };
 
 struct nt_probe_opts {
@@ -59,15 +61,20 @@ int nt_probes_khist_fd(const struct nt_probes *p);
 void nt_probes_detach(struct nt_probes *p);
 /*
  * record --sample-by time: arm the programs ahead of a window (what the last
- * one left cleared) or pause them all after it; nothing is detached
+ * one left cleared) or pause them all after it, and with detach_tp also
+ * detach the tracepoint hooks (slow: for windows far apart); arming
+ * attaches them again.  Returns how many tracepoint programs failed to
+ * attach again.
  */
-void nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now);
+int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, bool detach_tp);
 /* the windows in which the BPF side creates records: the first len of every period of CLOCK_MONOTONIC + phase */
 void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns);
 /* BPF counters, in-flight records and skipped program runs into t->stats */
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
 /* summed run time and run count of every program (needs bpf_stats); 0 or -1 */
 int nt_probes_run_time(const struct nt_probes *p, uint64_t *ns, uint64_t *runs);
+/* with -v: each program's runs and run time (needs bpf_stats) */
+void nt_probes_run_time_each(const struct nt_probes *p, FILE *out);
 void nt_probes_destroy(struct nt_probes *p);
 
 #endif

@@ -1,23 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * recfile.c - write and read the ntbpf record file.
+ * recfile.c - the ntbpf record file's container: the header (TLV items),
+ * the chunk framing (sizes, zlib, CRC32), the trailer, and the writer and
+ * reader over them.  What a chunk's bytes hold -- records as bit-packed
+ * columns -- is the column codec's (colcodec.c).
  *
  * The byte-level format is specified in docs/record-format.md.  Every
- * multi-byte integer on disk is little endian and is encoded with shifts, never
- * by copying host memory, so a file moves between hosts of any byte order.
- *
- * Records travel in chunks of up to NT_CHUNK_RECS records.  Version 3 (what
- * we write) stores a chunk as bit-packed columns, one per field and per ev[]
- * slot, of values or differences (see "version 2 chunks" below), with the
- * prediction of some columns chosen per chunk (version 3, below) and cid in
- * two columns: about the entropy of the records, decoded by one branch-free
- * loop per column.  Version 2, the same with one prediction per column, is
- * still read (and written when asked for).
- * Version 1 (still read, and written when asked for) stores the records
- * "byte-shuffled": byte k of every record together (out[k * nrec + i] =
- * rec_i[k]) before zlib, so that deflate finds long runs.  Its shuffle is
- * done field by field from a table (rec_fields) so encode and decode are also
- * the little-endian conversion, in tight loops with no per-record calls.
+ * multi-byte integer on disk is little endian and is encoded with shifts
+ * (bytebuf.h), never by copying host memory, so a file moves between hosts
+ * of any byte order.  One format version is written and read:
+ * NT_FILE_VERSION; others are refused with a one-line cause.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,9 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <endian.h>
 #include <zlib.h>
 
+#include "bytebuf.h"
+#include "colcodec.h"
 #include "recfile.h"
 
 #define FILE_MAGIC	"NTBPFREC"
@@ -71,24 +64,17 @@
 #define MAX_QUEUES	(1u << 18)	/* over all controllers */
 #define MAX_CHUNK_RAW	(128u << 20)
 #define MAX_REC_SIZE	4096u
-#define MAX_NEV		32u	/* ev_mask is 32 bits */
 #define MAX_NSTATS	4096u
 #define TRAILER_MIN	28u	/* records 8, nstats 4, lost_user 8, end 8 */
 
 /*
- * zlib level: measured on realistic records (docs/record-format.md): level 1
- * gives ~27 B/record; 6 and 9 save only ~7 % for 2x and 8x the CPU time.
- * The recorder runs next to the workload, so speed wins.
- */
-#define ZLEVEL_V1	1
-/*
- * Version 2: the level of the column descriptors and exceptions (the packed
- * bits are stored, level 0).  Level 6 gives the same size for more CPU;
- * level 0 adds ~0.7 B/record (docs/record-format.md).
+ * The zlib level of the column directory and exceptions; the packed bits
+ * are stored (level 0).  Level 6 gives the same size for more CPU; level 0
+ * adds ~0.7 B/record (docs/record-format.md).
  */
 #define ZLEVEL		1
-
-#define UNSHUFFLE_BLOCK	128	/* records: 13 KiB of decoded records */
+/* stored blocks and a level switch: compressed may exceed compressBound a bit */
+#define CLEN_SLACK	64
 
 enum nt_tag {
 	TAG_NTBPF_VERSION = 1,
@@ -110,7 +96,7 @@ _Static_assert(offsetof(struct ntbpf_rec, ev) == 40, "record prefix changed");
 _Static_assert(offsetof(struct ntbpf_rec, port) == 104 &&
 	       offsetof(struct ntbpf_rec, reserved) == 106, "fields after ev[] moved");
 
-/* The record layout, written into the header and driving (un)shuffling. */
+/* The record layout, written into the header (RECORD_LAYOUT) for other tools. */
 struct rec_field {
 	const char *name;
 	uint16_t off;		/* byte offset in the record */
@@ -124,10 +110,8 @@ struct rec_field {
 		    sizeof(((struct ntbpf_rec *)0)->m[0]), n }
 
 /*
- * Every byte of the record, so a version-1 chunk (byte-shuffled whole
- * records) has no uninitialised bytes.  The fields after ev[] are not taken
- * from a file by offset (its layout may differ, unshuffle): port by the
- * file's RECORD_LAYOUT, reserved always 0 (the writer zeroes it too).
+ * Every byte of the record.  Our reader takes only rec_size and nev from a
+ * file's layout: the chunk's columns say the rest (reserved has none: 0).
  */
 static const struct rec_field rec_fields[] = {
 	FLD(t0), FLD(sector), FLD(dev), FLD(bytes), FLD(ev_mask),
@@ -137,61 +121,6 @@ static const struct rec_field rec_fields[] = {
 };
 
 #define NFIELDS (sizeof(rec_fields) / sizeof(rec_fields[0]))
-#define NFIXED	14	/* rec_fields up to ev[]: the fixed prefix and the slots */
-#define TAIL_SIZE	(REC_SIZE - offsetof(struct ntbpf_rec, port))	/* port, reserved */
-
-/* ---- little-endian helpers ---------------------------------------------- */
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v);
-	put32(p + 4, v >> 32);
-}
-
-static inline uint16_t get16(const uint8_t *p)
-{
-	return p[0] | (uint16_t)p[1] << 8;
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-/* Make room for need elements (no shrinking). */
-static int grow(void **p, size_t *cap, size_t need, size_t elsize)
-{
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	np = realloc(*p, need * elsize);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = need;
-	return 0;
-}
 
 /*
  * fread n bytes into *p, growing it as the bytes arrive (at most doubling),
@@ -217,157 +146,6 @@ static int fread_grow(FILE *f, uint8_t **p, size_t *cap, size_t at, size_t n, si
 			break;
 	}
 	return 0;
-}
-
-/* ---- byte shuffle ------------------------------------------------------- */
-
-/* Column k of a shuffled chunk holds byte k of each of the n records. */
-static void col_put(uint8_t *col, size_t n, const uint8_t *src, unsigned int size)
-{
-	size_t i;
-	unsigned int k;
-
-	for (i = 0; i < n; i++, src += REC_SIZE) {
-		uint64_t v;
-
-		switch (size) {
-		case 1:
-			col[i] = *src;
-			continue;
-		case 2: {
-			uint16_t x;
-
-			memcpy(&x, src, 2);
-			v = x;
-			break;
-		}
-		case 4: {
-			uint32_t x;
-
-			memcpy(&x, src, 4);
-			v = x;
-			break;
-		}
-		default:
-			memcpy(&v, src, 8);
-		}
-		for (k = 0; k < size; k++)
-			col[k * n + i] = v >> (8 * k);
-	}
-}
-
-/*
- * Gather m records' values of one field from its byte columns (column k at
- * col + k * stride).  One loop per width so the gathers unroll; this is the
- * reader's hot path (about 30 stores per record, no calls).
- */
-static void col_get(uint8_t *dst, const uint8_t *col, size_t stride, size_t m,
-		    unsigned int size)
-{
-	size_t i;
-
-	switch (size) {
-	case 1:
-		for (i = 0; i < m; i++)
-			dst[i * REC_SIZE] = col[i];
-		break;
-	case 2:
-		for (i = 0; i < m; i++) {
-			uint16_t v = col[i] | (uint16_t)col[stride + i] << 8;
-
-			memcpy(dst + i * REC_SIZE, &v, 2);
-		}
-		break;
-	case 4:
-		for (i = 0; i < m; i++) {
-			uint32_t v = col[i] | (uint32_t)col[stride + i] << 8 |
-				     (uint32_t)col[2 * stride + i] << 16 |
-				     (uint32_t)col[3 * stride + i] << 24;
-
-			memcpy(dst + i * REC_SIZE, &v, 4);
-		}
-		break;
-	default:
-		for (i = 0; i < m; i++) {
-			const uint8_t *c = col + i;
-			uint64_t v = c[0] | (uint64_t)c[stride] << 8 |
-				     (uint64_t)c[2 * stride] << 16 |
-				     (uint64_t)c[3 * stride] << 24 |
-				     (uint64_t)c[4 * stride] << 32 |
-				     (uint64_t)c[5 * stride] << 40 |
-				     (uint64_t)c[6 * stride] << 48 |
-				     (uint64_t)c[7 * stride] << 56;
-
-			memcpy(dst + i * REC_SIZE, &v, 8);
-		}
-	}
-}
-
-static void shuffle(uint8_t *out, const struct ntbpf_rec *recs, size_t n)
-{
-	const uint8_t *base = (const uint8_t *)recs;
-	size_t f, e;
-
-	for (f = 0; f < NFIELDS; f++) {
-		const struct rec_field *fd = &rec_fields[f];
-
-		for (e = 0; e < fd->count; e++) {
-			size_t at = fd->off + e * fd->size;
-
-			col_put(out + at * n, n, base + at, fd->size);
-		}
-	}
-}
-
-/*
- * Decode n records from a chunk written with the file's layout.  The first
- * REC_PREFIX bytes never change; after them come nev 32-bit ev[] slots.  We
- * take the slots we have room for (nslots) and zero the others.  After the
- * file's ev[], only port is taken, from where the file's RECORD_LAYOUT puts
- * it (port_off, 0 = the file has none); the rest is zero.  Column k of the
- * file starts at raw + k * n whatever the file's record size.
- */
-static void unshuffle_block(struct ntbpf_rec *recs, const uint8_t *raw, size_t n,
-			    size_t m, uint32_t nslots, uint32_t port_off)
-{
-	uint8_t *base = (uint8_t *)recs;
-	size_t f, e, i;
-
-	for (f = 0; f < NFIXED; f++) {
-		const struct rec_field *fd = &rec_fields[f];
-		size_t count = fd->off == REC_PREFIX ? nslots : fd->count;
-
-		for (e = 0; e < count; e++) {
-			size_t at = fd->off + e * fd->size;
-
-			col_get(base + at, raw + at * n, n, m, fd->size);
-		}
-	}
-	for (i = 0; i < m; i++)
-		memset(&recs[i].port, 0, TAIL_SIZE);
-	if (port_off)
-		col_get(base + offsetof(struct ntbpf_rec, port), raw + (size_t)port_off * n,
-			n, m, sizeof(recs->port));
-}
-
-static void unshuffle(struct ntbpf_rec *recs, const uint8_t *raw, size_t n,
-		      uint32_t file_nev, uint32_t port_off)
-{
-	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
-	size_t b, i;
-
-	/* in blocks that stay in L1 while every field is filled in */
-	for (b = 0; b < n; b += UNSHUFFLE_BLOCK)
-		unshuffle_block(recs + b, raw + b, n,
-				n - b < UNSHUFFLE_BLOCK ? n - b : UNSHUFFLE_BLOCK,
-				nslots, port_off);
-	if (file_nev == NTBPF_MAX_EV)
-		return;
-	/* Another layout: slots we lack are zero and marked invalid. */
-	for (i = 0; i < n; i++) {
-		memset(&recs[i].ev[nslots], 0, (NTBPF_MAX_EV - nslots) * EV_SIZE);
-		recs[i].ev_mask &= (uint32_t)((1ull << nslots) - 1);
-	}
 }
 
 /* ---- header helpers ----------------------------------------------------- */
@@ -609,69 +387,6 @@ int nt_role_parse(const char *s)
 
 /* ---- header encoding ---------------------------------------------------- */
 
-/* Growable byte buffer; an allocation failure is sticky and checked once. */
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static uint8_t *buf_room(struct buf *b, size_t n)
-{
-	uint8_t *p;
-
-	if (b->oom)
-		return NULL;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return NULL;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	p = b->p + b->len;
-	b->len += n;
-	return p;
-}
-
-static void buf_u8(struct buf *b, uint8_t v)
-{
-	uint8_t *p = buf_room(b, 1);
-
-	if (p)
-		*p = v;
-}
-
-static void buf_u16(struct buf *b, uint16_t v)
-{
-	uint8_t *p = buf_room(b, 2);
-
-	if (p)
-		put16(p, v);
-}
-
-static void buf_u32(struct buf *b, uint32_t v)
-{
-	uint8_t *p = buf_room(b, 4);
-
-	if (p)
-		put32(p, v);
-}
-
-static void buf_u64(struct buf *b, uint64_t v)
-{
-	uint8_t *p = buf_room(b, 8);
-
-	if (p)
-		put64(p, v);
-}
-
 /* u16 length + bytes; the in-memory field may lack its NUL when full. */
 static void buf_str(struct buf *b, const char *s, size_t size)
 {
@@ -795,7 +510,7 @@ static void enc_items(struct buf *b, const struct nt_header *h)
 }
 
 /* Whole header: fixed part, TLV payload, CRC32 of both. */
-static int enc_header(struct buf *b, const struct nt_header *h, uint16_t version)
+static int enc_header(struct buf *b, const struct nt_header *h)
 {
 	uint8_t *p;
 
@@ -807,496 +522,11 @@ static int enc_header(struct buf *b, const struct nt_header *h, uint16_t version
 		return -E2BIG;
 	p = b->p;
 	memcpy(p, FILE_MAGIC, 8);
-	put16(p + 8, version);
+	put16(p + 8, NT_FILE_VERSION);
 	put16(p + 10, 0);
 	put32(p + 12, b->len - HDR_FIXED);
 	buf_u32(b, crc32(0, b->p, b->len));
 	return b->oom ? -ENOMEM : 0;
-}
-
-/* ---- version 2 chunks: bit-packed columns ------------------------------- */
-
-/*
- * A version-2 chunk stores its records column by column (docs/record-format.md,
- * "Version 2 chunk").  Each column holds one value per record (per stored
- * event for the ev[] columns): a field as it is (dev, bytes, qid, cid, ...)
- * or a difference -- t0 from the previous record's t0, sector from where the
- * previous record's I/O ended, an event from the record's previous stored
- * event.  A column is written as
- *
- *   base        a reference value, usually the smallest
- *   b           bits per value: (value - base) mod 2^width in b bits, LSB first
- *   exceptions  values whose offset does not fit (offset >= 2^b - 1, the
- *               all-ones escape): offset - (2^b - 1) as a varint
- *
- * The writer picks base and b per column and chunk for the fewest bits.  A
- * field that does not change takes no bits at all; latencies take about
- * their entropy plus a bit or two.  Decoding is a branch-free loop per
- * column (exceptions aside), with nothing per value to look up.
- *
- * The descriptors and exceptions are deflated at level ZLEVEL; the packed bits
- * are near-random and go into stored deflate blocks (level 0): Huffman
- * coding would gain a few per cent on them and costs ~8 ns per byte to
- * decode on the development VM, where stored blocks cost ~0.6.
- */
-enum v2_col {
-	C_T0, C_DEV, C_BYTES, C_SECTOR, C_MASK, C_CTRL, C_QID, C_CID, C_OP,
-	C_OPCODE, C_FLAGS, C_ROLE, C_STATUS, C_XMASK,
-	C_EV0,			/* then one column per event slot, then port */
-};
-
-/*
- * port, the first column after the ev[] ones (C_EV0 + the file's nev; files
- * written before it have none, and read port 0).  A per-queue value: a
- * chunk has a few distinct ports, anywhere in 1..65535, so the column is a
- * dictionary, not the ports themselves (2 ports 20000 apart would cost 15
- * bits each): value x < d, the number of distinct ports so far in the
- * chunk, is the port first seen as the x-th; x >= d is a new port, x - d.
- * So a record costs about log2(distinct ports + 1) bits, all ports 0 (no
- * port known) nothing, and each distinct port once a varint.
- */
-#define C_PORT		(C_EV0 + NTBPF_MAX_EV)	/* what we write */
-#define V2_NCOLS	(C_PORT + 1)
-#define V2_MAX_B	56u	/* bits per value; + 7 bits of shift fits a u64 read */
-#define V2_MAX_EXTRA	16u	/* columns after the ev[] ones a later writer may add */
-/* zeroed bytes after the raw chunk: an unpack reads 8 bytes at its last value */
-#define V2_SLACK	16
-/* stored blocks and a level switch: compressed may exceed compressBound a bit */
-#define V2_CLEN_SLACK	64
-/* reader limits on the raw size, before allocating: far above what we write */
-#define V2_LIMIT_DIR	4096u
-#define V2_LIMIT_REC	1024u
-
-/*
- * Version 3 (what we write) is version 2 with three changes: the column
- * descriptor's first byte also holds a mode, which chooses another
- * prediction for some columns (M_ALT below); cid is split into its low 12
- * bits (column C_CID, the blk-mq tag) and its high 4 bits (a column after
- * port, the generation counter Linux's nvme driver puts there), which can be
- * predicted from the previous command of the same queue and tag.
- *
- *   C_SECTOR, M_ALT   the sector itself (random I/O: no better than the
- *                     previous I/O's end, and that difference spans twice
- *                     as much)
- *   ev[k], M_ALT      (t0 + ev[k]) - (t0 + ev[k] of the previous record with
- *                     slot k; the first: the chunk's first t0), mod 2^32
- *                     (from the first t0, the first value is small and
- *                     positive like the others): events that happen together for
- *                     several I/Os (responses arriving in one skb) are
- *                     close in absolute time, not to their own record's
- *                     previous event
- *   ev[k], M_T0       ev[k] itself (from t0): for an event that comes before
- *                     the one in the slot below (the initiator's queue_rq
- *                     and blk_issue), which gives a negative, wide delta
- *   C_GEN, M_ALT      cid >> 12 minus the gen predicted for the record's
- *                     (qid, tag): 1 + the previous one, mod 16
- *
- * The writer computes each column every way and keeps the fewest bits.
- */
-#define C_GEN		(C_PORT + 1)	/* version 3: cid >> 12 */
-#define V3_NCOLS	(C_GEN + 1)
-#define M_ALT		1u		/* the column's other prediction */
-#define M_T0		2u		/* ev[] columns: the value itself */
-#define V3_MODE_SHIFT	6		/* descriptor byte: mode << 6 | b */
-#define V3_TAG_BITS	12
-#define V3_GEN_TBL	4096		/* (qid, tag) -> predicted gen */
-
-static inline unsigned int gen_slot(uint16_t qid, uint16_t tag)
-{
-	return (tag + ((unsigned int)qid << 7)) & (V3_GEN_TBL - 1);
-}
-
-/*
- * Value width in bits (values are taken mod 2^width); later columns: 64.
- * nk: the port column (C_EV0 + the file's nev); v3: a version-3 chunk.
- */
-static unsigned int col_width(unsigned int col, unsigned int nk, bool v3)
-{
-	static const uint8_t w[C_EV0] = {
-		[C_T0] = 64, [C_DEV] = 32, [C_BYTES] = 32, [C_SECTOR] = 64,
-		[C_MASK] = 32, [C_CTRL] = 16, [C_QID] = 16, [C_CID] = 16,
-		[C_OP] = 8, [C_OPCODE] = 8, [C_FLAGS] = 8, [C_ROLE] = 8,
-		[C_STATUS] = 16, [C_XMASK] = 32,
-	};
-
-	if (col < C_EV0)
-		return v3 && col == C_CID ? V3_TAG_BITS : w[col];
-	if (col <= nk)
-		return 32;	/* ev[] slots and port */
-	return v3 && col == nk + 1 ? 16 - V3_TAG_BITS : 64;
-}
-
-/* Modes a column may have: version 3's M_ALT columns have two. */
-static unsigned int col_modes(unsigned int col, unsigned int nk, bool v3)
-{
-	if (!v3)
-		return 1;
-	if (col >= C_EV0 && col < nk)
-		return 3;
-	return col == C_SECTOR || col == nk + 1 ? 2 : 1;
-}
-
-static inline uint64_t width_mask(unsigned int w)
-{
-	return w >= 64 ? ~0ull : (1ull << w) - 1;
-}
-
-/* LEB128: 7 bits per byte, low first, high bit set on all but the last. */
-static void buf_uv(struct buf *b, uint64_t v)
-{
-	uint8_t *p = buf_room(b, 10), *q = p;
-
-	if (!p)
-		return;
-	while (v >= 0x80) {
-		*q++ = v | 0x80;
-		v >>= 7;
-	}
-	*q++ = v;
-	b->len -= 10 - (q - p);
-}
-
-static inline unsigned int uv_len(unsigned int bits)
-{
-	return bits ? (bits + 6) / 7 : 1;
-}
-
-static inline unsigned int bitlen(uint64_t v)
-{
-	return v ? 64 - __builtin_clzll(v) : 0;
-}
-
-/* Slots with a value in the chunk: ev_mask, and any other slot not zero. */
-static inline uint32_t stored_slots(const struct ntbpf_rec *r, uint32_t *xmask)
-{
-	uint32_t all = (uint32_t)((1ull << NTBPF_MAX_EV) - 1), m = ~r->ev_mask & all, xm = 0;
-
-	while (m) {		/* only the slots outside ev_mask */
-		unsigned int k = __builtin_ctz(m);
-
-		m &= m - 1;
-		if (r->ev[k])
-			xm |= 1u << k;
-	}
-	if (xmask)
-		*xmask = xm;
-	return (r->ev_mask | xm) & all;
-}
-
-/*
- * The values of column col (of C_EV0 + nev ev[] columns, for the ev[] and
- * fixed columns) in mode for the n records into v[]; returns how many.
- * slots[] and xmask[]: each record's stored slots and extra-slot mask.
- */
-static uint32_t v2_values(const struct ntbpf_rec *r, uint32_t n, unsigned int col,
-			  unsigned int mode, bool v3, const uint32_t *slots,
-			  const uint32_t *xmask, uint64_t *v)
-{
-	uint32_t i, cnt = 0, prev = n ? (uint32_t)r[0].t0 : 0;
-
-#define EACH(expr)	do {			\
-		for (i = 0; i < n; i++)		\
-			v[i] = (expr);		\
-		return n;			\
-	} while (0)
-
-	switch (col) {
-	case C_T0:
-		EACH(r[i].t0 - (i ? r[i - 1].t0 : 0));
-	case C_DEV:
-		EACH(r[i].dev);
-	case C_BYTES:
-		EACH(r[i].bytes);
-	case C_SECTOR:
-		if (mode == M_ALT)
-			EACH(r[i].sector);
-		EACH(r[i].sector - (i ? r[i - 1].sector + (r[i - 1].bytes >> 9) : 0));
-	case C_MASK:
-		EACH(r[i].ev_mask);
-	case C_CTRL:
-		EACH(r[i].ctrl);
-	case C_QID:
-		EACH(r[i].qid);
-	case C_CID:
-		if (v3)
-			EACH(r[i].cid & ((1u << V3_TAG_BITS) - 1));
-		EACH(r[i].cid);
-	case C_OP:
-		EACH(r[i].op);
-	case C_OPCODE:
-		EACH(r[i].opcode);
-	case C_FLAGS:
-		EACH(r[i].flags);
-	case C_ROLE:
-		EACH(r[i].role);
-	case C_STATUS:
-		EACH(r[i].status);
-	case C_XMASK:
-		EACH(xmask[i]);
-	}
-#undef EACH
-	col -= C_EV0;
-	if (mode == M_T0) {
-		for (i = 0; i < n; i++)
-			if (slots[i] >> col & 1)
-				v[cnt++] = r[i].ev[col];
-		return cnt;
-	}
-	if (mode == M_ALT) {	/* from the previous record's, in absolute time */
-		for (i = 0; i < n; i++) {
-			uint32_t at = (uint32_t)r[i].t0 + r[i].ev[col];
-
-			if (slots[i] >> col & 1) {
-				v[cnt++] = (uint32_t)(at - prev);
-				prev = at;
-			}
-		}
-		return cnt;
-	}
-	for (i = 0; i < n; i++) {
-		uint32_t below = slots[i] & ((1u << col) - 1);
-
-		if (slots[i] >> col & 1)	/* from the previous stored slot, or 0 */
-			v[cnt++] = (uint32_t)(r[i].ev[col] -
-				   (below ? r[i].ev[31 - __builtin_clz(below)] : 0));
-	}
-	return cnt;
-}
-
-/* Version 3, the gen column (cid >> 12), as is or from its prediction. */
-static uint32_t v3_gen_values(const struct ntbpf_rec *r, uint32_t n, unsigned int mode,
-			      uint8_t *tbl, uint64_t *v)
-{
-	uint32_t i;
-
-	if (mode != M_ALT) {
-		for (i = 0; i < n; i++)
-			v[i] = r[i].cid >> V3_TAG_BITS;
-		return n;
-	}
-	memset(tbl, 0, V3_GEN_TBL);
-	for (i = 0; i < n; i++) {
-		unsigned int g = r[i].cid >> V3_TAG_BITS;
-		uint8_t *p = &tbl[gen_slot(r[i].qid, r[i].cid & ((1u << V3_TAG_BITS) - 1))];
-
-		v[i] = (g - *p) & 15;
-		*p = (g + 1) & 15;
-	}
-	return n;
-}
-
-/* Base: the smallest value, unsigned or signed, whichever spans less. */
-static uint64_t v2_base(const uint64_t *v, uint32_t n, unsigned int w)
-{
-	uint64_t mw = width_mask(w), umin = ~0ull, umax = 0;
-	int64_t smin = INT64_MAX, smax = INT64_MIN;
-	unsigned int sh = 64 - w;
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
-		int64_t s = (int64_t)(v[i] << sh) >> sh;	/* sign-extended */
-
-		umin = v[i] < umin ? v[i] : umin;
-		umax = v[i] > umax ? v[i] : umax;
-		smin = s < smin ? s : smin;
-		smax = s > smax ? s : smax;
-	}
-	if (!n)
-		return 0;
-	return ((uint64_t)smax - (uint64_t)smin) < umax - umin ? (uint64_t)smin & mw : umin;
-}
-
-/*
- * Bits per value for the fewest bits in all, exceptions counted with their
- * varint and V2_EXC_COST more: an exception is a mispredicted branch and a
- * varint to decode, worth a byte of file to avoid.  hist[l]: offsets of
- * bit length l; ones[l]: offsets equal to 2^l - 1 (escapes at b = l).
- */
-#define V2_EXC_COST	8	/* bits */
-
-static unsigned int v2_pick_b(const uint32_t *hist, const uint32_t *ones, uint32_t n,
-			      unsigned int w, uint64_t *costp)
-{
-	unsigned int b, l, best = 0, maxl = 0;
-	uint64_t cost, best_cost = ~0ull;
-
-	for (l = 0; l <= 64; l++)
-		if (hist[l])
-			maxl = l;
-	*costp = 0;
-	if (!maxl)
-		return 0;	/* all equal to base: no bits, no escape */
-	for (b = 1; b <= V2_MAX_B && b <= w; b++) {
-		cost = (uint64_t)n * b + (uint64_t)ones[b] * (8 + V2_EXC_COST);
-		for (l = b + 1; l <= maxl; l++)
-			cost += (uint64_t)hist[l] * (8 * uv_len(l) + V2_EXC_COST);
-		if (cost < best_cost) {
-			best_cost = cost;
-			best = b;
-		}
-		if (b > maxl)	/* maxl + 1: no escape among the values */
-			break;
-	}
-	*costp = best_cost;
-	return best;
-}
-
-/* Packed bits, LSB first, each column from a byte boundary. */
-struct bitw {
-	struct buf *b;
-	uint64_t acc;
-	unsigned int n;
-};
-
-static inline void bitw_put(struct bitw *bw, uint64_t v, unsigned int bits)
-{
-	bw->acc |= v << bw->n;
-	bw->n += bits;
-	while (bw->n >= 8) {
-		buf_u8(bw->b, bw->acc);
-		bw->acc >>= 8;
-		bw->n -= 8;
-	}
-}
-
-static void bitw_end(struct bitw *bw)
-{
-	if (bw->n)
-		buf_u8(bw->b, bw->acc);
-	bw->acc = 0;
-	bw->n = 0;
-}
-
-struct v2enc {
-	struct buf dir, exc, bits;	/* the three parts of the raw chunk */
-	bool v3;			/* version 3 (else 2) */
-	uint64_t *v, *v2;		/* one column's values, in two modes */
-	uint8_t *gen_tbl;		/* version 3: V3_GEN_TBL predicted gens */
-	uint32_t *slots, *xmask;	/* per record: stored ev[] slots, extra ones */
-	uint16_t *port_idx;		/* port -> 1 + its dictionary index, 0: not seen */
-	uint16_t *ports;		/* the chunk's distinct ports, in order */
-};
-
-_Static_assert(NT_CHUNK_RECS < 65535, "port dictionary index in a u16");
-
-/* The port column's values (see C_PORT): dictionary indexes or new ports. */
-static uint32_t v2_port_values(struct v2enc *e, const struct ntbpf_rec *r, uint32_t n)
-{
-	uint32_t i, d = 0;
-
-	for (i = 0; i < n; i++) {
-		uint16_t p = r[i].port, x = e->port_idx[p];
-
-		if (x) {
-			e->v[i] = x - 1;
-		} else {
-			e->v[i] = (uint64_t)d + p;
-			e->ports[d++] = p;
-			e->port_idx[p] = d;	/* n <= NT_CHUNK_RECS: fits */
-		}
-	}
-	for (i = 0; i < d; i++)
-		e->port_idx[e->ports[i]] = 0;
-	return n;
-}
-
-/* A column's values in one mode: base, offsets, b and the cost in bits. */
-struct v2plan {
-	uint64_t *v;		/* values, then offsets from base */
-	uint32_t cnt;
-	uint64_t base, cost;
-	unsigned int b;
-};
-
-static void v2_plan(struct v2plan *p, unsigned int w)
-{
-	uint64_t mw = width_mask(w);
-	uint32_t hist[65] = { 0 }, ones[65] = { 0 }, i;
-
-	for (i = 0; i < p->cnt; i++)
-		p->v[i] &= mw;
-	p->base = v2_base(p->v, p->cnt, w);
-	for (i = 0; i < p->cnt; i++) {
-		uint64_t off = (p->v[i] - p->base) & mw;
-		unsigned int l = bitlen(off);
-
-		p->v[i] = off;
-		hist[l]++;
-		ones[l] += l && !(off & (off + 1));
-	}
-	p->b = v2_pick_b(hist, ones, p->cnt, w, &p->cost);
-	p->cost += 8 * uv_len(bitlen(p->base));
-}
-
-static uint32_t v2_col_values(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
-			      unsigned int col, unsigned int mode, uint64_t *v)
-{
-	if (col == C_PORT)
-		return v2_port_values(e, recs, n);	/* into e->v */
-	if (col == C_GEN)
-		return v3_gen_values(recs, n, mode, e->gen_tbl, v);
-	return v2_values(recs, n, col, mode, e->v3, e->slots, e->xmask, v);
-}
-
-/*
- * Encode one column: descriptor into dir, exceptions, packed bits.  In
- * version 3, a column with two modes is computed both ways, and the mode
- * with fewer bits is written (the first on a tie: it decodes faster).
- */
-static void v2_column(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n,
-		      unsigned int col)
-{
-	unsigned int w = col_width(col, C_PORT, e->v3), mode = 0, m, b;
-	struct v2plan p = { e->v, 0, 0, 0, 0 }, q = { e->v2, 0, 0, 0, 0 };
-	size_t exc_at = e->exc.len;
-	struct bitw bw = { &e->bits, 0, 0 };
-	uint64_t esc;
-	uint32_t i;
-
-	p.cnt = v2_col_values(e, recs, n, col, 0, p.v);
-	v2_plan(&p, w);
-	for (m = 1; m < col_modes(col, C_PORT, e->v3); m++) {
-		q.cnt = v2_col_values(e, recs, n, col, m, q.v);
-		v2_plan(&q, w);
-		if (q.cost < p.cost) {	/* swap: the other buffer for the next mode */
-			uint64_t *v = p.v;
-
-			p = q;
-			q.v = v;
-			mode = m;
-		}
-	}
-	b = p.b;
-	esc = (1ull << b) - 1;
-	for (i = 0; b && i < p.cnt; i++) {
-		uint64_t off = p.v[i];
-
-		if (off >= esc) {
-			buf_uv(&e->exc, off - esc);
-			off = esc;
-		}
-		bitw_put(&bw, off, b);
-	}
-	bitw_end(&bw);
-	buf_u8(&e->dir, b | mode << V3_MODE_SHIFT);
-	buf_uv(&e->dir, p.base);
-	buf_uv(&e->dir, e->exc.len - exc_at);
-}
-
-/* The raw chunk in three parts: column directory, exceptions, packed bits. */
-static int v2_encode(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n)
-{
-	unsigned int col;
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		e->slots[i] = stored_slots(&recs[i], &e->xmask[i]);
-	e->dir.len = e->exc.len = e->bits.len = 0;
-	buf_u32(&e->dir, n);	/* under the CRC: a column of b = 0 has no count */
-	buf_u32(&e->dir, e->v3 ? V3_NCOLS : V2_NCOLS);
-	for (col = 0; col < (e->v3 ? V3_NCOLS : V2_NCOLS); col++)
-		v2_column(e, recs, n, col);
-	return e->dir.oom || e->exc.oom || e->bits.oom ? -ENOMEM : 0;
 }
 
 /* ---- writer ------------------------------------------------------------- */
@@ -1304,7 +534,6 @@ static int v2_encode(struct v2enc *e, const struct ntbpf_rec *recs, uint32_t n)
 struct nt_writer {
 	FILE *f;
 	int err;			/* sticky: first failure, -errno */
-	uint16_t version;		/* of the chunks written */
 	z_stream zs;
 	uint32_t n;			/* pending records */
 	uint64_t records;		/* records in written chunks */
@@ -1312,26 +541,15 @@ struct nt_writer {
 	uint8_t *out;			/* chunk header + compressed bytes */
 	size_t out_cap;
 	struct ntbpf_rec *recs;		/* pending records */
-	uint8_t *raw;			/* version 1: shuffled */
-	struct v2enc enc;		/* version 2: the raw chunk in parts */
+	struct nt_colenc *enc;		/* the column codec's scratch */
 };
 
 static void writer_free(struct nt_writer *w)
 {
 	deflateEnd(&w->zs);
 	free(w->out);
-	free(w->enc.dir.p);
-	free(w->enc.exc.p);
-	free(w->enc.bits.p);
-	free(w->enc.v);
-	free(w->enc.v2);
-	free(w->enc.gen_tbl);
-	free(w->enc.slots);
-	free(w->enc.xmask);
-	free(w->enc.port_idx);
-	free(w->enc.ports);
+	nt_colenc_free(w->enc);
 	free(w->recs);
-	free(w->raw);
 	free(w);
 }
 
@@ -1357,34 +575,16 @@ struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h)
 	if (!w)
 		return NULL;
 	w->f = f;
-	w->version = h->version == 1 || h->version == 2 ? h->version : NT_FILE_VERSION;
-	if (deflateInit(&w->zs, w->version == 1 ? ZLEVEL_V1 : ZLEVEL) != Z_OK) {
+	if (deflateInit(&w->zs, ZLEVEL) != Z_OK) {
 		free(w);
 		errno = ENOMEM;
 		return NULL;
 	}
 	w->recs = malloc(NT_CHUNK_RECS * REC_SIZE);
-	if (w->version == 1) {
-		w->raw = malloc(NT_CHUNK_RECS * REC_SIZE);
-		w->out_cap = CHUNK_HDR + deflateBound(&w->zs, NT_CHUNK_RECS * REC_SIZE);
-		w->out = malloc(w->out_cap);
-		err = w->recs && w->raw && w->out ? 0 : -ENOMEM;
-	} else {
-		w->enc.v3 = w->version >= 3;
-		w->enc.v = malloc(NT_CHUNK_RECS * sizeof(*w->enc.v));
-		w->enc.v2 = malloc(NT_CHUNK_RECS * sizeof(*w->enc.v2));
-		w->enc.gen_tbl = malloc(V3_GEN_TBL);
-		w->enc.slots = malloc(NT_CHUNK_RECS * sizeof(*w->enc.slots));
-		w->enc.xmask = malloc(NT_CHUNK_RECS * sizeof(*w->enc.xmask));
-		w->enc.port_idx = calloc(65536, sizeof(*w->enc.port_idx));
-		w->enc.ports = malloc(NT_CHUNK_RECS * sizeof(*w->enc.ports));
-		err = w->recs && w->enc.v && w->enc.v2 && w->enc.gen_tbl &&
-		      w->enc.slots && w->enc.xmask &&
-		      w->enc.port_idx && w->enc.ports ? 0 : -ENOMEM;
-		/* w->out: grown for each chunk */
-	}
+	w->enc = nt_colenc_new();
+	err = w->recs && w->enc ? 0 : -ENOMEM;	/* w->out: grown for each chunk */
 	if (!err)
-		err = enc_header(&b, h, w->version);
+		err = enc_header(&b, h);
 	if (!err)
 		err = w_write(w, b.p, b.len);
 	free(b.p);
@@ -1412,30 +612,23 @@ static int w_deflate(struct nt_writer *w, const uint8_t *p, size_t n, bool last)
 }
 
 /*
- * The raw bytes of a chunk, deflated into w->out: version 1, the shuffled
- * records; version 2, the column directory and the exceptions at level
- * ZLEVEL, then the packed bits in stored blocks (level 0).
+ * The records of a chunk through the column codec, deflated into w->out:
+ * the column directory and the exceptions at level ZLEVEL, then the packed
+ * bits in stored blocks (level 0).
  */
 static int deflate_chunk(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t n,
 			 uint32_t *raw_len)
 {
-	struct v2enc *e = &w->enc;
+	struct nt_cols_raw c;
 	size_t len, need;
 
 	deflateReset(&w->zs);
-	if (w->version == 1) {
-		*raw_len = n * REC_SIZE;
-		shuffle(w->raw, recs, n);
-		w->zs.next_out = w->out + CHUNK_HDR;
-		w->zs.avail_out = w->out_cap - CHUNK_HDR;
-		return w_deflate(w, w->raw, *raw_len, true);
-	}
-	if (v2_encode(e, recs, n)) {
+	if (nt_cols_encode(w->enc, recs, n, &c)) {
 		w->err = -ENOMEM;
 		return w->err;
 	}
-	len = e->dir.len + e->exc.len + e->bits.len;
-	need = CHUNK_HDR + compressBound(len) + V2_CLEN_SLACK;
+	len = c.dir_len + c.exc_len + c.bits_len;
+	need = CHUNK_HDR + compressBound(len) + CLEN_SLACK;
 	if (grow((void **)&w->out, &w->out_cap, need, 1)) {
 		w->err = -ENOMEM;
 		return w->err;
@@ -1444,10 +637,10 @@ static int deflate_chunk(struct nt_writer *w, const struct ntbpf_rec *recs, uint
 	w->zs.next_out = w->out + CHUNK_HDR;
 	w->zs.avail_out = w->out_cap - CHUNK_HDR;
 	if (deflateParams(&w->zs, ZLEVEL, Z_DEFAULT_STRATEGY) != Z_OK ||
-	    w_deflate(w, e->dir.p, e->dir.len, false) ||
-	    w_deflate(w, e->exc.p, e->exc.len, false) ||
+	    w_deflate(w, c.dir, c.dir_len, false) ||
+	    w_deflate(w, c.exc, c.exc_len, false) ||
 	    deflateParams(&w->zs, 0, Z_DEFAULT_STRATEGY) != Z_OK ||
-	    w_deflate(w, e->bits.p, e->bits.len, true)) {
+	    w_deflate(w, c.bits, c.bits_len, true)) {
 		w->err = -EIO;
 		return w->err;
 	}
@@ -1500,7 +693,7 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
 	if (w->err)
 		return w->err;
 	w->recs[w->n] = *r;
-	/* written as 0 (version 1), or not at all (version 2) */
+	/* not written (no column): 0 whatever the caller left there */
 	memset(w->recs[w->n].reserved, 0, sizeof(r->reserved));
 	if (++w->n == NT_CHUNK_RECS)
 		return write_chunk(w);
@@ -1563,54 +756,6 @@ uint64_t nt_writer_bytes(const struct nt_writer *w)
 }
 
 /* ---- header decoding ---------------------------------------------------- */
-
-/* Bounds-checked cursor: any overrun sets bad and yields zeroes. */
-struct cur {
-	const uint8_t *p;
-	size_t len;
-	bool bad;
-};
-
-static const uint8_t *cur_take(struct cur *c, size_t n)
-{
-	const uint8_t *p = c->p;
-
-	if (c->bad || c->len < n) {
-		c->bad = true;
-		return NULL;
-	}
-	c->p += n;
-	c->len -= n;
-	return p;
-}
-
-static uint8_t cur_u8(struct cur *c)
-{
-	const uint8_t *p = cur_take(c, 1);
-
-	return p ? *p : 0;
-}
-
-static uint16_t cur_u16(struct cur *c)
-{
-	const uint8_t *p = cur_take(c, 2);
-
-	return p ? get16(p) : 0;
-}
-
-static uint32_t cur_u32(struct cur *c)
-{
-	const uint8_t *p = cur_take(c, 4);
-
-	return p ? get32(p) : 0;
-}
-
-static uint64_t cur_u64(struct cur *c)
-{
-	const uint8_t *p = cur_take(c, 8);
-
-	return p ? get64(p) : 0;
-}
 
 /* Strings longer than the field are cut (and always NUL terminated). */
 static void cur_str(struct cur *c, char *dst, size_t size)
@@ -1682,38 +827,12 @@ static int dec_hook(struct nt_header *h, struct cur *v)
 }
 
 /*
- * Where a version-1 record of the file holds port: the RECORD_LAYOUT field
- * "port", one u16 after the file's ev[] and inside its record; 0 when the
- * file has none (written before it; port reads 0).  A field list that does
- * not parse is not an error: readers never needed it (docs/record-format.md).
- */
-static uint32_t layout_port_off(struct cur v, uint32_t rec_size, uint32_t nev)
-{
-	uint32_t nf = cur_u32(&v), i;
-
-	for (i = 0; i < nf && !v.bad; i++) {
-		uint16_t len = cur_u16(&v);
-		const uint8_t *name = cur_take(&v, len);
-		uint32_t off = cur_u32(&v), size = cur_u32(&v), count = cur_u32(&v);
-
-		if (v.bad || len != 4 || memcmp(name, "port", 4))
-			continue;
-		if (size == 2 && count == 1 && off >= REC_PREFIX + (uint64_t)nev * EV_SIZE &&
-		    (uint64_t)off + 2 <= rec_size)
-			return off;
-		return 0;
-	}
-	return 0;
-}
-
-/*
  * One item.  Unknown tags are skipped, and bytes after the fields we know are
  * ignored, so later versions may add items or append to existing ones.  Of
- * the RECORD_LAYOUT field list our reader only uses port's offset (version
- * 1); the rest follows the fixed prefix rule (unshuffle).
+ * RECORD_LAYOUT our reader uses rec_size and nev; the field list is for
+ * other tools (the chunk's columns say where each field is).
  */
-static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *port_off,
-		    uint32_t *nqueues)
+static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *nqueues)
 {
 	switch (tag) {
 	case TAG_NTBPF_VERSION:
@@ -1725,7 +844,6 @@ static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *
 	case TAG_RECORD_LAYOUT:
 		h->rec_size = cur_u32(v);
 		h->nev = cur_u32(v);
-		*port_off = v->bad ? 0 : layout_port_off(*v, h->rec_size, h->nev);
 		break;
 	case TAG_HOSTNAME:
 		CUR_STR(v, h->hostname);
@@ -1761,8 +879,7 @@ static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *
 	return 0;
 }
 
-static int dec_items(struct nt_header *h, const uint8_t *p, size_t len,
-		     uint32_t *port_off, char *err, size_t errlen)
+static int dec_items(struct nt_header *h, const uint8_t *p, size_t len, char *err, size_t errlen)
 {
 	struct cur c = { p, len, false };
 	uint32_t nqueues = 0;
@@ -1781,7 +898,7 @@ static int dec_items(struct nt_header *h, const uint8_t *p, size_t len,
 			return -1;
 		}
 		v = (struct cur){ val, ilen, false };
-		switch (dec_item(h, tag, &v, port_off, &nqueues)) {
+		switch (dec_item(h, tag, &v, &nqueues)) {
 		case 0:
 			break;
 		case -E2BIG:
@@ -1808,7 +925,7 @@ static int check_layout(const struct nt_header *h, char *err, size_t errlen)
 		return -1;
 	}
 	if (h->rec_size < REC_PREFIX || h->rec_size > MAX_REC_SIZE ||
-	    h->nev > MAX_NEV || REC_PREFIX + h->nev * EV_SIZE > h->rec_size) {
+	    h->nev > NT_COLS_MAX_NEV || REC_PREFIX + h->nev * EV_SIZE > h->rec_size) {
 		snprintf(err, errlen,
 			 "unsupported record layout (%u bytes, %u event slots)",
 			 h->rec_size, h->nev);
@@ -1817,465 +934,12 @@ static int check_layout(const struct nt_header *h, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- version 2 decoding ------------------------------------------------- */
-
-static uint64_t cur_uv(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned int i;
-
-	for (i = 0; i < 10; i++) {
-		uint8_t b = cur_u8(c);
-
-		v |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80)) {
-			if (i == 9 && b > 1)	/* past 64 bits */
-				c->bad = true;
-			return v;
-		}
-	}
-	c->bad = true;		/* more than 10 bytes */
-	return 0;
-}
-
-struct v2col {
-	unsigned int b, w, mode;
-	uint64_t base;
-	const uint8_t *p;	/* packed bits */
-	uint32_t n, next;	/* values in the column, values unpacked */
-	struct cur exc;		/* exceptions not used yet */
-};
-
-/* 8 bytes little endian, one load (the packed bits of the hot loops). */
-static inline __attribute__((always_inline)) uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-/* An escape: the offset is esc + the next exception; false if bad. */
-static bool v2_exception(struct v2col *c, uint64_t *off)
-{
-	uint64_t x, mw = width_mask(c->w);
-
-	uint64_t y = ld64(c->exc.p), stop = ~y & 0x8080808080808080ull;
-
-	/*
-	 * Up to 8 bytes at once (the exceptions are followed by the packed bits
-	 * and V2_SLACK bytes, so the load stays in the buffer); longer ones, and
-	 * any that runs past the column's exceptions, byte by byte.
-	 */
-	if (stop && (size_t)(__builtin_ctzll(stop) >> 3) < c->exc.len) {
-		unsigned int bits = __builtin_ctzll(stop), len = (bits >> 3) + 1;
-
-		y &= bits == 63 ? ~0ull : (2ull << bits) - 1;
-		y &= 0x7f7f7f7f7f7f7f7full;
-		y = (y & 0x007f007f007f007full) | (y & 0x7f007f007f007f00ull) >> 1;
-		y = (y & 0x00003fff00003fffull) | (y & 0x3fff00003fff0000ull) >> 2;
-		x = (y & 0x0fffffffull) | (y & 0x0fffffff00000000ull) >> 4;
-		c->exc.p += len;
-		c->exc.len -= len;
-	} else {
-		x = cur_uv(&c->exc);
-		if (c->exc.bad)
-			return false;
-	}
-	if (x > mw - *off)
-		return false;
-	*off += x;
-	return true;
-}
-
-/*
- * Walk the next cnt values of column col (the caller's cols[]): val is each
- * value in turn, base + offset, for body to store (mod 2^width: into a field
- * of that width, or a u32 for ev[]).  A column with b = 0 has no escape (esc
- * can never match) and reads no bits.  The raw buffer has
- * V2_SLACK zero bytes after its end for the 8-byte reads of the last values.
- * Needs bool bad and const char *err in scope; returns on a short column or
- * a bad exception.
- */
-#define V2_FOR(col, cnt, val, body)	do {					\
-		struct v2col *c_ = &cols[col];					\
-		const uint8_t *p_ = c_->p;					\
-		unsigned int b_ = c_->b;					\
-		uint64_t at_ = (uint64_t)c_->next * b_;				\
-		uint64_t emask_ = (1ull << b_) - 1, esc_ = b_ ? emask_ : ~0ull;	\
-		uint64_t base_ = c_->base, val;					\
-		uint32_t n_ = (cnt), i;						\
-										\
-		if (n_ > c_->n - c_->next)					\
-			return "bad record encoding: column too short";	\
-		c_->next += n_;							\
-		if (!b_) {	/* every value is base: no bits to read */	\
-			for (i = 0; i < n_; i++) {				\
-				val = base_;					\
-				body;						\
-			}							\
-			break;							\
-		}								\
-		for (i = 0; i < n_; i++, at_ += b_) {				\
-			uint64_t off_ = ld64(p_ + (at_ >> 3)) >> (at_ & 7) & emask_;	\
-										\
-			if (__builtin_expect(off_ == esc_, 0) &&		\
-			    !v2_exception(c_, &off_))				\
-				return "bad record encoding: bad exception";	\
-			val = base_ + off_;					\
-			body;							\
-		}								\
-	} while (0)
-
-/* Give a column of n values its packed bits, the next ones of *bits. */
-static bool v2_place(struct v2col *c, uint32_t n, struct cur *bits)
-{
-	c->n = n;
-	c->next = 0;
-	c->p = cur_take(bits, ((uint64_t)n * c->b + 7) / 8);
-	return c->p != NULL;
-}
-
-/* Scratch space of the decoder, nrec entries each. */
-struct v2scratch {
-	uint32_t *last, *slots, *mask;
-	uint16_t *ports;	/* the port dictionary */
-	size_t cap;
-	uint8_t gen[V3_GEN_TBL];	/* version 3: (qid, tag) -> predicted gen */
-};
-
-static int v2_scratch(struct v2scratch *s, uint32_t nrec)
-{
-	size_t cap;
-
-	if (nrec <= s->cap)
-		return 0;
-	cap = s->cap;
-	if (grow((void **)&s->last, &cap, nrec, sizeof(*s->last)))
-		return -1;
-	cap = s->cap;
-	if (grow((void **)&s->slots, &cap, nrec, sizeof(*s->slots)))
-		return -1;
-	cap = s->cap;
-	if (grow((void **)&s->mask, &cap, nrec, sizeof(*s->mask)))
-		return -1;
-	cap = s->cap;
-	if (grow((void **)&s->ports, &cap, nrec, sizeof(*s->ports)))
-		return -1;
-	s->cap = nrec;
-	return 0;
-}
-
-#define V2_BLOCK	128	/* records decoded together: 13 KiB, stays in L1 */
-
-/*
- * Decode a version-2 chunk of nrec records from raw[0..len) into recs.  NULL
- * when good, else what was wrong.  Every read is bounds-checked; every part
- * of the chunk must be used up exactly.
- *
- * First the column directory, then ev_mask and the extra-slot mask of every
- * record (they tell how many values each ev[] column has, hence where the
- * packed bits of each column start), then the records in blocks of
- * V2_BLOCK, column by column.
- */
-static const char *v2_decode(struct ntbpf_rec *recs, const uint8_t *raw, size_t len,
-			     uint32_t nrec, uint32_t file_nev, bool v3, struct v2scratch *s)
-{
-	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
-	uint32_t ours = (uint32_t)((1ull << nslots) - 1);
-	uint32_t fslots = (uint32_t)((1ull << file_nev) - 1);	/* the file's */
-	struct v2col cols[C_EV0 + MAX_NEV + V2_MAX_EXTRA];
-	struct cur c = { raw, len, false }, bits;
-	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any = 0, all = ~0u, nports = 0;
-	uint32_t at[MAX_NEV];	/* version 3, M_ALT ev[]: t0 + ev[k] of the last, mod 2^32 */
-	uint64_t exc_len = 0, t = 0, next = 0;
-	struct ntbpf_rec tmpl;
-	const uint8_t *exc;
-	bool const_mask, port, gen;
-
-	if (cur_u32(&c) != nrec)
-		return "bad record encoding: record count";
-	ncols = cur_u32(&c);
-	/* version 3: port and gen are required */
-	if (c.bad || ncols < nk + (v3 ? 2 : 0) || ncols > nk + V2_MAX_EXTRA + (v3 ? 2 : 0))
-		return "bad record encoding: column count";
-	for (k = 0; k < ncols; k++) {
-		struct v2col *d = &cols[k];
-		uint64_t el;
-		uint8_t bm;
-
-		d->w = col_width(k, nk, v3);
-		bm = cur_u8(&c);
-		d->b = v3 ? bm & ((1u << V3_MODE_SHIFT) - 1) : bm;
-		d->mode = v3 ? bm >> V3_MODE_SHIFT : 0;
-		d->base = cur_uv(&c);
-		el = cur_uv(&c);
-		if (c.bad || d->b > V2_MAX_B || d->b > d->w || d->base > width_mask(d->w) ||
-		    el > len || (!d->b && el) || d->mode >= col_modes(k, nk, v3))
-			return "bad record encoding: column directory";
-		d->exc.len = el;
-		exc_len += el;
-	}
-	exc = cur_take(&c, exc_len);
-	if (!exc)
-		return "bad record encoding: column directory";
-	for (k = 0; k < ncols; k++) {
-		cols[k].exc = (struct cur){ exc, cols[k].exc.len, false };
-		exc += cols[k].exc.len;
-	}
-	bits = c;
-
-	for (k = 0; k < C_EV0; k++)
-		if (!v2_place(&cols[k], nrec, &bits))
-			return "bad record encoding: packed bits overrun";
-	V2_FOR(C_MASK, nrec, x, s->mask[i] = x);
-	V2_FOR(C_XMASK, nrec, x, s->slots[i] = x);
-	for (i = 0; i < nrec; i++) {
-		uint32_t xm = s->slots[i], m = s->mask[i];
-
-		/* extra slots: none in ev_mask, all the file's */
-		if ((xm & m) || (xm & ~fslots))
-			return "bad record encoding: extra event slots";
-		s->slots[i] = (m & fslots) | xm;
-		any |= s->slots[i];
-		all &= s->slots[i];
-	}
-	memset(s->last, 0, (size_t)nrec * sizeof(*s->last));	/* each record's previous event */
-	for (k = 0; k < file_nev; k++) {
-		uint32_t n = 0;
-
-		if (all >> k & 1)
-			n = nrec;
-		else if (any >> k & 1)
-			for (i = 0; i < nrec; i++)
-				n += s->slots[i] >> k & 1;
-		if (!v2_place(&cols[C_EV0 + k], n, &bits))
-			return "bad record encoding: packed bits overrun";
-	}
-	for (k = nk; k < ncols; k++)	/* port, (3:) gen, then a later writer's fields */
-		if (!v2_place(&cols[k], nrec, &bits))
-			return "bad record encoding: packed bits overrun";
-	if (bits.len)
-		return "bad record encoding: packed bits not used up";
-
-	/*
-	 * A column with b = 0 holds one value: it goes into a template record
-	 * that starts every record, and the column is only counted.
-	 */
-	memset(&tmpl, 0, sizeof(tmpl));
-	tmpl.dev = cols[C_DEV].base;
-	tmpl.bytes = cols[C_BYTES].base;
-	tmpl.ev_mask = cols[C_MASK].base;
-	tmpl.ctrl = cols[C_CTRL].base;
-	tmpl.qid = cols[C_QID].base;
-	tmpl.cid = cols[C_CID].base;
-	tmpl.op = cols[C_OP].base;
-	tmpl.opcode = cols[C_OPCODE].base;
-	tmpl.flags = cols[C_FLAGS].base;
-	tmpl.role = cols[C_ROLE].base;
-	tmpl.status = cols[C_STATUS].base;
-	const_mask = !cols[C_MASK].b;
-	/* the port column, unless every port is 0 (then in the template) */
-	port = ncols > nk && (cols[nk].b || cols[nk].base);
-	if (ncols > nk && !port)
-		cols[nk].next = cols[nk].n;
-	/* version 3: cid's high bits, unless all 0 */
-	gen = v3 && (cols[nk + 1].b || cols[nk + 1].base || cols[nk + 1].mode);
-	if (v3 && !gen)
-		cols[nk + 1].next = cols[nk + 1].n;
-	if (gen && cols[nk + 1].mode)
-		memset(s->gen, 0, sizeof(s->gen));
-
-#define V2_FIELD(col, field)	do {					\
-		if (!cols[col].b)					\
-			cols[col].next += m;	/* in the template */	\
-		else							\
-			V2_FOR(col, m, x, r[i].field = x);		\
-	} while (0)
-
-	for (i0 = 0; i0 < nrec; i0 += V2_BLOCK) {
-		uint32_t m = nrec - i0 < V2_BLOCK ? nrec - i0 : V2_BLOCK;
-		uint32_t *slots = s->slots + i0, *last = s->last + i0, *mask = s->mask + i0;
-		struct ntbpf_rec *r = recs + i0;
-
-		/* two fixed-size copies: gcc inlines them (not rep movs) */
-		if (const_mask) {
-			V2_FOR(C_T0, m, x, {
-				memcpy(&r[i], &tmpl, REC_PREFIX);
-				memset((uint8_t *)&r[i] + REC_PREFIX, 0, REC_SIZE - REC_PREFIX);
-				r[i].t0 = t += x;
-			});
-		} else {
-			V2_FOR(C_T0, m, x, {
-				memcpy(&r[i], &tmpl, REC_PREFIX);
-				memset((uint8_t *)&r[i] + REC_PREFIX, 0, REC_SIZE - REC_PREFIX);
-				r[i].t0 = t += x;
-				r[i].ev_mask = mask[i];
-			});
-		}
-		if (!i0)	/* M_ALT ev[]: the first from the chunk's first t0 */
-			for (k = 0; k < MAX_NEV; k++)
-				at[k] = (uint32_t)r[0].t0;
-		V2_FIELD(C_DEV, dev);
-		V2_FIELD(C_BYTES, bytes);
-		if (cols[C_SECTOR].mode)	/* version 3, M_ALT: the sector itself */
-			V2_FOR(C_SECTOR, m, x, r[i].sector = x);
-		else
-			V2_FOR(C_SECTOR, m, x, {
-				r[i].sector = next + x;
-				next = r[i].sector + (r[i].bytes >> 9);
-			});
-		V2_FIELD(C_CTRL, ctrl);
-		V2_FIELD(C_QID, qid);
-		if (!v3)
-			V2_FIELD(C_CID, cid);
-		else if (!cols[C_CID].b)
-			cols[C_CID].next += m;	/* in the template (below 2^12) */
-		else
-			V2_FOR(C_CID, m, x, r[i].cid = x & ((1u << V3_TAG_BITS) - 1));
-		if (gen && cols[nk + 1].mode && !cols[nk + 1].b) {	/* all as predicted */
-			uint8_t *g = s->gen;
-			unsigned int base = cols[nk + 1].base;
-
-			cols[nk + 1].next += m;
-			for (i = 0; i < m; i++) {
-				uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
-				unsigned int v = (base + *p) & 15;
-
-				*p = (v + 1) & 15;
-				r[i].cid |= v << V3_TAG_BITS;
-			}
-		} else if (gen && cols[nk + 1].mode) {	/* predicted per (qid, tag) */
-			uint8_t *g = s->gen;
-
-			V2_FOR(nk + 1, m, x, {
-				uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
-				unsigned int v = (x + *p) & 15;
-
-				*p = (v + 1) & 15;
-				r[i].cid |= v << V3_TAG_BITS;
-			});
-		} else if (gen) {
-			V2_FOR(nk + 1, m, x, r[i].cid |= (x & 15) << V3_TAG_BITS);
-		}
-		V2_FIELD(C_OP, op);
-		V2_FIELD(C_OPCODE, opcode);
-		V2_FIELD(C_FLAGS, flags);
-		V2_FIELD(C_ROLE, role);
-		V2_FIELD(C_STATUS, status);
-		if (port)	/* the dictionary (C_PORT) */
-			V2_FOR(nk, m, x, {
-				if (x < nports) {
-					r[i].port = s->ports[x];
-				} else {
-					if (x - nports > UINT16_MAX)
-						return "bad record encoding: port";
-					r[i].port = s->ports[nports] = x - nports;
-					nports++;
-				}
-			});
-		/* slot by slot: the previous stored slot's value plus this one */
-		for (k = 0; k < file_nev; k++) {
-			uint32_t n = 0, j = 0;
-
-			if (!(any >> k & 1))
-				continue;
-			if (cols[C_EV0 + k].mode == M_T0) {	/* version 3: the values */
-				if (all >> k & 1) {
-					V2_FOR(C_EV0 + k, m, x, last[i] = x);
-				} else {
-					uint32_t idx[V2_BLOCK];
-
-					for (i = 0; i < m; i++) {
-						idx[j] = i;
-						j += slots[i] >> k & 1;
-					}
-					V2_FOR(C_EV0 + k, j, x, last[idx[i]] = x);
-				}
-				if (k < NTBPF_MAX_EV)
-					for (i = 0; i < m; i++)
-						if (slots[i] >> k & 1)
-							r[i].ev[k] = last[i];
-				continue;
-			}
-			if (cols[C_EV0 + k].mode) {	/* version 3, M_ALT: from t0 + ev[k] */
-				uint32_t a = at[k];
-
-				if (all >> k & 1) {
-					V2_FOR(C_EV0 + k, m, x, {
-						a += x;
-						last[i] = a - (uint32_t)r[i].t0;
-					});
-				} else {
-					uint32_t idx[V2_BLOCK];
-
-					for (i = 0; i < m; i++) {
-						idx[j] = i;
-						j += slots[i] >> k & 1;
-					}
-					V2_FOR(C_EV0 + k, j, x, {
-						a += x;
-						last[idx[i]] = a - (uint32_t)r[idx[i]].t0;
-					});
-					n = j;
-				}
-				at[k] = a;
-				if (k < NTBPF_MAX_EV) {
-					if (all >> k & 1)
-						for (i = 0; i < m; i++)
-							r[i].ev[k] = last[i];
-					else
-						for (i = 0; i < m; i++)
-							if (slots[i] >> k & 1)
-								r[i].ev[k] = last[i];
-				}
-				continue;
-			}
-			if (all >> k & 1) {
-				if (k < NTBPF_MAX_EV && !(any >> k >> 1))	/* the last slot */
-					V2_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] + x);
-				else if (k < NTBPF_MAX_EV)
-					V2_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] += x);
-				else
-					V2_FOR(C_EV0 + k, m, x, last[i] += x);
-				continue;
-			}
-			for (i = 0; i < m; i++)
-				n += slots[i] >> k & 1;
-			{
-				uint32_t idx[V2_BLOCK];
-
-				for (i = 0; i < m; i++) {
-					idx[j] = i;
-					j += slots[i] >> k & 1;
-				}
-				V2_FOR(C_EV0 + k, n, x, last[idx[i]] += x);
-				if (k < NTBPF_MAX_EV)
-					for (i = 0; i < n; i++)
-						r[idx[i]].ev[k] = last[idx[i]];
-			}
-		}
-		for (k = nk + 1 + v3; k < ncols; k++)
-			V2_FOR(k, m, x, (void)x);
-	}
-#undef V2_FIELD
-	for (k = 0; k < ncols; k++)
-		if (cols[k].next != cols[k].n || cols[k].exc.len)
-			return "bad record encoding: column not used up";
-	if (file_nev != NTBPF_MAX_EV)	/* as in version 1: bits of slots we lack */
-		for (i = 0; i < nrec; i++)
-			recs[i].ev_mask &= ours;
-	return NULL;
-}
-
 /* ---- reader ------------------------------------------------------------- */
 
 struct nt_reader {
 	FILE *f;
 	z_stream zs;
-	uint16_t version;
-	uint32_t rec_size, nev;
-	uint32_t port_off;		/* version 1: port's offset in a record, 0 none */
+	uint32_t nev;			/* the file's event slots */
 	uint64_t off;			/* file offset of the next byte */
 	uint64_t records;		/* records in the chunks decoded */
 	uint64_t chunks;
@@ -2284,7 +948,7 @@ struct nt_reader {
 	size_t recs_cap;		/* in records */
 	uint8_t *comp, *raw;
 	size_t comp_cap, raw_cap;
-	struct v2scratch v2;
+	struct nt_coldec *dec;		/* the column codec's scratch */
 	bool done, have_trailer;
 	enum nt_read_status status;
 	struct nt_trailer trailer;
@@ -2305,8 +969,7 @@ static int hdr_fail(struct nt_header *h, uint8_t *buf, char *err, size_t errlen,
  * Fixed part, then payload and CRC.  The version is checked before anything
  * else: a newer major version may have changed everything after it.
  */
-static int read_header(FILE *f, struct nt_header *h, uint64_t *off, uint32_t *port_off,
-		       char *err, size_t errlen)
+static int read_header(FILE *f, struct nt_header *h, uint64_t *off, char *err, size_t errlen)
 {
 	uint8_t fx[HDR_FIXED], *buf;
 	size_t got = fread(fx, 1, HDR_FIXED, f), cap;
@@ -2327,10 +990,14 @@ static int read_header(FILE *f, struct nt_header *h, uint64_t *off, uint32_t *po
 	if (got < HDR_FIXED)
 		return hdr_fail(h, NULL, err, errlen, "file ends inside the header");
 	h->version = get16(fx + 8);
-	if (h->version > NT_FILE_VERSION || h->version == 0) {
-		snprintf(err, errlen, "record file version %u is %s this ntbpf (%u)",
-			 h->version, h->version ? "newer than" : "not supported by",
-			 NT_FILE_VERSION);
+	if (h->version > NT_FILE_VERSION) {
+		snprintf(err, errlen, "record file version %u is newer than this ntbpf (%u)",
+			 h->version, NT_FILE_VERSION);
+		return hdr_fail(h, NULL, err, errlen, NULL);
+	}
+	if (h->version < NT_FILE_VERSION) {	/* earlier formats: ntbpf's first days */
+		snprintf(err, errlen, "record file version %u not supported (this ntbpf reads version %u)",
+			 h->version, NT_FILE_VERSION);
 		return hdr_fail(h, NULL, err, errlen, NULL);
 	}
 	plen = get32(fx + 12);
@@ -2350,7 +1017,7 @@ static int read_header(FILE *f, struct nt_header *h, uint64_t *off, uint32_t *po
 		return hdr_fail(h, buf, err, errlen, "file ends inside the header");
 	if (crc32(0, buf, HDR_FIXED + plen) != get32(buf + HDR_FIXED + plen))
 		return hdr_fail(h, buf, err, errlen, "header corrupt (CRC mismatch)");
-	if (dec_items(h, buf + HDR_FIXED, plen, port_off, err, errlen) ||
+	if (dec_items(h, buf + HDR_FIXED, plen, err, errlen) ||
 	    check_layout(h, err, errlen))
 		return hdr_fail(h, buf, err, errlen, NULL);
 	if (nt_header_index(h))
@@ -2380,19 +1047,19 @@ struct nt_reader *nt_reader_open(FILE *f, struct nt_header *h, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (read_header(f, h, &rd->off, &rd->port_off, err, errlen)) {
+	if (read_header(f, h, &rd->off, err, errlen)) {
 		free(rd);
 		return NULL;
 	}
-	if (inflateInit2(&rd->zs, -MAX_WBITS) != Z_OK) {	/* raw: inflate_chunk */
+	rd->dec = nt_coldec_new();
+	if (!rd->dec || inflateInit2(&rd->zs, -MAX_WBITS) != Z_OK) {	/* raw: inflate_chunk */
 		snprintf(err, errlen, "out of memory (zlib)");
+		nt_coldec_free(rd->dec);
 		nt_header_free(h);
 		free(rd);
 		return NULL;
 	}
 	rd->f = f;
-	rd->version = h->version;
-	rd->rec_size = h->rec_size;
 	rd->nev = h->nev;
 	return rd;
 }
@@ -2482,19 +1149,13 @@ out:
 }
 
 /* Chunk header fields checked before any allocation sized by them. */
-static bool chunk_sane(const struct nt_reader *rd, uint32_t nrec, uint32_t raw,
-		       uint32_t clen)
+static bool chunk_sane(uint32_t nrec, uint32_t raw, uint32_t clen)
 {
-	if (rd->version == 1)
-		return nrec && nrec <= MAX_CHUNK_NREC && raw <= MAX_CHUNK_RAW &&
-		       nrec <= CHUNK_RECS_PER_BYTE * ((uint64_t)CHUNK_HDR + clen) &&
-		       (uint64_t)nrec * rd->rec_size == raw &&
-		       clen && clen <= compressBound(raw);
 	return nrec && nrec <= MAX_CHUNK_NREC && raw <= MAX_CHUNK_RAW &&
 	       nrec <= CHUNK_RECS_PER_BYTE * ((uint64_t)CHUNK_HDR + clen) &&
 	       raw <= DEFLATE_MAX_RATIO * (uint64_t)clen &&
-	       raw <= V2_LIMIT_DIR + (uint64_t)nrec * V2_LIMIT_REC &&
-	       clen && clen <= compressBound(raw) + V2_CLEN_SLACK;
+	       raw <= NT_COLS_RAW_MAX(nrec) &&
+	       clen && clen <= compressBound(raw) + CLEN_SLACK;
 }
 
 /*
@@ -2551,7 +1212,7 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 	nrec = get32(hd + 4);
 	raw = get32(hd + 8);
 	clen = get32(hd + 12);
-	if (!chunk_sane(rd, nrec, raw, clen)) {
+	if (!chunk_sane(nrec, raw, clen)) {
 		stop(rd, NT_READ_CORRUPT,
 		     "corrupt after %llu records: chunk at offset %llu has bad sizes (%u records, %u/%u bytes)",
 		     (unsigned long long)rd->records, (unsigned long long)at,
@@ -2576,8 +1237,8 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 			return false;
 		}
 	}
-	if (grow((void **)&rd->raw, &rd->raw_cap, (size_t)raw + V2_SLACK, 1) ||
-	    (rd->version > 1 && v2_scratch(&rd->v2, nrec)) ||
+	if (grow((void **)&rd->raw, &rd->raw_cap, (size_t)raw + NT_COLS_SLACK, 1) ||
+	    nt_coldec_reserve(rd->dec, nrec) ||
 	    grow((void **)&rd->recs, &rd->recs_cap, nrec, REC_SIZE)) {
 		stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u records", nrec);
 		return false;
@@ -2586,11 +1247,9 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 		bad = "CRC mismatch";
 	else if (inflate_chunk(rd, clen, raw))
 		bad = "decompression failed";
-	else if (rd->version == 1)
-		unshuffle(rd->recs, rd->raw, nrec, rd->nev, rd->port_off);
 	else {
-		memset(rd->raw + raw, 0, V2_SLACK);
-		bad = v2_decode(rd->recs, rd->raw, raw, nrec, rd->nev, rd->version >= 3, &rd->v2);
+		memset(rd->raw + raw, 0, NT_COLS_SLACK);
+		bad = nt_cols_decode(rd->dec, rd->recs, rd->raw, raw, nrec, rd->nev);
 	}
 	if (bad) {
 		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: chunk at offset %llu (%s)",
@@ -2647,9 +1306,6 @@ void nt_reader_close(struct nt_reader *rd)
 	free(rd->comp);
 	free(rd->raw);
 	free(rd->recs);
-	free(rd->v2.last);
-	free(rd->v2.slots);
-	free(rd->v2.mask);
-	free(rd->v2.ports);
+	nt_coldec_free(rd->dec);
 	free(rd);
 }

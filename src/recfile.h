@@ -4,13 +4,13 @@
  *
  *   header   magic "NTBPFREC", version, then TLV items (host, kernel, clocks,
  *            hooks, controllers, queues, ...), CRC32
- *   chunks   "CHNK", record count, compact records, zlib, CRC32
- *            (version 3: bit-packed columns, a prediction chosen per column;
- *            still read: version 2, the same with one prediction per column,
- *            and version 1, byte-shuffled fixed-size records)
+ *   chunks   "CHNK", record count, the records as bit-packed columns with a
+ *            prediction chosen per column (colcodec.c), zlib, CRC32
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *
- * Pure functions over stdio streams; no BPF, no root.
+ * One format version, NT_FILE_VERSION, is written and read; a file of
+ * another is refused with a one-line cause.  Pure functions over stdio
+ * streams; no BPF, no root.
  */
 #ifndef NTBPF_RECFILE_H
 #define NTBPF_RECFILE_H
@@ -21,7 +21,7 @@
 #include <linux/types.h>
 #include "ntbpf.h"
 
-#define NT_FILE_VERSION 3	/* written; 1, 2 and 3 are read */
+#define NT_FILE_VERSION 3	/* written and read; 1 and 2 (ntbpf's first days) are refused */
 #define NT_CHUNK_RECS 4096	/* records per chunk (a writer may flush earlier) */
 
 struct nt_hook_info {
@@ -31,6 +31,11 @@ struct nt_hook_info {
 	char boundary[128];	/* the stage boundary this hook gives, or the stand-in used */
 };
 
+/*
+ * A queue of a controller: part of the header's CTRL item (version 3), read
+ * and written, but no recorder fills it in yet (nqueues 0): the per-queue
+ * facts come with issue 13 (queues).
+ */
 struct nt_queue_info {
 	uint16_t qid;
 	int32_t io_cpu;		/* -1 unknown */
@@ -52,8 +57,7 @@ struct nt_ctrl_info {
 };
 
 struct nt_header {
-	uint16_t version;		/* NT_FILE_VERSION; the writer writes version 1
-					 * or 2 chunks when given 1 or 2 (tests, benchmarks) */
+	uint16_t version;		/* the file's: NT_FILE_VERSION (the writer ignores it) */
 	uint8_t role;			/* enum ntbpf_role */
 	uint32_t rec_size;		/* sizeof(struct ntbpf_rec) of the writer */
 	uint32_t nev;			/* NTBPF_MAX_EV of the writer */
@@ -83,6 +87,12 @@ struct nt_trailer {
 	uint64_t lost_user;		/* records user space could not write */
 	uint64_t end_mono_ns;		/* CLOCK_MONOTONIC at stop */
 };
+
+/* records the kernel side lost, from the BPF counters (enum ntbpf_stat): the one place this sum is made */
+static inline uint64_t nt_lost_sum(const uint64_t stats[ST_NR])
+{
+	return stats[ST_LOST_RINGBUF] + stats[ST_LOST_MAP_FULL] + stats[ST_NO_COMPLETE] + stats[ST_PROG_MISSES];
+}
 
 /* Result of reading a file to its end. */
 enum nt_read_status {

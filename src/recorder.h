@@ -22,10 +22,5 @@ void nt_record_header(struct nt_header *hdr, const struct nt_config *cfg, int ro
 /* wait up to timeout_ms for records, then take all there are: records taken, or a negative errno */
 int nt_recorder_poll(struct ring_buffer *rb, int timeout_ms);
 
-/* records the kernel side lost, from the BPF counters (enum ntbpf_stat): the one place this sum is made */
-static inline uint64_t nt_lost_sum(const uint64_t stats[ST_NR])
-{
-	return stats[ST_LOST_RINGBUF] + stats[ST_LOST_MAP_FULL] + stats[ST_NO_COMPLETE] + stats[ST_PROG_MISSES];
-}
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,9 @@
 #include "match.h"
 #include "report.h"
 #include "escape.h"
+#include "html.h"
+#include "outfile.h"
+#include "script.h"
 #include "sysinfo.h"
 
 static const char *const op_names[NTBPF_OP_NR] = {
@@ -26,29 +30,89 @@ const char *nt_op_name(uint8_t op)
 	return op < NTBPF_OP_NR ? op_names[op] : "other";
 }
 
+/* ---- status ---- */
+
+/* the NVMe base specification's status codes (SCT << 8 | SC), the ones a data path meets */
+static const struct {
+	uint16_t sc;
+	const char *name;
+} nvme_status_names[] = {
+	{ 0x000, "success" }, { 0x001, "invalid command opcode" }, { 0x002, "invalid field in command" },
+	{ 0x003, "command id conflict" }, { 0x004, "data transfer error" },
+	{ 0x005, "aborted: power loss" }, { 0x006, "internal error" }, { 0x007, "aborted by request" },
+	{ 0x008, "aborted: SQ deleted" }, { 0x00b, "invalid namespace or format" },
+	{ 0x00c, "command sequence error" }, { 0x080, "LBA out of range" }, { 0x081, "capacity exceeded" },
+	{ 0x082, "namespace not ready" }, { 0x083, "reservation conflict" }, { 0x084, "format in progress" },
+	{ 0x280, "write fault" }, { 0x281, "unrecovered read error" }, { 0x282, "end-to-end guard check error" },
+	{ 0x283, "end-to-end application tag check error" }, { 0x284, "end-to-end reference tag check error" },
+	{ 0x285, "compare failure" }, { 0x286, "access denied" }, { 0x287, "deallocated or unwritten block" },
+	{ 0x300, "internal path error" }, { 0x301, "ANA persistent loss" }, { 0x302, "ANA inaccessible" },
+	{ 0x303, "ANA transition" }, { 0x360, "controller pathing error" }, { 0x370, "host pathing error" },
+	{ 0x371, "command aborted by host" },
+};
+
+bool nt_status_is_nvme(const struct ntbpf_rec *r)
+{
+	/* the initiator's nvme_complete_rq or the target's cqe; else block_rq_complete's blk_status_t */
+	return r->role == NTBPF_ROLE_TARGET || (r->flags & NTBPF_F_NVME);
+}
+
+const char *nt_status_name(uint16_t status, bool nvme)
+{
+	if (!status)
+		return "success";
+	if (!nvme)
+		return "block layer error";	/* blk_status_t values are the kernel's: not named here */
+	for (size_t i = 0; i < sizeof(nvme_status_names) / sizeof(nvme_status_names[0]); i++)
+		if (nvme_status_names[i].sc == (status & 0x7ff))	/* less CRD, More, DNR */
+			return nvme_status_names[i].name;
+	return "";
+}
+
+void nt_status_label(uint16_t status, bool nvme, char *buf, size_t len)
+{
+	if (!status)
+		snprintf(buf, len, "ok");
+	else if (nvme)
+		snprintf(buf, len, "0x%04x", status);
+	else
+		snprintf(buf, len, "blk:%u", status);
+}
+
+void nt_fmt_wall(uint64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000u);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	snprintf(buf + strlen(buf), len - strlen(buf), ".%09" PRIu64 "Z", ns % 1000000000u);
+}
+
 /* ---- grouping ---- */
 
 /* what a group is keyed on (struct nt_group is large: never build one per record) */
 struct gkey {
 	uint32_t size, dev;
 	int dev_role;
-	uint16_t ctrl, qid;
+	uint16_t ctrl, qid, status;
 	uint8_t op;
-	bool has_queue;
+	bool has_queue, status_nvme;
 };
 
 static bool same_group(const struct nt_group *g, const struct gkey *k)
 {
 	return g->op == k->op && g->size == k->size && g->dev_role == k->dev_role && g->dev == k->dev &&
-	       g->has_queue == k->has_queue && g->ctrl == k->ctrl && g->qid == k->qid;
+	       g->has_queue == k->has_queue && g->ctrl == k->ctrl && g->qid == k->qid && g->status == k->status &&
+	       g->status_nvme == k->status_nvme;
 }
 
-static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r)
+static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, struct gkey *k)
 {
 	unsigned int gb = rep->o->group_by;
 	struct gkey key = { .op = 0xff };
-	struct nt_group *g;
-	int i;
 
 	if (gb & NT_GB_OP)
 		key.op = r->op;
@@ -63,6 +127,32 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 		key.ctrl = r->ctrl;
 		key.qid = r->qid;
 	}
+	/* failed I/Os always go to groups of their own: out of the others' percentiles */
+	if (r->status) {
+		key.status = r->status;
+		key.status_nvme = nt_status_is_nvme(r);
+	}
+	*k = key;
+}
+
+int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	struct gkey key;
+
+	key_of(rep, r, &key);
+	for (int i = 0; i < rep->ngroups; i++)
+		if (same_group(&rep->groups[i], &key))
+			return i;
+	return -1;
+}
+
+static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	struct nt_group *g;
+	struct gkey key;
+	int i;
+
+	key_of(rep, r, &key);
 	/* records come in runs of the same group: try the last one first */
 	if (rep->last_group < rep->ngroups && same_group(&rep->groups[rep->last_group], &key))
 		return &rep->groups[rep->last_group];
@@ -85,6 +175,9 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 	g->has_queue = key.has_queue;
 	g->ctrl = key.ctrl;
 	g->qid = key.qid;
+	g->status = key.status;
+	g->status_nvme = key.status_nvme;
+	g->first_ns = UINT64_MAX;
 	for (i = 0; i < NT_ST_NR; i++)
 		nt_hist_init(&g->h[i]);
 	return g;
@@ -102,6 +195,7 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 	g->used = true;
 	if (k->stage >= NT_ST_NR) {
 		g->count += count;
+		g->bytes += count * k->bytes;
 		if (k->role == NTBPF_ROLE_TARGET)
 			rep->n_tgt += count;
 		else
@@ -122,18 +216,74 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 
 #define NO_GROUP UINT32_MAX
 
-/* what a report keeps of a record: its own host's stages, and its group (tag) if group */
-static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, uint8_t role, bool group, struct nt_sum *s)
+uint32_t nt_rec_end(const struct ntbpf_rec *r)
 {
+	uint32_t end = 0;
+
+	for (uint32_t left = r->ev_mask & ((1u << NTBPF_MAX_EV) - 1); left; left &= left - 1)
+		if (r->ev[__builtin_ctz(left)] > end)
+			end = r->ev[__builtin_ctz(left)];
+	return end;
+}
+
+static void group_span(struct nt_group *g, uint64_t start, uint64_t end, uint32_t bytes)
+{
+	g->bytes += bytes;
+	if (start < g->first_ns)
+		g->first_ns = start;
+	if (end > g->last_ns)
+		g->last_ns = end;
+}
+
+/* an I/O that started at wall-clock time t is in --since/--until (always without them) */
+static bool in_window(const struct nt_report *rep, int64_t t)
+{
+	return (!rep->since_set || t >= rep->since_ns) && (!rep->until_set || t < rep->until_ns);
+}
+
+/*
+ * What a report keeps of a record: its own host's stages, and its group
+ * (tag) if group.  to_wall turns its host's monotonic clock into the wall
+ * clock (0: no header).  An initiator's I/O is in its group's span and bytes
+ * now (its group is final); a target's goes there if it stays unmatched
+ * (add_pair), from what its summary's .io carries.
+ */
+static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, uint8_t role, bool group, struct nt_sum *s,
+		     uint64_t to_wall)
+{
+	struct nt_group *g = NULL;
+
 	s->tag = NO_GROUP;
 	if (group) {
-		struct nt_group *g = group_for(rep, r);
-
+		g = group_for(rep, r);
 		if (!g)
 			return -1;
 		s->tag = (uint32_t)(g - rep->groups);
 	}
 	nt_sum_of(r, role, s);
+	if (role == NTBPF_ROLE_TARGET) {
+		uint64_t start = r->t0 + to_wall;
+
+		s->io.start_lo = (uint32_t)start;
+		s->io.start_hi = (uint32_t)(start >> 32);
+		s->io.bytes = r->bytes;
+	} else if (g && in_window(rep, (int64_t)(r->t0 + to_wall))) {
+		group_span(g, r->t0 + to_wall, r->t0 + to_wall + nt_rec_end(r), r->bytes);
+	}
+	return 0;
+}
+
+uint64_t nt_wall_offset(const struct nt_header *h)
+{
+	return h->real_ns ? h->real_ns - h->mono_ns : 0;
+}
+
+/* the clock offset (wall - monotonic) of the input whose records hold r, or 0 */
+static uint64_t to_wall_of(const struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].recs && r >= rep->ins[i].recs && r < rep->ins[i].recs + rep->ins[i].n)
+			return nt_wall_offset(&rep->ins[i].hdr);
 	return 0;
 }
 
@@ -150,6 +300,15 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 		rep->neg_network++;
 	g->used = true;
 	g->count++;
+	if (!si) {
+		/* a target I/O alone: it ends with its residence (else its longest stage seen) */
+		uint64_t start = (uint64_t)st->io.start_hi << 32 | st->io.start_lo, len = 0;
+
+		for (uint32_t left = mask; left; left &= left - 1)
+			if (vals[__builtin_ctz(left)] > len)
+				len = vals[__builtin_ctz(left)];
+		group_span(g, start, start + len, st->io.bytes);
+	}
 	if ((mask & NT_TEN_MASK) == NT_TEN_MASK && (mask & (1u << NT_ST_E2E))) {
 		/* the ten tile end_to_end: a self-check the report carries (lab-tested to be 0) */
 		uint64_t sum = 0, d;
@@ -177,9 +336,9 @@ int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const str
 {
 	struct nt_sum si, st;
 
-	if (init && summarize(rep, init, NTBPF_ROLE_INITIATOR, true, &si))
+	if (init && summarize(rep, init, NTBPF_ROLE_INITIATOR, true, &si, to_wall_of(rep, init)))
 		return -1;
-	if (tgt && summarize(rep, tgt, NTBPF_ROLE_TARGET, !init, &st))
+	if (tgt && summarize(rep, tgt, NTBPF_ROLE_TARGET, !init, &st, to_wall_of(rep, tgt)))
 		return -1;
 	if (!init && !tgt)
 		return 0;
@@ -202,7 +361,11 @@ static int group_cmp(const void *a, const void *b)
 		return x->ctrl < y->ctrl ? -1 : 1;
 	if (x->qid != y->qid)
 		return x->qid < y->qid ? -1 : 1;
-	return (int)x->has_queue - (int)y->has_queue;
+	if (x->has_queue != y->has_queue)
+		return (int)x->has_queue - (int)y->has_queue;
+	if (x->status_nvme != y->status_nvme)
+		return (int)x->status_nvme - (int)y->status_nvme;
+	return (int)x->status - (int)y->status;
 }
 
 /* what the files' trailers say was lost */
@@ -218,9 +381,7 @@ static void count_lost(struct nt_report *rep, const struct nt_input *ins, int ni
 		rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
 		rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
 		rep->lost_why[4] += in->trailer.lost_user;
-		rep->lost += in->trailer.stats[ST_LOST_RINGBUF] + in->trailer.stats[ST_LOST_MAP_FULL] +
-			     in->trailer.stats[ST_PROG_MISSES] + in->trailer.stats[ST_NO_COMPLETE] +
-			     in->trailer.lost_user;
+		rep->lost += nt_lost_sum(in->trailer.stats) + in->trailer.lost_user;
 		rep->no_start += in->trailer.stats[ST_NO_START];
 		rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
 	}
@@ -283,15 +444,13 @@ static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct
 	if (timed(rep))
 		io->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
 	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-	return summarize(rep, r, role, true, &io->s);
+	return summarize(rep, r, role, true, &io->s, nt_wall_offset(h));
 }
 
 /* one I/O of a file report: into its group, unless it started outside --since/--until (counted) */
 static int add_io(struct nt_report *rep, const struct io_sum *si, const struct io_sum *st)
 {
-	int64_t t = !timed(rep) ? 0 : si ? si->wall : st->wall;
-
-	if (timed(rep) && ((rep->since_set && t < rep->since_ns) || (rep->until_set && t >= rep->until_ns))) {
+	if (timed(rep) && !in_window(rep, si ? si->wall : st->wall)) {
 		rep->outside++;
 		rep->outside_pairs += si && st;
 		rep->outside_init += si && !st;
@@ -709,14 +868,19 @@ void nt_report_free(struct nt_report *rep)
 /* header DEV items are "name=major:minor" */
 static void dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
 {
+	nt_dev_name_in(rep->ins, rep->nins, role, dev, buf, len);
+}
+
+void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev, char *buf, size_t len)
+{
 	unsigned int maj = dev >> 20, min = dev & 0xfffff;
 
 	if (role == NTBPF_ROLE_TARGET) {
 		snprintf(buf, len, "nsid%u", dev);
 		return;
 	}
-	for (int i = 0; i < rep->nins; i++) {
-		const struct nt_header *h = &rep->ins[i].hdr;
+	for (int i = 0; i < nins; i++) {
+		const struct nt_header *h = &ins[i].hdr;
 
 		if (h->role == NTBPF_ROLE_TARGET)
 			continue;
@@ -773,7 +937,94 @@ static int hooks_missing(const struct nt_report *rep)
 	return n;
 }
 
+/*
+ * A group's rate: over a live interval (secs > 0), or over its span, from
+ * its first I/O's start to its last one's end.  0: no span (one I/O, or
+ * in-kernel histograms).
+ */
+static double group_secs(const struct nt_group *g, double secs)
+{
+	if (secs > 0)
+		return secs;
+	/* one I/O has no rate: its span is its own latency */
+	return g->count > 1 && g->last_ns > g->first_ns && g->first_ns != UINT64_MAX ?
+		(g->last_ns - g->first_ns) / 1e9 : 0;
+}
+
+/*
+ * A group's span (report only), IOPS and MB/s in one output's formats:
+ * f[0] the span (a double), f[1] IOPS and MB/s (two doubles), f[2] no rate.
+ */
+static void put_rate(FILE *out, const struct nt_group *g, double secs, const char *const f[3])
+{
+	double rate = group_secs(g, secs);
+
+	if (secs <= 0)
+		fprintf(out, f[0], rate);
+	if (rate > 0)
+		fprintf(out, f[1], g->count / rate, g->bytes / rate / 1e6);
+	else
+		fputs(f[2], out);
+}
+
+/* I/Os by status, over the groups (failed I/Os are in groups of their own): how many kinds */
+struct status_count {
+	uint16_t status;
+	bool nvme;
+	uint64_t ios;
+};
+
+static int status_counts(const struct nt_report *rep, struct status_count *sc, int max)
+{
+	int n = 0;
+
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		const struct nt_group *g = &rep->groups[gi];
+		int k;
+
+		for (k = 0; k < n; k++)
+			if (sc[k].status == g->status && (!g->status || sc[k].nvme == g->status_nvme))
+				break;
+		if (k == n) {
+			if (n == max)
+				continue;	/* cannot happen: at most one kind per group */
+			sc[n++] = (struct status_count){ .status = g->status, .nvme = g->status_nvme };
+		}
+		sc[k].ios += g->count;
+	}
+	return n;
+}
+
 /* ---- text ---- */
+
+/* "# I/Os by status: ok 1987; 0x0002 (invalid field in command) 3" */
+static void print_status_text(FILE *out, const struct nt_report *rep)
+{
+	struct status_count *sc = calloc(rep->ngroups + 1, sizeof(*sc));
+	int n = sc ? status_counts(rep, sc, rep->ngroups + 1) : 0;
+	bool failed = false;
+	char label[32];
+
+	if (!n) {
+		free(sc);
+		return;
+	}
+	fputs("# I/Os by status:", out);
+	for (int k = 0; k < n; k++) {
+		const char *name = nt_status_name(sc[k].status, sc[k].nvme);
+
+		nt_status_label(sc[k].status, sc[k].nvme, label, sizeof(label));
+		fprintf(out, "%s %s", k ? ";" : "", label);
+		if (sc[k].status && *name)
+			fprintf(out, " (%s)", name);
+		fprintf(out, " %" PRIu64, sc[k].ios);
+		failed |= sc[k].status != 0;
+	}
+	if (failed)
+		fputs("; failed I/Os are in groups of their own (status=), out of the others' percentiles", out);
+	fputc('\n', out);
+	free(sc);
+}
 
 static void print_notes_text(FILE *out, const struct nt_report *rep)
 {
@@ -798,6 +1049,12 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 	fputc('\n', out);
 	fprintf(out, "# matched: %" PRIu64 "; unmatched: initiator %" PRIu64 ", target %" PRIu64 "\n",
 		rep->matched, rep->unmatched_init, rep->unmatched_tgt);
+	print_status_text(out, rep);
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].hdr.sample > 1) {
+			fprintf(out, "# sampled inputs: IOPS and MB/s count the recorded I/Os only\n");
+			break;
+		}
 	if (rep->no_start || rep->inflight_end)
 		fprintf(out, "# in flight when recording began: %" PRIu64 ", when it stopped: %" PRIu64
 			" (not recorded)\n", rep->no_start, rep->inflight_end);
@@ -815,7 +1072,8 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# initiator I/Os whose controller the header does not name (cannot match): %zu\n",
 			rep->m.no_cntlid);
 	if (rep->matched > rep->m.by_port)
-		fprintf(out, "# paired without the queue's TCP port (a file from an older ntbpf): %" PRIu64 "\n",
+		fprintf(out, "# paired without the queue's TCP port (a file from an older ntbpf, or from an initiator"
+			" whose kernel has no BTF for nvme_tcp, e.g. 5.10): %" PRIu64 "\n",
 			rep->matched - (uint64_t)rep->m.by_port);
 	if (rep->m.shared_cntlid && rep->n_tgt)
 		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems) and lack"
@@ -852,12 +1110,31 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# no initiator records: host stages and network_transmission not measured\n");
 }
 
+/* biolatency's print_log2_hist: "    16 -> 31         : 120      |*****     |" */
+static void print_log2_text(FILE *out, const char *name, const struct nt_hist *h)
+{
+	uint64_t bins[NT_LOG2_BINS], top = 0;
+	int n = nt_hist_log2_us(h, bins);
+
+	for (int i = 0; i < n; i++)
+		top = bins[i] > top ? bins[i] : top;
+	fprintf(out, "\n%s\n%5s%-19s : count    distribution\n", name, "", "usecs");
+	for (int i = 0; i < n; i++) {
+		uint64_t lo = (1ull << (i + 1)) >> 1, hi = (1ull << (i + 1)) - 1;
+		int stars = top ? (int)(bins[i] * 40 / top) : 0;
+
+		if (lo == hi)
+			lo--;
+		fprintf(out, "%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " |%.*s%*s|\n", lo, hi, bins[i], stars,
+			"****************************************", 40 - stars, "");
+	}
+}
+
 /* one group's table; secs > 0 adds IOPS (live intervals) */
 static void print_group_text(FILE *out, const struct nt_report *rep, const struct nt_group *g, double secs)
 {
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[16];
-
 
 	dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 	queue_name(g, q, sizeof(q));
@@ -870,17 +1147,23 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	queue_name(g, q, sizeof(q));
 	if (o->group_by & NT_GB_QUEUE)
 		fprintf(out, " queue=%s", q);
-	if (secs > 0)
-		fprintf(out, " I/Os=%" PRIu64 " IOPS=%.0f\n", g->count, g->count / secs);
-	else
-		fprintf(out, " I/Os=%" PRIu64 "\n", g->count);
-	fprintf(out, "%-22s %10s %10s", "stage", "count", "avg_us");
+	if (g->status) {
+		const char *sname = nt_status_name(g->status, g->status_nvme);
+
+		nt_status_label(g->status, g->status_nvme, q, sizeof(q));
+		fprintf(out, " status=%s", q);
+		if (*sname)
+			fprintf(out, " (%s)", sname);
+	}
+	fprintf(out, " I/Os=%" PRIu64, g->count);
+	put_rate(out, g, secs, (const char *const[]){ " span=%.3fs", " IOPS=%.0f MB/s=%.2f\n", " IOPS=- MB/s=-\n" });
+	fprintf(out, "%-22s %10s %10s %10s", "stage", "count", "avg_us", "min_us");
 	for (int p = 0; p < o->npcts; p++) {
 		pct_key(o->pcts[p], key, sizeof(key));
 		strcat(key, "_us");
 		fprintf(out, " %10s", key);
 	}
-	fputc('\n', out);
+	fprintf(out, " %10s\n", "max_us");
 	for (int k = 0; k < NT_ST_NR; k++) {
 		/* the stages that add up, then end_to_end, then the two spans they split */
 		int s = nt_stage_at_row[k];
@@ -890,16 +1173,90 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 			continue;
 		if (s == NT_ST_E2E)
 			fputs("----\n", out);
-		fprintf(out, "%-22s %10" PRIu64 " %10.2f", nt_stage_name(s), h->count, h->count ? nt_hist_mean(h) / 1000.0 : 0.0);
+		fprintf(out, "%-22s %10" PRIu64 " %10.2f %10.2f", nt_stage_name(s), h->count,
+			h->count ? nt_hist_mean(h) / 1000.0 : 0.0, us(nt_hist_percentile(h, 0)));
 		for (int p = 0; p < o->npcts; p++)
 			fprintf(out, " %10.2f", us(nt_hist_percentile(h, o->pcts[p])));
+		fprintf(out, " %10.2f", us(nt_hist_percentile(h, 100)));
 		if (g->stand_in[s])
 			fprintf(out, "  (stand-in on %" PRIu64 ")", g->stand_in[s]);
 		fputc('\n', out);
 	}
+	for (int k = 0; k < NT_ST_NR && o->hist; k++)
+		if (g->h[nt_stage_at_row[k]].count)
+			print_log2_text(out, nt_stage_name(nt_stage_at_row[k]), &g->h[nt_stage_at_row[k]]);
+}
+
+/* where a file's recording began and ended on the wall clock; 0: not known */
+static void file_span(const struct nt_input *in, uint64_t *from, uint64_t *to)
+{
+	*from = in->hdr.real_ns;
+	*to = in->has_trailer && in->hdr.real_ns && in->trailer.end_mono_ns >= in->hdr.mono_ns ?
+		in->trailer.end_mono_ns - in->hdr.mono_ns + in->hdr.real_ns : 0;
+}
+
+/* -v: what a file's header and trailer say of the recording */
+static void print_facts_text(FILE *out, const struct nt_input *in)
+{
+	const struct nt_header *h = &in->hdr;
+	uint64_t from, to;
+	char t1[48], t2[48];
+
+	fputs("#   command: ", out);
+	nt_put_term(out, h->cmdline[0] ? h->cmdline : "-");
+	fputs("; ntbpf ", out);
+	nt_put_term(out, h->ntbpf_version[0] ? h->ntbpf_version : "-");
+	fputc('\n', out);
+	file_span(in, &from, &to);
+	nt_fmt_wall(from, t1, sizeof(t1));
+	if (to) {
+		nt_fmt_wall(to, t2, sizeof(t2));
+		fprintf(out, "#   recorded: %s to %s (%.3f s)", t1, t2, (to - from) / 1e9);
+	} else {
+		fprintf(out, "#   recorded: from %s (no trailer: end not known)", from ? t1 : "-");
+	}
+	if (h->sample > 1 && h->sample_window_ms)
+		fprintf(out, "; sampling: every I/O of one %u ms window in %u\n", h->sample_window_ms, h->sample);
+	else if (h->sample > 1)
+		fprintf(out, "; sampling: about 1 I/O in %u (by a hash of each I/O)\n", h->sample);
+	else
+		fprintf(out, "; sampling: none (every I/O)\n");
+	for (uint32_t k = 0; k < h->nctrls; k++) {
+		const struct nt_ctrl_info *c = &h->ctrls[k];
+
+		fputs("#   subsystem ", out);
+		nt_put_term(out, c->subsysnqn[0] ? c->subsysnqn : "-");
+		fputs(" at ", out);
+		nt_put_term(out, c->address[0] ? c->address : "-");
+		if (c->instance >= 0)
+			fprintf(out, " (nvme%d, cntlid %u", c->instance, c->cntlid);
+		else
+			fprintf(out, " (cntlid %u", c->cntlid);
+		fputs(", ", out);
+		nt_put_term(out, c->transport[0] ? c->transport : "-");
+		fprintf(out, ", %u queues; host ", c->nqueues);
+		nt_put_term(out, c->hostnqn[0] ? c->hostnqn : "-");
+		fputs(")\n", out);
+	}
 }
 
 static void print_text(FILE *out, const struct nt_report *rep)
+{
+	nt_report_print_head(out, rep);
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		fputc('\n', out);
+		print_group_text(out, rep, &rep->groups[gi], 0);
+	}
+	if (!rep->ngroups)
+		fprintf(out, "\nno I/O recorded\n");
+}
+
+void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi)
+{
+	print_group_text(out, rep, &rep->groups[gi], 0);
+}
+
+void nt_report_print_head(FILE *out, const struct nt_report *rep)
 {
 	fprintf(out, "# ntbpf report\n");
 	for (int i = 0; i < rep->nins; i++) {
@@ -920,14 +1277,10 @@ static void print_text(FILE *out, const struct nt_report *rep)
 		fputs(in->status == NT_READ_OK ? "" : ", ", out);
 		nt_put_term(out, in->status == NT_READ_OK ? "" : in->status_msg);
 		fputc('\n', out);
+		if (rep->o->verbose)
+			print_facts_text(out, in);
 	}
 	print_notes_text(out, rep);
-	for (int gi = 0; gi < rep->ngroups; gi++) {
-		fputc('\n', out);
-		print_group_text(out, rep, &rep->groups[gi], 0);
-	}
-	if (!rep->ngroups)
-		fprintf(out, "\nno I/O recorded\n");
 }
 
 /* ---- JSON ---- */
@@ -960,10 +1313,14 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 			json_str(out, q);
 		}
 		fprintf(out, ", \"count\": %" PRIu64, g->count);
+		nt_status_label(g->status, g->status_nvme, q, sizeof(q));
+		fprintf(out, ", \"status\": \"%s\"", q);
+		if (g->status)
+			fprintf(out, ", \"status_name\": \"%s\"", nt_status_name(g->status, g->status_nvme));
 		fprintf(out, ", \"full_breakdown\": {\"ios\": %" PRIu64 ", \"max_residual_ns\": %" PRIu64 "}",
 			g->full, g->full_resid);
-		if (secs > 0)
-			fprintf(out, ", \"iops\": %.1f", g->count / secs);
+		put_rate(out, g, secs, (const char *const[]){ ", \"span_s\": %.6f", ", \"iops\": %.1f, \"mb_s\": %.3f",
+							      ", \"iops\": null, \"mb_s\": null" });
 		fprintf(out, ",%s\"stages\": {", one_line ? "" : "\n   ");
 		first = true;
 		for (int s = 0; s < NT_ST_NR; s++) {
@@ -971,11 +1328,22 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 
 			if (!h->count)
 				continue;
-			fprintf(out, "%s%s\"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f", first ? "" : ",",
-				one_line ? "" : "\n    ", nt_stage_name(s), h->count, nt_hist_mean(h) / 1000.0);
+			fprintf(out, "%s%s\"%s\": {\"count\": %" PRIu64 ", \"avg_us\": %.3f, \"min_us\": %.3f",
+				first ? "" : ",", one_line ? "" : "\n    ", nt_stage_name(s), h->count,
+				nt_hist_mean(h) / 1000.0, us(nt_hist_percentile(h, 0)));
 			for (int p = 0; p < o->npcts; p++) {
 				pct_key(o->pcts[p], key, sizeof(key));
 				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
+			}
+			fprintf(out, ", \"max_us\": %.3f", us(nt_hist_percentile(h, 100)));
+			if (o->hist) {
+				uint64_t bins[NT_LOG2_BINS];
+				int nb = nt_hist_log2_us(h, bins);
+
+				fputs(", \"log2_us\": [", out);
+				for (int i = 0; i < nb; i++)
+					fprintf(out, "%s%" PRIu64, i ? ", " : "", bins[i]);
+				fputc(']', out);
 			}
 			if (g->stand_in[s])
 				fprintf(out, ", \"stand_in\": %" PRIu64, g->stand_in[s]);
@@ -984,6 +1352,67 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 		}
 		fprintf(out, "}}");
 	}
+}
+
+/* "io_status": I/Os by status, success first */
+static void print_status_json(FILE *out, const struct nt_report *rep)
+{
+	struct status_count *sc = calloc(rep->ngroups + 1, sizeof(*sc));
+	int n = sc ? status_counts(rep, sc, rep->ngroups + 1) : 0;
+	char label[32];
+
+	fprintf(out, " \"io_status\": [");
+	for (int k = 0; k < n; k++) {
+		nt_status_label(sc[k].status, sc[k].nvme, label, sizeof(label));
+		fprintf(out, "%s{\"status\": \"%s\", \"name\": \"%s\", \"kind\": \"%s\", \"ios\": %" PRIu64 "}",
+			k ? ", " : "", label, nt_status_name(sc[k].status, sc[k].nvme),
+			!sc[k].status ? "none" : sc[k].nvme ? "nvme" : "block", sc[k].ios);
+	}
+	fprintf(out, "],\n");
+	free(sc);
+}
+
+/* "k1": "v1", "k2": "v2" ... from { k1, v1, k2, v2, ..., NULL }, the values escaped */
+static void json_fields(FILE *out, const char *const *kv)
+{
+	for (int i = 0; kv[i]; i += 2) {
+		fprintf(out, "%s\"%s\": ", i ? ", " : "", kv[i]);
+		json_str(out, kv[i + 1]);
+	}
+}
+
+/* what the file says of its recording: command line, start and end, controllers */
+static void print_facts_json(FILE *out, const struct nt_input *in)
+{
+	const struct nt_header *h = &in->hdr;
+	uint64_t from, to;
+	char t[48];
+
+	fprintf(out, ",\n   \"cmdline\": ");
+	json_str(out, h->cmdline);
+	file_span(in, &from, &to);
+	nt_fmt_wall(from, t, sizeof(t));
+	fprintf(out, ", \"start\": ");
+	if (from)
+		fprintf(out, "\"%s\"", t);
+	else
+		fputs("null", out);
+	nt_fmt_wall(to, t, sizeof(t));
+	fprintf(out, ", \"end\": ");
+	if (to)
+		fprintf(out, "\"%s\", \"duration_s\": %.6f", t, (to - from) / 1e9);
+	else
+		fputs("null, \"duration_s\": null", out);
+	fprintf(out, ",\n   \"controllers\": [");
+	for (uint32_t k = 0; k < h->nctrls; k++) {
+		const struct nt_ctrl_info *c = &h->ctrls[k];
+
+		fprintf(out, "%s{\"instance\": %d, \"cntlid\": %u, ", k ? ", " : "", c->instance, c->cntlid);
+		json_fields(out, (const char *const[]){ "transport", c->transport, "subsysnqn", c->subsysnqn,
+							"hostnqn", c->hostnqn, "address", c->address, NULL });
+		fprintf(out, ", \"queues\": %u}", c->nqueues);
+	}
+	fputc(']', out);
 }
 
 static void print_json(FILE *out, const struct nt_report *rep)
@@ -1011,18 +1440,14 @@ static void print_json(FILE *out, const struct nt_report *rep)
 			fprintf(out, ", \"error\": ");
 			json_str(out, in->status_msg);
 		}
+		print_facts_json(out, in);
 		fprintf(out, ",\n   \"hooks\": [");
 		for (uint32_t k = 0; k < in->hdr.nhooks; k++) {
 			const struct nt_hook_info *hk = &in->hdr.hooks[k];
 
-			fprintf(out, "%s{\"name\": ", k ? ", " : "");
-			json_str(out, hk->name);
-			fprintf(out, ", \"attach\": ");
-			json_str(out, hk->attach);
-			fprintf(out, ", \"status\": ");
-			json_str(out, hk->status);
-			fprintf(out, ", \"boundary\": ");
-			json_str(out, hk->boundary);
+			fputs(k ? ", {" : "{", out);
+			json_fields(out, (const char *const[]){ "name", hk->name, "attach", hk->attach, "status", hk->status,
+								"boundary", hk->boundary, NULL });
 			fputc('}', out);
 		}
 		fprintf(out, "]}");
@@ -1030,6 +1455,7 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	fprintf(out, "],\n \"lost_records\": %" PRIu64 ", \"matched\": %" PRIu64
 		", \"unmatched\": {\"initiator\": %" PRIu64 ", \"target\": %" PRIu64 "},\n",
 		rep->lost, rep->matched, rep->unmatched_init, rep->unmatched_tgt);
+	print_status_json(out, rep);
 	fprintf(out, " \"lost_detail\": {\"ring_buffer_full\": %" PRIu64 ", \"map_full\": %" PRIu64
 		", \"skipped_runs\": %" PRIu64 ", \"no_completion\": %" PRIu64 ", \"user_space\": %" PRIu64 "},\n",
 		rep->lost_why[0], rep->lost_why[1], rep->lost_why[2], rep->lost_why[3], rep->lost_why[4]);
@@ -1071,7 +1497,8 @@ static void csv_header(FILE *out, const struct nt_report_opts *o, bool timed)
 		pct_key(o->pcts[p], key, sizeof(key));
 		fprintf(out, ",%s_us", key);
 	}
-	fputc('\n', out);
+	/* added later: after the percentiles, so that columns keep their places */
+	fprintf(out, ",min_us,max_us,status,span_s,iops,mb_s\n");
 }
 
 /* one row per group and stage; when: NULL, or live's interval (its time and length first) */
@@ -1082,9 +1509,12 @@ static void csv_rows(FILE *out, const struct nt_report *rep, const char *when, d
 
 	for (int gi = 0; gi < rep->ngroups; gi++) {
 		const struct nt_group *g = &rep->groups[gi];
+		double rate = group_secs(g, secs);
+		char status[32];
 
 		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 		queue_name(g, q, sizeof(q));
+		nt_status_label(g->status, g->status_nvme, status, sizeof(status));
 		for (int s = 0; s < NT_ST_NR; s++) {
 			const struct nt_hist *h = &g->h[s];
 
@@ -1098,7 +1528,12 @@ static void csv_rows(FILE *out, const struct nt_report *rep, const char *when, d
 				h->count, nt_hist_mean(h) / 1000.0);
 			for (int p = 0; p < o->npcts; p++)
 				fprintf(out, ",%.3f", us(nt_hist_percentile(h, o->pcts[p])));
-			fputc('\n', out);
+			fprintf(out, ",%.3f,%.3f,%s,%.6f,", us(nt_hist_percentile(h, 0)), us(nt_hist_percentile(h, 100)),
+				status, rate);
+			if (rate > 0)
+				fprintf(out, "%.1f,%.3f\n", g->count / rate, g->bytes / rate / 1e6);
+			else
+				fputs(",\n", out);
 		}
 	}
 }
@@ -1126,6 +1561,9 @@ void nt_report_print(FILE *out, const struct nt_report *rep)
 	case NT_FMT_CSV:
 		print_csv(out, rep);
 		break;
+	case NT_FMT_HTML:
+		nt_report_html(out, rep, NULL);	/* tables only: the charts need the files again (nt_report_cmd) */
+		break;
 	default:
 		print_text(out, rep);
 	}
@@ -1139,6 +1577,7 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
 	o->format = cfg->format;
 	o->group_by = cfg->group_by;
+	o->hist = cfg->hist;
 	/* -v of record and live is about libbpf, not the report */
 	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
 	o->window_ns = (uint64_t)(cfg->pair_window * 1e9);
@@ -1146,24 +1585,61 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	o->until = cfg->until;
 }
 
+/* the report into out, or (-o FILE) into FILE: 0600, an existing FILE kept as FILE.old; 0 or -1 */
+static int write_report(const struct nt_config *cfg, const char *buf, size_t len, FILE *out, FILE *err)
+{
+	struct nt_outfile of = { .fd = -1 };
+	char msg[400];
+
+	if (!cfg->report_output || !strcmp(cfg->report_output, "-")) {
+		if (fwrite(buf, 1, len, out) != len || fflush(out) || ferror(out)) {
+			fprintf(err, "ntbpf report: cannot write the report\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (nt_outfile_open(&of, cfg->report_output, msg, sizeof(msg)) || nt_outfile_start(&of, msg, sizeof(msg))) {
+		if (of.f)
+			nt_outfile_abort(&of);
+		fprintf(err, "ntbpf report: %s\n", msg);
+		return -1;
+	}
+	if (fwrite(buf, 1, len, of.f) != len) {
+		nt_outfile_abort(&of);
+		fprintf(err, "ntbpf report: cannot write %s: %s\n", nt_esc_term(msg, sizeof(msg), cfg->report_output),
+			strerror(errno));
+		return -1;
+	}
+	if (nt_outfile_commit(&of, msg, sizeof(msg))) {
+		fprintf(err, "ntbpf report: %s\n", msg);
+		return -1;
+	}
+	return 0;
+}
+
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
-	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins));
-	FILE **files = calloc(cfg->nfiles, sizeof(*files));
+	bool html = cfg->format == NT_FMT_HTML;
+	struct nt_input *ins = calloc(cfg->nfiles, sizeof(*ins)), *ins2 = html ? calloc(cfg->nfiles, sizeof(*ins2)) : NULL;
+	FILE **files = calloc(cfg->nfiles, sizeof(*files)), *m = NULL, *quiet = NULL;
+	struct nt_rows *rows = NULL;
 	struct nt_report_opts o;
 	struct nt_report rep;
-	char msg[400];
+	char msg[400], *buf = NULL;
+	size_t len = 0;
 	int rc = 0;
 
-	if (!ins || !files) {
+	if (!ins || !files || (html && !ins2)) {
 		free(ins);
+		free(ins2);
 		free(files);
 		return 1;
 	}
 	nt_report_opts_of(cfg, &o);
 	for (int i = 0; i < cfg->nfiles; i++) {
-		/* "-": standard input, read front to back like any file (a pipe will do) */
-		files[i] = strcmp(cfg->files[i], "-") ? fopen(cfg->files[i], "rb") : fdopen(dup(STDIN_FILENO), "rb");
+		/* "-": standard input, read front to back like any file (a pipe will do); html reads the files twice */
+		files[i] = html ? nt_open_input(cfg->files[i]) :
+			   strcmp(cfg->files[i], "-") ? fopen(cfg->files[i], "rb") : fdopen(dup(STDIN_FILENO), "rb");
 		if (!files[i]) {
 			char path[256];
 
@@ -1183,20 +1659,52 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	for (int i = 0; i < cfg->nfiles; i++)
 		if (ins[i].status != NT_READ_OK)
 			rc = 1;	/* warned; still report what the whole chunks hold */
-	nt_report_print(out, &rep);
+	/* the charts: every I/O again (the warnings were given once) */
+	quiet = html ? fopen("/dev/null", "w") : NULL;
+	if (html && (!quiet || nt_rows_open(&rows, ins2, files, (const char *const *)cfg->files, cfg->nfiles,
+					    "ntbpf report", quiet))) {
+		fprintf(err, "ntbpf report: cannot read the files again for the charts\n");
+		nt_report_free(&rep);
+		rc = 1;
+		goto out;
+	}
+	m = open_memstream(&buf, &len);
+	if (!m) {
+		fprintf(err, "ntbpf report: out of memory\n");
+		nt_report_free(&rep);
+		rc = 1;
+		goto out;
+	}
+	if (html) {
+		if (nt_report_html(m, &rep, rows)) {
+			fprintf(err, "ntbpf report: out of memory, or the files could not be read again\n");
+			rc = 1;
+		}
+	} else {
+		nt_report_print(m, &rep);
+	}
 	nt_report_free(&rep);
-	if (fflush(out) || ferror(out)) {
-		fprintf(err, "ntbpf report: cannot write the report\n");
+	if (fclose(m)) {
+		fprintf(err, "ntbpf report: out of memory\n");
+		rc = 1;
+	} else if (write_report(cfg, buf, len, out, err)) {
 		rc = 1;
 	}
 out:
+	free(buf);
+	if (quiet)
+		fclose(quiet);
+	nt_rows_free(rows);
 	for (int i = 0; i < cfg->nfiles; i++) {
 		if (files[i])
 			fclose(files[i]);
 		nt_input_free(&ins[i]);
+		if (ins2)
+			nt_input_free(&ins2[i]);
 	}
 	free(files);
 	free(ins);
+	free(ins2);
 	return rc;
 }
 

@@ -28,7 +28,11 @@ struct nt_group {
 	uint32_t dev;
 	uint16_t ctrl, qid;
 	bool has_queue;
+	uint16_t status;		/* NVMe status (or blk_status_t): its I/Os failed; 0 succeeded */
+	bool status_nvme;		/* status is an NVMe status (else the block layer's) */
 	uint64_t count;
+	uint64_t bytes;			/* transferred by its I/Os */
+	uint64_t first_ns, last_ns;	/* first I/O's start, last one's end (wall clock in files) */
 	uint64_t full;			/* matched I/Os with all ten stages of the breakdown */
 	uint64_t full_resid;		/* ... the largest |sum of the ten - end_to_end| among them, ns */
 	uint64_t stand_in[NT_ST_NR];	/* I/Os whose stage used a stand-in boundary */
@@ -46,6 +50,7 @@ struct nt_report_opts {
 	enum nt_format format;
 	unsigned int group_by;
 	bool verbose;
+	bool hist;		/* --hist: log2 histograms per stage (text), their bins (JSON) */
 	uint64_t window_ns;	/* report: the pairing window (nt_smatch_run); 0 = NT_PAIR_WINDOW_NS */
 	struct nt_when since, until;	/* report: only I/Os that started in [since, until) */
 	/* live: called with each interval before it is printed (ntbpf live --metrics) */
@@ -118,11 +123,29 @@ void nt_report_interval_header(FILE *out, const struct nt_report_opts *o);
 void nt_report_print_interval(FILE *out, const struct nt_report *rep, const char *when, double secs,
 			      const struct nt_interval_info *info);
 void nt_report_print(FILE *out, const struct nt_report *rep);
+/* the text report's parts: its head (inputs, what it could not see), one group's table */
+void nt_report_print_head(FILE *out, const struct nt_report *rep);
+void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi);
+/* the group an I/O (its initiator's record, or its target's alone) went to, or -1 */
+int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r);
 void nt_report_free(struct nt_report *rep);
 
 const char *nt_op_name(uint8_t op);
+/* wall-clock ns as RFC 3339 in UTC with nanoseconds: 2026-11-25T15:00:00.123456789Z */
+void nt_fmt_wall(uint64_t ns, char *buf, size_t len);
+/* an I/O's status as printed: "ok", "0x4002" (NVMe), "blk:10" (blk_status_t); the NVMe specification's name or "" */
+void nt_status_label(uint16_t status, bool nvme, char *buf, size_t len);
+const char *nt_status_name(uint16_t status, bool nvme);
+/* whether r's status is an NVMe status (else blk_status_t) */
+bool nt_status_is_nvme(const struct ntbpf_rec *r);
 /* a group's device as the report prints it: "nvme1n1", "nsid1" (target), "259:3" or "-" */
 void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len);
+/* the same from the headers of inputs */
+void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev, char *buf, size_t len);
+/* where r's I/O ended: its last event, ns after t0 */
+uint32_t nt_rec_end(const struct ntbpf_rec *r);
+/* wall clock - monotonic clock of a file's host (0: the header does not say) */
+uint64_t nt_wall_offset(const struct nt_header *h);
 
 /* "ntbpf report": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err);

@@ -29,3 +29,8 @@ bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *start_
 	*next_ns = s + w->p_ns - w->lead_ns;
 	return false;
 }
+
+bool nt_windows_detach(const struct nt_windows *w)
+{
+	return w->p_ns - w->w_ns >= NT_DETACH_GAP_NS;
+}

@@ -28,5 +28,13 @@ struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms);
  * or a lead before the next one).
  */
 bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *start_ns, uint64_t *next_ns);
+/*
+ * Whether the tracepoint hooks are detached between windows: where the gap
+ * between two windows is at least NT_DETACH_GAP_NS.  Detaching waits for an
+ * RCU grace period (tens to hundreds of ms), which must end long before
+ * the next window; nearer windows only pause the programs.
+ */
+#define NT_DETACH_GAP_NS 1000000000ull
+bool nt_windows_detach(const struct nt_windows *w);
 
 #endif

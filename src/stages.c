@@ -18,6 +18,12 @@ const int8_t nt_sum_slot[NT_ST_NR] = {
 #undef NT_X_SLOT
 };
 
+/* a target stage's slot leaves room for struct nt_sum's .io */
+#define NT_X_TSLOT(id, name, role, from, to, afrom, ato, slot, ...) \
+	_Static_assert((role) != NTBPF_ROLE_TARGET || (slot) < NT_SUM_TGT, #id ": target slot overlaps nt_sum.io");
+NT_STAGES(NT_X_TSLOT)
+#undef NT_X_TSLOT
+
 const int8_t nt_stage_at_row[NT_ST_NR] = {
 #define NT_X_ROW(id, name, role, from, to, afrom, ato, slot, ten, row, help) [row] = NT_ST_##id,
 	NT_STAGES(NT_X_ROW)

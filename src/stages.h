@@ -69,8 +69,16 @@ static inline __u64 nt_kh_value(__u32 b)
  * fits.  tag is the caller's (the report's group).
  */
 #define NT_SUM_V 8
+#define NT_SUM_TGT 5	/* a target's stages use slots below this (stages.c checks); the rest is .io */
 struct nt_sum {
-	uint32_t v[NT_SUM_V];		/* v[nt_sum_slot[s]] where bit s of mask is set */
+	union {
+		uint32_t v[NT_SUM_V];	/* v[nt_sum_slot[s]] where bit s of mask is set */
+		struct {		/* a target's summary: what a report needs if it stays unmatched */
+			uint32_t slots_[NT_SUM_TGT];
+			uint32_t start_lo, start_hi;	/* its t0 on the report's clock (wall clock in files) */
+			uint32_t bytes;
+		} io;
+	};
 	uint16_t mask, stand_in;	/* stages present; of those, from a stand-in boundary */
 	uint32_t tag;
 };

@@ -6,7 +6,7 @@
 
 Each check returns (ok, message); a check whose params carry "pending" is reported as SKIP.
 """
-import json, os, sys
+import json, os, re, sys
 
 DEV_PREFIX = "nvme"   # nvme0n1 (nvme1n1 with a second subsystem), and path devices nvme0c0n1
 
@@ -382,6 +382,43 @@ def live_netem_step(d, delay_us, tol=0.10):
     return f"before {mb:.0f}us x{len(before)}, after {ma:.0f}us x{len(after)}, injected {injected:.0f}us"
 
 
+def live_metrics(d, peer=True):
+    """ntbpf live --metrics, scraped in the guest (busybox wget) after fio, once the intervals
+    that hold its I/O are out: per stage, the histogram's _count is what the JSON lines counted
+    (the same interval reports feed both), ntbpf_ios_total is the lines' I/O count, and with
+    --peer ntbpf_peer_up is 1 and the target's stages (network_transmission) are there."""
+    p = os.path.join(d, "metrics.txt")
+    assert os.path.exists(p), "metrics.txt missing (the scrape failed: see the initiator's log)"
+    m = {}
+    for line in open(p):
+        if line.strip() and not line.startswith("#"):
+            k, _, v = line.rstrip("\n").rpartition(" ")
+            m[k] = float(v)
+    dev = re.compile(r'device="%s[^"]*"' % DEV_PREFIX)
+    lines = _live(d)
+    want_ios = sum(g["count"] for j in lines for g in j["groups"] if str(g["device"]).startswith(DEV_PREFIX))
+    ios = sum(v for k, v in m.items() if k.startswith("ntbpf_ios_total{") and dev.search(k))
+    assert ios == want_ios and ios > 0, f"ntbpf_ios_total {ios}, the lines {want_ios}"
+    stages = {}
+    for j in lines:
+        for g in j["groups"]:
+            if str(g["device"]).startswith(DEV_PREFIX):
+                for x, st in g["stages"].items():
+                    stages[x] = stages.get(x, 0) + st["count"]
+    for x, n in stages.items():
+        got = sum(v for k, v in m.items()
+                  if k.startswith('ntbpf_stage_latency_seconds_count{stage="%s",' % x) and dev.search(k))
+        assert got == n, f"{x}: histogram count {got}, the lines {n}"
+    up = m.get('ntbpf_peer_up{role="initiator"}')
+    if peer:
+        assert up == 1, f"ntbpf_peer_up {up}"
+        assert stages.get("network_transmission", 0) > 0.9 * ios, \
+            f"network_transmission on {stages.get('network_transmission', 0)} of {ios} I/Os"
+    else:
+        assert up is None, f"ntbpf_peer_up {up} without --peer"
+    return f"ntbpf_ios_total {ios:.0f}, {len(stages)} stages' counts as the lines'" + (", peer up" if peer else "")
+
+
 def live_host_stages_sum(d, min_intervals=3, rel=0.01):
     """an initiator alone: over the run, each of its six host stages (remote for the target's
     part) covers every I/O and their totals add up to end_to_end's.  In-kernel histograms are
@@ -450,30 +487,55 @@ def hooks_state(d, role, hooks):
     return f"{len(hooks)} {role} hooks as documented"
 
 
-def records_as_documented(d, initiator, target, log_says=()):
-    """record exited 0 on both roles with INITIATOR and TARGET records, its logs say each of
-    LOG_SAYS, and the report says so (0 records: 'no I/O recorded')"""
+def records_as_documented(d, initiator, target, log_says=(), report_says=()):
+    """record exited 0 on both roles with INITIATOR and TARGET records ("fio": as many as fio's
+    I/Os), its logs say each of LOG_SAYS, report.txt each of REPORT_SAYS, and the report says
+    so (0 records: 'no I/O recorded')"""
     status = open(os.path.join(d, "status-both")).read().split()
     assert status[:3] == ["0", "done", "ok"], f"guest status {' '.join(status)}"
     rep = load(d, "report.json")
     n = {i["role"]: i["records"] for i in rep["inputs"]}
-    assert n.get("initiator") == initiator and n.get("target") == target, f"records {n}"
+    fio_n = fio_total_ios(load(d, "fio.json"))
+    want = {"initiator": fio_n if initiator == "fio" else initiator, "target": fio_n if target == "fio" else target}
+    assert n.get("initiator") == want["initiator"] and n.get("target") == want["target"], f"records {n}, want {want}"
     for role in ("initiator", "target"):
         log = open(os.path.join(d, f"record-{role}.log")).read()
         assert f"ntbpf record: {n[role]} records" in log, f"record-{role}.log has no summary line"
-        for want in log_says:
-            assert want in log, f"record-{role}.log does not say '{want}'"
-    if initiator == 0 and target == 0:
-        assert "no I/O recorded" in open(os.path.join(d, "report.txt")).read(), "report does not say 'no I/O recorded'"
+        for w in log_says:
+            assert w in log, f"record-{role}.log does not say '{w}'"
+    txt = open(os.path.join(d, "report.txt")).read()
+    for w in report_says:
+        assert w in txt, f"report.txt does not say '{w}'"
+    if want["initiator"] == 0 and want["target"] == 0:
+        assert "no I/O recorded" in txt, "report does not say 'no I/O recorded'"
     return f"records initiator {n['initiator']}, target {n['target']}; logs and report say so"
+
+
+def stages_as_documented(d, present, absent):
+    """an initiator whose kernel lets ntbpf see only some stages (docs/stages.md): each stage of
+    PRESENT is measured for every I/O of every group (its count is end_to_end's), none of ABSENT
+    appears in any group, and the present stages' averages add up to no more than end_to_end's
+    (what is missing lies between them: a stage cannot be negative)"""
+    gs = dev_groups(load(d, "report-initiator.json"))
+    assert gs, "no initiator groups"
+    for g in gs:
+        st, n = g["stages"], g["stages"]["end_to_end"]["count"]
+        short = [x for x in present if st.get(x, {}).get("count") != n]
+        assert not short, f"group {g['op']}/{g['size']}: {short} not measured for all {n} I/Os"
+        extra = [x for x in absent if x in st]
+        assert not extra, f"group {g['op']}/{g['size']}: {extra} measured, documented as not seen"
+        total = sum(st[x]["avg_us"] for x in present)
+        assert total <= st["end_to_end"]["avg_us"] + 0.001 * len(present), \
+            f"group {g['op']}/{g['size']}: present stages sum to {total:.3f}us > end_to_end {st['end_to_end']['avg_us']:.3f}us"
+    return f"{len(present)} stages for every I/O, {len(absent)} absent as documented"
 
 
 CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step, live_host_stages_sum, hooks_state,
-                                  records_as_documented, sampling_windows)}
+                                  live_netem_step, live_host_stages_sum, live_metrics, hooks_state,
+                                  records_as_documented, stages_as_documented, sampling_windows)}
 
 
 def run_checks(d, checks, out=sys.stdout):

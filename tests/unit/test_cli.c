@@ -133,6 +133,20 @@ static void test_report(void **state)
 	assert_int_equal(cfg.format, NT_FMT_CSV);
 	assert_int_equal(cfg.group_by, 0);
 	assert_true(cfg.pair_window == 0);	/* the default: NT_PAIR_WINDOW_NS */
+	assert_false(cfg.hist);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --hist f", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.hist);
+	nt_config_free(&cfg);
+	/* script: csv by default, csv or json, files as report's */
+	assert_int_equal(parse("ntbpf script a b", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cmd, NT_CMD_SCRIPT);
+	assert_int_equal(cfg.format, NT_FMT_CSV);
+	assert_int_equal(cfg.nfiles, 2);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf script --format json", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.format, NT_FMT_JSON);
+	assert_string_equal(cfg.files[0], "ntbpf.data");
 	nt_config_free(&cfg);
 	assert_int_equal(parse("ntbpf report --window 0.5 f", &cfg, err, sizeof(err)), 0);
 	assert_true(cfg.pair_window == 0.5);
@@ -207,6 +221,9 @@ static void test_report_bad(void **state)
 	assert_bad("ntbpf report --since -5 f", "bad --since '-5'");
 	assert_bad("ntbpf report --since 5 --until 5 f", "--since must be before --until");
 	assert_bad("ntbpf report --window 1h f", "bad --window '1h'");
+	assert_bad("ntbpf script --format text f", "bad --format 'text' (want csv or json)");
+	assert_bad("ntbpf script - -", "given more than once");
+	assert_bad("ntbpf script --hist f", NULL);	/* getopt says so on stderr */
 }
 
 static void test_live(void **state)
@@ -231,6 +248,8 @@ static void test_live(void **state)
 	assert_bad("ntbpf live 0", "bad interval '0'");
 	assert_bad("ntbpf live 1 x", "bad count 'x'");
 	assert_bad("ntbpf live 1 2 3", "unexpected argument '3'");
+	assert_int_equal(parse("ntbpf live --hist", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.hist);
 	assert_int_equal(parse("ntbpf live --format csv", &cfg, err, sizeof(err)), 0);	/* RFC 3339 time per row */
 	assert_int_equal(cfg.format, NT_FMT_CSV);
 	assert_bad("ntbpf live --format xml", "bad --format 'xml'");
@@ -294,7 +313,7 @@ static void test_report_help_lists_stages(void **state)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	buf[n] = 0;
 	fclose(f);
-	assert_non_null(strstr(buf, "  ntbpf report --format json ntbpf.data | jq .groups[0].stages\n"
+	assert_non_null(strstr(buf, "  ntbpf report --format html -o report.html initiator.ntbpf target.ntbpf\n"
 				    "STAGES (docs/stages.md): blk_submission nvme_tcp_submission\n"
 				    "  nstack_submission nvmet_tcp_submission target_subsystem\n"
 				    "  nvmet_tcp_completion network_transmission nstack_completion\n"

@@ -33,12 +33,14 @@ static int parse(int argc, char **argv, struct nt_config *c, char *errbuf, size_
 
 static void test_help_everywhere(void **state)
 {
-	static const char *const cmds[] = { "record", "report", "live", "probe" };
+	/* every command of enum nt_cmd */
+	static const char *const cmds[] = { "record", "report", "probe", "live", "script" };
 	static const char *const flags[] = { "-h", "--help" };
 	struct nt_config c;
 	char err[512];
 
-	for (size_t i = 0; i < 4; i++)
+	assert_int_equal(sizeof(cmds) / sizeof(cmds[0]), NT_CMD_SCRIPT);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		for (size_t f = 0; f < 2; f++) {
 			char *argv[] = { "ntbpf", (char *)cmds[i], (char *)flags[f], NULL };
 

@@ -468,6 +468,32 @@ static void test_buckets(void **state __maybe_unused)
 	}
 }
 
+/* biolatency's bins: [2^i, 2^(i+1) - 1] us, bin 0 holding 0 and 1 us; truncated to whole us */
+static void test_log2_us(void **state)
+{
+	/* each value more than 0.4 % inside its bin: a bucket's midpoint cannot leave it */
+	static const struct { uint64_t ns; int bin; } v[] = {
+		{ 0, 0 }, { 500, 0 }, { 1500, 0 }, { 1990, 0 }, { 2010, 1 }, { 3980, 1 }, { 4020, 2 },
+		{ 100500, 6 }, { 1005000, 9 }, { 1030000, 10 }, { 5000000000ull, 22 },
+	};
+	struct nt_hist h;
+	uint64_t bins[NT_LOG2_BINS], want[NT_LOG2_BINS] = { 0 };
+	int n;
+
+	nt_hist_init(&h);
+	assert_int_equal(nt_hist_log2_us(&h, bins), 0);
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		assert_int_equal(nt_hist_add(&h, v[i].ns), 0);
+		assert_int_equal(nt_hist_add(&h, v[i].ns), 0);
+		want[v[i].bin] += 2;
+	}
+	n = nt_hist_log2_us(&h, bins);
+	assert_int_equal(n, 23);
+	for (int i = 0; i < NT_LOG2_BINS; i++)
+		assert_int_equal(bins[i], want[i]);
+	nt_hist_free(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_mean),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_buckets),
+		cmocka_unit_test(test_log2_us),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,8 @@
  * Live aggregation: intervals of local records, and --peer: the target's
  * record stream over a real loopback TCP socket, paired one interval later;
  * a peer that drops is reported and picked up again when it comes back.
+ * Goldens (tests/unit/golden/live-*): a local interval in text, a paired
+ * interval (all ten stages) in JSON, their times masked.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "cli.h"
+#include "golden.h"
 #include "live.h"
 #include "report.h"
 #include "metrics.h"
@@ -79,6 +82,48 @@ static char *tick(struct nt_live *l, double secs)
 	return out;
 }
 
+/*
+ * The wall-clock times of an interval's lines, "HH:MM:SS" (text) and RFC 3339
+ * (JSON Lines, CSV), masked in place (same length), for the goldens.
+ */
+static void mask_times(char *s)
+{
+	static const char rfc[] = "dddd-dd-ddTdd:dd:dd.ddd+dd:dd", hms[] = "dd:dd:dd";
+
+	for (char *p = s; *p; p++) {
+		const char *pat = NULL;
+
+		for (int k = 0; k < 2 && !pat; k++) {
+			const char *t = k ? hms : rfc;
+			size_t i;
+
+			for (i = 0; t[i] && p[i]; i++)
+				if (t[i] == 'd' ? p[i] < '0' || p[i] > '9' : t[i] != p[i] && !(t[i] == '+' && p[i] == '-'))
+					break;
+			if (!t[i] && (p == s || p[-1] < '0' || p[-1] > '9'))
+				pat = t;
+		}
+		if (pat) {
+			for (size_t i = 0; pat[i]; i++, p++)
+				*p = pat[i] == 'd' ? 'x' : *p;
+			p--;
+		}
+	}
+}
+
+/* the peer's state, which moves on by itself ("down (...), reconnecting", then "retrying"): "*" */
+static void mask_peer_state(char *s)
+{
+	char *p = strstr(s, "\"peer\": \""), *e;
+
+	assert_non_null(p);
+	p += strlen("\"peer\": \"");
+	e = strchr(p, '"');
+	assert_non_null(e);
+	*p = '*';
+	memmove(p + 1, e, strlen(e) + 1);
+}
+
 static void local_header(struct nt_header *h)
 {
 	struct nt_ctrl_info *c;
@@ -104,16 +149,45 @@ static void push_local(struct nt_live *l, int n)
 	}
 }
 
-static void test_local_intervals(void **state)
+/* this host's live (its header into *h; cfg is kept) with n I/Os pushed */
+static struct nt_live *local_live(const struct nt_config *cfg, struct nt_header *h, int n)
 {
-	struct nt_config cfg = cfg_for("json");
+	struct nt_live *l;
+
+	local_header(h);
+	l = nt_live_new(cfg, h);
+	assert_non_null(l);
+	push_local(l, n);
+	return l;
+}
+
+/* live --hist: each interval's histograms (every I/O's end_to_end is 114 us), and MB/s */
+static void test_local_hist(void **state)
+{
+	struct nt_config cfg = cfg_for("text");
 	struct nt_header h;
 	struct nt_live *l;
 	char *out;
 
-	local_header(&h);
-	l = nt_live_new(&cfg, &h);
-	push_local(l, 250);
+	cfg.hist = true;
+	l = local_live(&cfg, &h, 250);
+	out = tick(l, 0.5);
+	assert_non_null(strstr(out, " I/Os=250 IOPS=500 MB/s=2.05\n"));
+	assert_non_null(strstr(out, "\nend_to_end\n     usecs               : count    distribution\n"));
+	assert_non_null(strstr(out, "        64 -> 127        : 250      |****************************************|\n"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+	nt_config_free(&cfg);
+}
+
+static void test_local_intervals(void **state)
+{
+	struct nt_config cfg = cfg_for("json");
+	struct nt_header h;
+	struct nt_live *l = local_live(&cfg, &h, 250);
+	char *out;
+
 	out = tick(l, 0.5);
 	/* one line, 250 I/Os in half a second */
 	assert_non_null(strstr(out, "\"iops\": 500.0"));
@@ -137,6 +211,22 @@ static void test_local_intervals(void **state)
 	free(out);
 	out = tick(l, 1.0);
 	assert_non_null(strstr(out, "\"lost_records\": 0"));
+	free(out);
+	nt_live_free(l);
+	nt_header_free(&h);
+}
+
+/* a local interval in text, as "ntbpf live 1" prints it (the time masked) */
+static void test_golden_local_text(void **state)
+{
+	struct nt_config cfg = cfg_for("text");
+	struct nt_header h;
+	struct nt_live *l = local_live(&cfg, &h, 250);
+	char *out;
+
+	out = tick(l, 0.5);
+	mask_times(out);
+	check_golden("live-local.txt", out);
 	free(out);
 	nt_live_free(l);
 	nt_header_free(&h);
@@ -247,6 +337,9 @@ static void test_peer_stream_pairs(void **state)
 	assert_non_null(strstr(out, "\"unmatched\": {\"initiator\": 0, \"target\": 0}"));
 	assert_non_null(strstr(out, "\"network_transmission\": {\"count\": 200, \"avg_us\": 40.000"));
 	assert_non_null(strstr(out, "\"target_subsystem\": {\"count\": 200, \"avg_us\": 50.000"));
+	mask_times(out);
+	mask_peer_state(out);
+	check_golden("live-peer.json", out);	/* the paired interval: all ten stages */
 	free(out);
 	/* --metrics with --peer: the paired interval's ten stages, and the peer's state (it hung up) */
 	{
@@ -327,10 +420,9 @@ static void test_local_csv(void **state)
 	nt_report_opts_of(&cfg, &o);
 	nt_report_interval_header(m, &o);
 	fclose(m);
-	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us\n");
-	local_header(&h);
-	l = nt_live_new(&cfg, &h);
-	push_local(l, 250);
+	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us,"
+			    "min_us,max_us,status,span_s,iops,mb_s\n");
+	l = local_live(&cfg, &h, 250);
 	setenv("TZ", "IST-5:30", 1);
 	tzset();
 	out = tick(l, 0.5);
@@ -395,8 +487,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_intervals),
+		cmocka_unit_test(test_local_hist),
 		cmocka_unit_test(test_local_csv),
 		cmocka_unit_test(test_kh_wraparound),
+		cmocka_unit_test(test_golden_local_text),
 		cmocka_unit_test(test_peer_stream_pairs),
 		cmocka_unit_test(test_peer_drops_and_returns),
 	};

@@ -3,15 +3,21 @@
  * The record file's creation (src/outfile.c), no root: mode 0600, the lock
  * between two recorders, a stale temporary file, a symbolic link planted at
  * the temporary name or at FILE, FILE.old only once recording starts, the
- * cut back to a whole block.
+ * cut back to a whole block; a FIFO or a character device (/dev/null) written
+ * as a stream, never renamed; a block device, a socket or a terminal refused.
  */
+#define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include "outfile.h"
 
@@ -145,6 +151,95 @@ static void test_cut(void **state)
 	assert_string_equal(get(path), "0123ab");
 }
 
+/* path is still a node of this type, and no FILE.old nor temporary file was made */
+static void assert_node_kept(const char *p, mode_t type)
+{
+	char other[200];
+	struct stat sb;
+
+	assert_int_equal(lstat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & S_IFMT, type);
+	snprintf(other, sizeof(other), "%s.old", p);
+	assert_int_equal(access(other, F_OK), -1);
+	snprintf(other, sizeof(other), "%s/.%s.ntbpf-tmp", dir, strrchr(p, '/') + 1);
+	assert_int_equal(access(other, F_OK), -1);
+}
+
+/*
+ * -o onto what is not a regular file.  Before: the node itself was moved to
+ * FILE.old and a regular file put in its place, so `record -o /dev/null` as
+ * root replaced /dev/null with a 0600 file.
+ */
+static void test_special_files(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char p[160], err[512], got[16] = "";
+	struct nt_outfile o;
+	int rfd, sfd, m;
+
+	/* a FIFO: written as a stream (a reader is there) */
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	rfd = open(p, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	assert_int_equal(nt_outfile_open(&o, p, err, sizeof(err)), 0);
+	assert_int_equal(nt_outfile_start(&o, err, sizeof(err)), 0);
+	assert_int_equal(fwrite("stream", 1, 6, o.f), 6);
+	assert_int_equal(nt_outfile_commit(&o, err, sizeof(err)), 0);
+	assert_int_equal(read(rfd, got, sizeof(got) - 1), 6);
+	assert_string_equal(got, "stream");
+	close(rfd);
+	assert_node_kept(p, S_IFIFO);
+
+	/* a socket: refused, left as it is */
+	snprintf(p, sizeof(p), "%s/sock", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p);
+	sfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(sfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(nt_outfile_open(&o, p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is a socket"));
+	close(sfd);
+	assert_node_kept(p, S_IFSOCK);
+
+	/* a terminal: refused (binary on a terminal), also as standard output */
+	m = posix_openpt(O_RDWR | O_NOCTTY);
+	if (m >= 0 && !grantpt(m) && !unlockpt(m) && ptsname(m)) {
+		int saved = dup(STDOUT_FILENO), t;
+
+		snprintf(p, sizeof(p), "%s", ptsname(m));
+		assert_int_equal(nt_outfile_open(&o, p, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "is a terminal"));
+		t = open(p, O_RDWR | O_NOCTTY);
+		assert_true(t >= 0 && saved >= 0);
+		fflush(stdout);
+		dup2(t, STDOUT_FILENO);
+		rfd = nt_outfile_open(&o, "-", err, sizeof(err));
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+		close(t);
+		assert_int_equal(rfd, -1);
+		assert_non_null(strstr(err, "standard output is a terminal"));
+	}
+	if (m >= 0)
+		close(m);
+
+	/* device nodes (only root can make them) */
+	if (geteuid() != 0)
+		return;
+	snprintf(p, sizeof(p), "%s/null", dir);
+	assert_int_equal(mknod(p, S_IFCHR | 0666, makedev(1, 3)), 0);
+	assert_int_equal(nt_outfile_open(&o, p, err, sizeof(err)), 0);
+	assert_int_equal(nt_outfile_start(&o, err, sizeof(err)), 0);
+	assert_int_equal(fwrite("gone", 1, 4, o.f), 4);
+	assert_int_equal(nt_outfile_commit(&o, err, sizeof(err)), 0);
+	assert_node_kept(p, S_IFCHR);
+	snprintf(p, sizeof(p), "%s/blk", dir);
+	assert_int_equal(mknod(p, S_IFBLK | 0600, makedev(7, 250)), 0);
+	assert_int_equal(nt_outfile_open(&o, p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is a block device"));
+	assert_node_kept(p, S_IFBLK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +247,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_abort_keeps_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_and_planted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_special_files, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,19 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "report.h"
+#include "golden.h"
 #include "../../bench/synth.h"
-
-/* absolute: the product-path tests run "ntbpf report" inside a scratch directory */
-static const char *datadir(void)
-{
-	static char abs[4096];
-	const char *d = getenv("NTBPF_TESTDATA");
-
-	if (!abs[0])
-		assert_non_null(realpath(d ? d : "tests/unit", abs));
-	return abs;
-}
 
 /*
  * "ntbpf report ARGS..." as main() runs it (nt_cli_parse, nt_report_cmd), in
@@ -131,6 +122,8 @@ static void make_init_file(FILE *f, size_t nrec, bool trailer)
 		r.ev[EV_I_BLK_DONE] = r.ev[EV_I_BLK_ISSUE] + 20000 + (uint32_t)(x % 80000);
 		if (i % 97 == 0)
 			r.ev[EV_I_BLK_DONE] += 2000000;	/* a tail */
+		if (i % 331 == 7)
+			r.status = 10;	/* failed: a blk_status_t */
 		assert_int_equal(nt_writer_add(w, &r), 0);
 		if (i == nrec / 2)
 			assert_int_equal(nt_writer_flush(w), 0);
@@ -176,33 +169,6 @@ static char *render(enum nt_format fmt, size_t nrec)
 	return out;
 }
 
-static void check_golden(const char *name, const char *got)
-{
-	char path[512], *want;
-	FILE *f;
-	long len;
-
-	snprintf(path, sizeof(path), "%s/golden/%s", datadir(), name);
-	if (getenv("NTBPF_UPDATE_GOLDEN")) {
-		f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(got, f);
-		fclose(f);
-	}
-	f = fopen(path, "r");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	want = calloc(1, len + 1);
-	assert_int_equal(fread(want, 1, len, f), (size_t)len);
-	fclose(f);
-	if (strcmp(want, got))
-		fprintf(stderr, "golden %s differs; got:\n%s\n", name, got);
-	assert_string_equal(want, got);
-	free(want);
-}
-
 static void test_golden_text(void **state)
 {
 	char *s = render(NT_FMT_TEXT, 2000);
@@ -227,6 +193,53 @@ static void test_golden_csv(void **state)
 	free(s);
 }
 
+/* --hist: biolatency's histograms (golden), and in JSON bins that count every value of the stage */
+static void test_hist(void **state)
+{
+	const char *names[] = { "init.ntbpf" };
+	char *dir = scratch_dir(), path[256], *out, *p;
+	FILE *f;
+	int rc, stages = 0;
+
+	snprintf(path, sizeof(path), "%s/init.ntbpf", dir);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	make_init_file(f, 2000, true);
+	fclose(f);
+	out = report_cli(dir, "--hist --percentiles 50,99 init.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	check_golden("report-hist.txt", out);
+	assert_non_null(strstr(out, "\nend_to_end\n     usecs               : count    distribution\n"
+				    "         0 -> 1          : 0        |                                        |\n"));
+	free(out);
+	out = report_cli(dir, "--hist --format json init.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	for (p = out; (p = strstr(p, "{\"count\": ")); p++) {
+		unsigned long count, sum = 0, bin;
+		char *b = strstr(p, "\"log2_us\": [");
+		int used;
+
+		assert_int_equal(sscanf(p, "{\"count\": %lu", &count), 1);
+		assert_non_null(b);
+		b += strlen("\"log2_us\": [");
+		while (sscanf(b, "%lu%n", &bin, &used) == 1) {
+			sum += bin;
+			b += used;
+			if (*b == ',')
+				b += 2;
+		}
+		assert_int_equal(*b, ']');
+		assert_int_equal(sum, count);
+		stages++;
+	}
+	assert_int_equal(stages, 7 * 3);
+	free(out);
+	out = report_cli(dir, "init.ntbpf", &rc);
+	assert_null(strstr(out, "usecs"));	/* only with --hist */
+	free(out);
+	scratch_rm(dir, names, 1);
+}
+
 /* the numbers themselves, independent of the golden files */
 static void test_values(void **state)
 {
@@ -236,11 +249,36 @@ static void test_values(void **state)
 	/* 2000 I/Os: i%5==0 on loop0 (400), of those i%4==3 writes (100) */
 	line = strstr(s, "write,131072,loop0,-,100,end_to_end,100,");
 	assert_non_null(line);
-	line = strstr(s, "read,4096,nvme0n1,-,1200,blk_device,1200,");
+	/* 1200 reads of 4k on nvme0n1, 4 of which failed (i % 331 == 7: 338, 669, 1662, 1993): their own group */
+	line = strstr(s, "read,4096,nvme0n1,-,1196,blk_device,1196,");
 	assert_non_null(line);
+	assert_non_null(strstr(s, "read,4096,nvme0n1,-,4,blk_device,4,"));
+	assert_non_null(strstr(s, "write,131072,nvme0n1,-,2,end_to_end,2,"));
+	assert_non_null(strstr(s, "read,4096,loop0,-,1,end_to_end,1,"));
+	{
+		/* the last columns: min_us,max_us,status,span_s,iops,mb_s; one I/O every 100 us from t0 = 1 s */
+		double mn, mx, span, iops, mbs;
+		char status[32];
+		const char *row = strstr(s, "read,4096,nvme0n1,-,1196,end_to_end,1196,");
+
+		assert_non_null(row);
+		/* the six after the sixth comma from the end of the row */
+		row = strchr(row, '\n');
+		for (int commas = 0; commas < 6; row--)
+			commas += row[-1] == ',';
+		row++;
+		assert_int_equal(sscanf(row, "%lf,%lf,%31[^,],%lf,%lf,%lf", &mn, &mx, status, &span, &iops, &mbs), 6);
+		assert_string_equal(status, "ok");
+		/* first read of nvme0n1: i = 1; last: i = 1998 (its end up to 100 us later) */
+		assert_true(span >= 0.1997 && span <= 0.1998 + 0.0001);
+		assert_true(iops > 1196 / 0.1999 && iops < 1196 / 0.1997);
+		assert_true(mbs > iops * 4096 / 1e6 * 0.999 && mbs < iops * 4096 / 1e6 * 1.001);
+		assert_true(mn >= 20.2 && mn < mx && mx >= 2000);	/* the tail: i % 97 == 0 adds 2 ms */
+	}
+	assert_non_null(strstr(s, ",blk:10,0.000000,,\n"));	/* one I/O: no rate */
 	for (line = s; (line = strchr(line, '\n')); line++)
 		n++;
-	assert_int_equal(n, 1 + 4 * 3);	/* header + 4 groups x 3 stages */
+	assert_int_equal(n, 1 + 7 * 3);	/* header + 4 groups and 3 of failed I/Os x 3 stages */
 	free(s);
 }
 
@@ -323,6 +361,7 @@ static struct nt_writer *open_host(FILE *f, int role)
 struct hosts_truth {
 	size_t pairs;		/* I/Os with a record on both hosts (admin excluded) */
 	size_t init_only, tgt_only, blk_only, admin, r2t;
+	size_t failed;		/* I/Os with an initiator record that failed (NVMe status 0x4281) */
 };
 
 /*
@@ -362,6 +401,8 @@ static void make_hosts(FILE *ia, FILE *ib, FILE *tg, size_t n, struct hosts_trut
 			g.ev[EV_T_EXEC] = g.ev[EV_T_SUBSYS_DONE] + 10;
 		if (k % 17 == 7)	/* no exec hook on the target */
 			g.ev_mask &= ~(1u << EV_T_EXEC);
+		if (k % 149 == 20)	/* failed: unrecovered read error, do not retry */
+			i.status = g.status = 0x4281;
 		if (k % 101 == 50) {	/* an admin command on both hosts */
 			i.flags |= NTBPF_F_ADMIN;
 			g.flags |= NTBPF_F_ADMIN;
@@ -384,6 +425,7 @@ static void make_hosts(FILE *ia, FILE *ib, FILE *tg, size_t n, struct hosts_trut
 			assert_int_equal(nt_writer_add(w[a], &i), 0);
 		else
 			has_i = false;
+		x->failed += !admin && has_i && i.status;
 		if (admin)
 			x->admin += has_i + has_g;
 		else if (has_i && has_g)
@@ -516,6 +558,10 @@ static void test_golden_two_hosts(void **state)
 			assert_non_null(strstr(out, want));
 			snprintf(want, sizeof(want), "# admin-queue commands left out: %zu\n", x.admin);
 			assert_non_null(strstr(out, want));
+			/* the failed I/Os counted, and in groups of their own */
+			snprintf(want, sizeof(want), "; 0x4281 (unrecovered read error) %zu;", x.failed);
+			assert_non_null(strstr(out, want));
+			assert_non_null(strstr(out, "dev=nvme0n1 status=0x4281 (unrecovered read error) I/Os="));
 			assert_non_null(strstr(out, "group: op=write size=131072 dev=nvme0n1"));
 		}
 		if (r == 2) {
@@ -534,7 +580,122 @@ static void test_golden_two_hosts(void **state)
 		}
 		free(out);
 	}
-	assert_true(x.r2t > 0 && x.pairs > 1500 && x.init_only && x.tgt_only && x.blk_only && x.admin);
+	assert_true(x.r2t > 0 && x.pairs > 1500 && x.init_only && x.tgt_only && x.blk_only && x.admin && x.failed >= 10);
+	scratch_rm(dir, names, 2);
+}
+
+/* dir/name: n synthetic initiator I/Os (bench/synth.h) under header h (freed), trailer t */
+static void write_synth_init(const char *dir, const char *name, struct nt_header *h, int n, const struct nt_trailer *t)
+{
+	char path[256];
+	struct nt_writer *w;
+	struct synth sy;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	w = nt_writer_open(f, h);
+	assert_non_null(w);
+	synth_init(&sy);
+	for (int k = 0; k < n; k++) {
+		struct ntbpf_rec i, g;
+
+		synth_pair(&sy, k, &i, &g);
+		assert_int_equal(nt_writer_add(w, &i), 0);
+	}
+	assert_int_equal(nt_writer_close(w, t), 0);
+	fclose(f);
+	nt_header_free(h);
+}
+
+/* -v: the facts a file stores, escaped; JSON carries them always */
+static void test_verbose_facts(void **state)
+{
+	const char *names[] = { "i.ntbpf" };
+	char *dir = scratch_dir(), *out;
+	struct nt_header h;
+	struct nt_ctrl_info *c;
+	struct nt_trailer t = { .records = 1, .end_mono_ns = 3500000000ull };
+	int rc;
+
+	c = synth_header(&h, NTBPF_ROLE_INITIATOR);
+	snprintf(c->subsysnqn, sizeof(c->subsysnqn), "nqn.2024-01.io.ntbpf:lab");
+	snprintf(c->address, sizeof(c->address), "traddr=10.0.0.2,trsvcid=4420");
+	snprintf(c->transport, sizeof(c->transport), "tcp");
+	snprintf(h.cmdline, sizeof(h.cmdline), "ntbpf record -o i.ntbpf \x1b[31m");
+	h.sample = 10;
+	h.sample_window_ms = 100;
+	write_synth_init(dir, "i.ntbpf", &h, 1, &t);
+	out = report_cli(dir, "-v i.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "#   command: ntbpf record -o i.ntbpf \\x1b[31m; ntbpf "));
+	/* mono 1 s = 1700000000 s wall; the trailer's end at mono 3.5 s */
+	assert_non_null(strstr(out, "#   recorded: 2023-11-14T22:13:20.000000000Z to 2023-11-14T22:13:22.500000000Z (2.500 s); "
+				    "sampling: every I/O of one 100 ms window in 10\n"));
+	assert_non_null(strstr(out, "#   subsystem nqn.2024-01.io.ntbpf:lab at traddr=10.0.0.2,trsvcid=4420 (nvme0, cntlid 1, tcp"));
+	assert_non_null(strstr(out, "# sampled inputs: IOPS and MB/s count the recorded I/Os only\n"));
+	assert_null(strchr(out, '\x1b'));
+	free(out);
+	out = report_cli(dir, "i.ntbpf", &rc);
+	assert_null(strstr(out, "#   command:"));	/* only with -v */
+	free(out);
+	out = report_cli(dir, "--format json i.ntbpf", &rc);
+	assert_non_null(strstr(out, "\"start\": \"2023-11-14T22:13:20.000000000Z\", \"end\": \"2023-11-14T22:13:22.500000000Z\", "
+				    "\"duration_s\": 2.500000"));
+	assert_non_null(strstr(out, "\"subsysnqn\": \"nqn.2024-01.io.ntbpf:lab\""));
+	assert_non_null(strstr(out, "\"cmdline\": \"ntbpf record -o i.ntbpf \\u001b[31m\""));
+	free(out);
+	scratch_rm(dir, names, 1);
+}
+
+/* --format html -o FILE: one self-contained file, 0600, strings from the files escaped, three charts */
+static void test_html(void **state)
+{
+	const char *names[] = { "i.ntbpf", "r.html" };
+	char *dir = scratch_dir(), path[256], *out, doc[1 << 20];
+	struct nt_header h;
+	struct nt_trailer t = { .records = 500 };
+	struct stat st;
+	FILE *f;
+	size_t n;
+	int rc;
+
+	synth_header(&h, NTBPF_ROLE_INITIATOR);
+	snprintf(h.hostname, sizeof(h.hostname), "<script>alert('x')</script>&");
+	write_synth_init(dir, "i.ntbpf", &h, 500, &t);
+	out = report_cli(dir, "--format html -o r.html i.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "");	/* all of it in the file */
+	free(out);
+	snprintf(path, sizeof(path), "%s/r.html", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	f = fopen(path, "r");
+	n = fread(doc, 1, sizeof(doc) - 1, f);
+	fclose(f);
+	doc[n] = '\0';
+	assert_true(n > 1000 && n < sizeof(doc) - 1);
+	assert_memory_equal(doc, "<!DOCTYPE html>", 15);
+	assert_null(strstr(doc, "<script"));
+	assert_non_null(strstr(doc, "on &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;, kernel"));
+	assert_non_null(strstr(doc, "default-src 'none'"));
+	assert_true(strstr(doc, "# no target records: ") < strstr(doc, "<svg"));	/* what it could not see: on top */
+	{
+		static const char *const want[] = { "Stages at p50 and p99", "end_to_end over time", "Stages over time" };
+
+		for (int k = 0; k < 3; k++) {
+			const char *at = strstr(doc, want[k]);
+
+			assert_non_null(at);
+			assert_null(strstr(at + 1, want[k]));	/* one group: once each */
+		}
+	}
+	/* every initiator stage measured is drawn in the bar with its p50 (a rect with a title) */
+	assert_non_null(strstr(doc, "<title>blk_submission p50 "));
+	assert_null(strstr(doc, "<title>remote p99 "));	/* not one of the ten: it would count twice */
+	assert_non_null(strstr(doc, "<title>nstack_completion p99 "));
+	assert_true(strstr(doc, "</body></html>\n") == doc + n - strlen("</body></html>\n"));
 	scratch_rm(dir, names, 2);
 }
 
@@ -572,7 +733,7 @@ static void test_time_window(void **state)
 		assert_int_equal(rc, 0);
 		assert_non_null(strstr(out, "# matched: 1000; unmatched: initiator 0, target 0\n"));
 		assert_non_null(strstr(out, "# I/Os that started outside --since/--until, left out: 2000\n"));
-		assert_non_null(strstr(out, " I/Os=1000\n"));
+		assert_non_null(strstr(out, " I/Os=1000 span=0.003s "));	/* the window's I/Os only */
 		free(out);
 	}
 	out = report_cli(dir, args[2], &rc);
@@ -701,8 +862,11 @@ int main(void)
 		cmocka_unit_test(test_golden_csv),
 		cmocka_unit_test(test_golden_two_hosts),
 		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_exit_status),
 		cmocka_unit_test(test_files_path_equals_records_path),
+		cmocka_unit_test(test_verbose_facts),
+		cmocka_unit_test(test_html),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

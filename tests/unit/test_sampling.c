@@ -21,6 +21,28 @@ static void test_windows_of(void **state)
 }
 
 /*
+ * Tracepoints are detached between windows only where the gap leaves time
+ * for an RCU grace period: the default (100 ms in 10 s) and the cost
+ * model's (20 ms in 2 s, 2 ms in 2 s) do; 10 ms in 100 ms only pauses.
+ */
+static void test_windows_detach(void **state)
+{
+	struct nt_windows w = nt_windows_of(100, 100);
+
+	assert_true(nt_windows_detach(&w));
+	w = nt_windows_of(100, 20);
+	assert_true(nt_windows_detach(&w));
+	w = nt_windows_of(1000, 2);
+	assert_true(nt_windows_detach(&w));
+	w = nt_windows_of(10, 10);
+	assert_false(nt_windows_detach(&w));
+	w = nt_windows_of(2, 999);		/* a gap of 999 ms */
+	assert_false(nt_windows_detach(&w));
+	w = nt_windows_of(2, 1000);		/* exactly the threshold */
+	assert_true(nt_windows_detach(&w));
+}
+
+/*
  * Windows are aligned to the epoch: two hosts with agreeing clocks choose the
  * same ones.  The programs are armed a lead before each and paused a lead
  * after it (the BPF side keeps the window's exact edges).
@@ -69,6 +91,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_windows_of),
+		cmocka_unit_test(test_windows_detach),
 		cmocka_unit_test(test_window_at),
 		cmocka_unit_test(test_fraction),
 	};

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -295,11 +296,13 @@ static void test_one_peer_not_evicted(void **state)
 	POLL_UNTIL(&c, nt_stream_server_connected(c.s));
 	s1 = connect_to(c.port);
 	s2 = connect_to(c.port);
-	assert_int_equal(write(s2, "GET / HTTP/1.0\r\n\r\n", 18), 18);
-	for (int i = 0; i < 50; i++) {
-		nt_stream_server_poll(c.s);
-		usleep(1000);
+	{	/* garbage of a whole handshake's length: refused as soon as it is read */
+		char junk[72] = "GET / HTTP/1.0\r\n\r\n";
+
+		assert_int_equal(write(s2, junk, sizeof(junk)), sizeof(junk));
 	}
+	/* accepted in order: once s2 is refused, s1 (silent) was accepted too */
+	POLL_UNTIL(&c, strstr(srv_log(&c), "failed to authenticate (wrong --key?)"));
 	assert_true(nt_stream_server_connected(c.s));
 	/* and the peer still gets its records */
 	for (uint32_t k = 0; k < 10; k++) {
@@ -320,6 +323,35 @@ static void test_one_peer_not_evicted(void **state)
 	close(s2);
 	close(fd);
 	close(fd2);
+	srv_stop(&c);
+}
+
+/* a stranger that connects and never answers the challenge is closed after NT_STREAM_AUTH_MS, not before */
+static void test_unauthenticated_closed(void **state)
+{
+	struct srvctx c;
+	uint8_t buf[64];
+	uint64_t t0, closed = 0;
+	ssize_t n, got = 0;
+	int fd;
+
+	srv_start(&c, &key_a);
+	fd = connect_to(c.port);
+	t0 = ms();
+	while (!closed && ms() - t0 < NT_STREAM_AUTH_MS + 3000) {
+		nt_stream_server_poll(c.s);
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0)
+			got += n;	/* the challenge */
+		else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			closed = ms() - t0;
+		usleep(2000);
+	}
+	assert_int_equal(got, 40);
+	assert_true(closed >= NT_STREAM_AUTH_MS);
+	assert_non_null(strstr(srv_log(&c), "did not authenticate in time"));
+	assert_false(nt_stream_server_connected(c.s));
+	close(fd);
 	srv_stop(&c);
 }
 
@@ -600,6 +632,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_key_refused),
 		cmocka_unit_test(test_client_authenticates_server),
 		cmocka_unit_test(test_one_peer_not_evicted),
+		cmocka_unit_test(test_unauthenticated_closed),
 		cmocka_unit_test(test_slow_peer_never_blocks),
 		cmocka_unit_test(test_client_memory_capped),
 		cmocka_unit_test(test_drops_reported_to_client),

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * script.c - "ntbpf script": every I/O as a row (script.h).  Pass 1 pairs
+ * (items, and each target record's stages); pass 2 merges the files by
+ * completion time and prints through a min-heap of NT_SCRIPT_WINDOW rows.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "escape.h"
+#include "input.h"
+#include "match.h"
+#include "report.h"
+#include "script.h"
+#include "stages.h"
+
+static const char *const match_names[] = { "both", "initiator_only", "target_only" };
+
+/* pass 1: what pairing needs, and each target record's stages (tag: its file) */
+struct pass1 {
+	struct nt_vec ii, ti, ts;
+	size_t admin, no_cntlid;
+	uint16_t file;
+};
+
+static int take(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
+{
+	struct pass1 *c = ctx;
+	bool tgt = r->role == NTBPF_ROLE_TARGET, no_cntlid;
+	struct nt_mitem *x;
+
+	if (r->flags & NTBPF_F_ADMIN) {
+		c->admin++;
+		return 0;
+	}
+	x = nt_vec_push(tgt ? &c->ti : &c->ii);
+	if (!x)
+		return -1;
+	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
+	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
+	c->no_cntlid += no_cntlid;
+	if (tgt) {
+		struct nt_sum *s = nt_vec_push(&c->ts);
+
+		if (!s)
+			return -1;
+		nt_sum_of(r, NTBPF_ROLE_TARGET, s);
+		s->tag = c->file;
+	}
+	return 0;
+}
+
+/* pass 2: one reader per file, each with its next row */
+struct src {
+	struct nt_reader *rd;
+	struct nt_header hdr;
+	size_t next;		/* global index of its next initiator or target record */
+	struct nt_row ahead;
+	bool has;
+};
+
+struct nt_rows {
+	struct nt_input *ins;
+	FILE *const *files;
+	int n;
+	bool cut;		/* a file was cut short or damaged */
+	size_t admin;		/* admin-queue records, left out */
+	struct nt_matching m;
+	struct nt_sum *ts;	/* each target record's stages (tag: its file) */
+	size_t *init_at, *tgt_at;
+	struct src *src;
+};
+
+static void fill_row(struct nt_rows *sc, int f, const struct ntbpf_rec *r, const struct nt_sum *si,
+		     const struct nt_sum *st, struct nt_row *w)
+{
+	uint64_t vals[NT_ST_NR];
+	uint32_t stand_in;
+	bool neg;
+
+	memset(w, 0, sizeof(*w));
+	w->time = r->t0 + nt_rec_end(r) + nt_wall_offset(&sc->ins[f].hdr);
+	w->lba = r->sector;
+	w->dev = r->dev;
+	w->bytes = r->bytes;
+	w->qid = r->qid;
+	w->cid = r->cid;
+	w->ctrl = r->ctrl;
+	w->flags = r->flags;
+	w->status = r->status;
+	w->status_nvme = nt_status_is_nvme(r);
+	w->op = r->op;
+	w->role = r->role;
+	w->file = (uint16_t)f;
+	w->tfile = st && si ? (uint16_t)st->tag : UINT16_MAX;
+	w->match = si && st ? NT_ROW_BOTH : si ? NT_ROW_INIT : NT_ROW_TGT;
+	w->mask = nt_sum_combine(si, st, vals, &stand_in, &neg);
+	for (uint32_t left = w->mask; left; left &= left - 1)
+		w->vals[__builtin_ctz(left)] = (uint32_t)vals[__builtin_ctz(left)];
+}
+
+/* the file's next row: 1, or 0 at its end */
+static int advance(struct nt_rows *sc, int f)
+{
+	struct src *s = &sc->src[f];
+	struct ntbpf_rec r;
+
+	while (nt_reader_next(s->rd, &r) == 1) {
+		struct nt_sum si, st;
+		size_t k;
+
+		if (r.flags & NTBPF_F_ADMIN)
+			continue;
+		k = s->next++;
+		if (r.role == NTBPF_ROLE_TARGET) {
+			if (sc->m.tgt_matched[k])
+				continue;	/* printed with its initiator I/O */
+			nt_sum_of(&r, NTBPF_ROLE_TARGET, &st);
+			fill_row(sc, f, &r, NULL, &st, &s->ahead);
+		} else {
+			nt_sum_of(&r, NTBPF_ROLE_INITIATOR, &si);
+			fill_row(sc, f, &r, &si, sc->m.pidx[k] ? &sc->ts[sc->m.pidx[k] - 1] : NULL, &s->ahead);
+		}
+		return s->has = 1;
+	}
+	return s->has = 0;
+}
+
+/* pass 2 */
+int nt_rows_each(struct nt_rows *sc, int (*each)(void *ctx, const struct nt_row *w), void *ctx)
+{
+	int rc = 0;
+
+	if (!sc->src)
+		sc->src = calloc(sc->n, sizeof(*sc->src));
+	if (!sc->src)
+		return -1;
+	for (int f = 0; f < sc->n; f++) {
+		struct src *s = &sc->src[f];
+		char sub[200];
+
+		if (s->rd) {
+			nt_reader_close(s->rd);
+			nt_header_free(&s->hdr);
+		}
+		memset(s, 0, sizeof(*s));
+		if (fseek(sc->files[f], 0, SEEK_SET) || !(s->rd = nt_reader_open(sc->files[f], &s->hdr, sub, sizeof(sub))))
+			return -1;
+		s->next = sc->ins[f].hdr.role == NTBPF_ROLE_TARGET ? sc->tgt_at[f] : sc->init_at[f];
+		advance(sc, f);
+	}
+	for (;;) {
+		int best = -1;
+
+		for (int f = 0; f < sc->n; f++)
+			if (sc->src[f].has && (best < 0 || sc->src[f].ahead.time < sc->src[best].ahead.time))
+				best = f;
+		if (best < 0)
+			break;
+		if (each(ctx, &sc->src[best].ahead)) {
+			rc = -1;
+			break;
+		}
+		advance(sc, best);
+	}
+	return rc;
+}
+
+bool nt_rows_cut(const struct nt_rows *rs)
+{
+	return rs->cut;
+}
+
+void nt_rows_free(struct nt_rows *sc)
+{
+	if (!sc)
+		return;
+	for (int f = 0; sc->src && f < sc->n; f++)
+		if (sc->src[f].rd) {
+			nt_reader_close(sc->src[f].rd);
+			nt_header_free(&sc->src[f].hdr);
+		}
+	free(sc->src);
+	nt_match_free(&sc->m);
+	free(sc->ts);
+	free(sc->init_at);
+	free(sc->tgt_at);
+	free(sc);
+}
+
+int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files, const char *const *names, int n,
+		 const char *prog, FILE *err)
+{
+	struct nt_rows *sc = calloc(1, sizeof(*sc));
+	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
+	struct pass1 c = { .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
+			   .ts.sz = sizeof(struct nt_sum) };
+	char path[256];
+	int rc = -1;
+
+	*out = sc;
+	if (!sc || !hdrs || !(sc->init_at = calloc(n + 1, sizeof(size_t))) || !(sc->tgt_at = calloc(n + 1, sizeof(size_t)))) {
+		fprintf(err, "%s: out of memory\n", prog);
+		goto out;
+	}
+	if (n > UINT16_MAX) {
+		fprintf(err, "%s: at most %u files\n", prog, UINT16_MAX);
+		goto out;
+	}
+	sc->ins = ins;
+	sc->files = files;
+	sc->n = n;
+	for (int i = 0; i < n; i++) {
+		char sub[200];
+
+		c.file = (uint16_t)i;
+		if (fseek(files[i], 0, SEEK_SET)) {
+			fprintf(err, "%s: %s: cannot read it again\n", prog, nt_esc_term(path, sizeof(path), names[i]));
+			goto out;
+		}
+		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take, &c)) {
+			fprintf(err, "%s: %s: ", prog, nt_esc_term(path, sizeof(path), names[i]));
+			nt_put_term(err, sub);
+			fputc('\n', err);
+			goto out;
+		}
+		if (ins[i].status != NT_READ_OK) {
+			fprintf(err, "%s: warning: ", prog);
+			nt_put_term(err, names[i]);
+			fputs(": ", err);
+			nt_put_term(err, ins[i].status_msg);
+			fputc('\n', err);
+			sc->cut = true;
+		}
+		hdrs[i] = &ins[i].hdr;
+		sc->init_at[i + 1] = c.ii.n;
+		sc->tgt_at[i + 1] = c.ti.n;
+	}
+	sc->m.n_init = c.ii.n;
+	sc->m.n_tgt = c.ti.n;
+	sc->admin = c.admin;
+	if (nt_match_items(&sc->m, c.ii.v, sc->init_at, c.ti.v, sc->tgt_at, hdrs, n)) {
+		fprintf(err, "%s: out of memory\n", prog);
+		goto out;
+	}
+	/* only the pairing and the targets' stages stay */
+	sc->ts = c.ts.v;
+	c.ts.v = NULL;
+	rc = 0;
+out:
+	free(c.ii.v);
+	free(c.ti.v);
+	free(c.ts.v);
+	free(hdrs);
+	return rc;
+}
+
+FILE *nt_open_input(const char *name)
+{
+	FILE *in, *tmp;
+	char buf[65536];
+	size_t n;
+
+	if (strcmp(name, "-"))
+		return fopen(name, "rb");
+	tmp = tmpfile();	/* 0600, unlinked */
+	in = fdopen(dup(STDIN_FILENO), "rb");
+	if (!tmp || !in) {
+		if (tmp)
+			fclose(tmp);
+		if (in)
+			fclose(in);
+		return NULL;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, tmp) != n)
+			break;
+	if (ferror(in) || ferror(tmp) || fflush(tmp)) {
+		fclose(in);
+		fclose(tmp);
+		errno = EIO;
+		return NULL;
+	}
+	fclose(in);
+	rewind(tmp);
+	return tmp;
+}
+
+/* ---- "ntbpf script": printing through a reorder buffer ---- */
+
+struct script {
+	const struct nt_input *ins;
+	int n;
+	struct nt_row *heap;
+	size_t nheap;
+	uint64_t last, late;
+	enum nt_format fmt;
+	FILE *out;
+};
+
+static void print_header(struct script *sc)
+{
+	if (sc->fmt != NT_FMT_CSV)
+		return;
+	fputs("time,host,target_host,device,op,size,lba,qid,cid,status,match", sc->out);
+	for (int s = 0; s < NT_ST_NR; s++)
+		fprintf(sc->out, ",%s_ns", nt_stage_name(s));
+	fputc('\n', sc->out);
+}
+
+static void print_row(struct script *sc, const struct nt_row *w)
+{
+	FILE *out = sc->out;
+	bool csv = sc->fmt == NT_FMT_CSV, nvme = w->flags & NTBPF_F_NVME;
+	char t[48], dev[64], status[32];
+	const char *thost = w->tfile != UINT16_MAX ? sc->ins[w->tfile].hdr.hostname : "";
+
+	if (w->time < sc->last)
+		sc->late++;
+	else
+		sc->last = w->time;
+	nt_fmt_wall(w->time, t, sizeof(t));
+	nt_dev_name_in(sc->ins, sc->n, w->role, w->dev, dev, sizeof(dev));
+	nt_status_label(w->status, w->status_nvme, status, sizeof(status));
+	if (csv) {
+		fprintf(out, "%s,", t);
+		nt_put_csv(out, sc->ins[w->file].hdr.hostname);
+		fputc(',', out);
+		nt_put_csv(out, thost);
+		fputc(',', out);
+		nt_put_csv(out, dev);
+		fprintf(out, ",%s,%u,%" PRIu64 ",", nt_op_name(w->op), w->bytes, w->lba);
+		if (nvme)
+			fprintf(out, "%u,%u", w->qid, w->cid);
+		else
+			fputc(',', out);
+		fprintf(out, ",%s,%s", status, match_names[w->match]);
+		for (int s = 0; s < NT_ST_NR; s++)
+			if (w->mask & (1u << s))
+				fprintf(out, ",%u", w->vals[s]);
+			else
+				fputc(',', out);
+		fputc('\n', out);
+		return;
+	}
+	fprintf(out, "{\"time\": \"%s\", \"host\": ", t);
+	nt_put_json(out, sc->ins[w->file].hdr.hostname);
+	fputs(", \"target_host\": ", out);
+	if (*thost)
+		nt_put_json(out, thost);
+	else
+		fputs("null", out);
+	fputs(", \"device\": ", out);
+	nt_put_json(out, dev);
+	fprintf(out, ", \"op\": \"%s\", \"size\": %u, \"lba\": %" PRIu64, nt_op_name(w->op), w->bytes, w->lba);
+	if (nvme)
+		fprintf(out, ", \"qid\": %u, \"cid\": %u", w->qid, w->cid);
+	else
+		fputs(", \"qid\": null, \"cid\": null", out);
+	fprintf(out, ", \"status\": \"%s\", \"match\": \"%s\"", status, match_names[w->match]);
+	for (int s = 0; s < NT_ST_NR; s++)
+		if (w->mask & (1u << s))
+			fprintf(out, ", \"%s_ns\": %u", nt_stage_name(s), w->vals[s]);
+		else
+			fprintf(out, ", \"%s_ns\": null", nt_stage_name(s));
+	fputs("}\n", out);
+}
+
+/* the reorder buffer: a min-heap on time */
+static void heap_push(struct script *sc, const struct nt_row *w)
+{
+	size_t i = sc->nheap++;
+
+	while (i && sc->heap[(i - 1) / 2].time > w->time) {
+		sc->heap[i] = sc->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	sc->heap[i] = *w;
+}
+
+static void heap_pop_print(struct script *sc)
+{
+	struct nt_row last;
+	size_t i = 0;
+
+	print_row(sc, &sc->heap[0]);
+	last = sc->heap[--sc->nheap];
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= sc->nheap)
+			break;
+		if (c + 1 < sc->nheap && sc->heap[c + 1].time < sc->heap[c].time)
+			c++;
+		if (sc->heap[c].time >= last.time)
+			break;
+		sc->heap[i] = sc->heap[c];
+		i = c;
+	}
+	if (sc->nheap)
+		sc->heap[i] = last;
+}
+
+static int script_row(void *ctx, const struct nt_row *w)
+{
+	struct script *sc = ctx;
+
+	if (sc->nheap == NT_SCRIPT_WINDOW)
+		heap_pop_print(sc);
+	heap_push(sc, w);
+	return 0;
+}
+
+/* what the rows cannot show, as the report says it: records lost while recording, admin commands left out */
+static void note_unseen(FILE *err, const struct nt_input *ins, int n, const struct nt_rows *rs)
+{
+	uint64_t lost = 0, inflight = 0;
+
+	for (int i = 0; i < n; i++)
+		if (ins[i].has_trailer) {
+			const struct nt_trailer *t = &ins[i].trailer;
+
+			lost += t->stats[ST_LOST_RINGBUF] + t->stats[ST_LOST_MAP_FULL] + t->stats[ST_PROG_MISSES] +
+				t->stats[ST_NO_COMPLETE] + t->lost_user;
+			inflight += t->stats[ST_NO_START] + t->stats[ST_INFLIGHT_END];
+		}
+	if (lost || inflight || rs->admin)
+		fprintf(err, "ntbpf script: not in the rows: %" PRIu64 " records lost while recording, %" PRIu64
+			" I/Os in flight at its start or stop, %zu admin commands (ntbpf report says why)\n", lost, inflight,
+			rs->admin);
+}
+
+int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
+{
+	int n = cfg->nfiles, rc = 1;
+	struct nt_input *ins = calloc(n, sizeof(*ins));
+	FILE **files = calloc(n, sizeof(*files));
+	struct nt_rows *rs = NULL;
+	struct script sc = { .ins = ins, .n = n, .fmt = cfg->format == NT_FMT_JSON ? NT_FMT_JSON : NT_FMT_CSV,
+			     .out = out };
+	char path[256];
+
+	if (!ins || !files || !(sc.heap = malloc(NT_SCRIPT_WINDOW * sizeof(*sc.heap)))) {
+		fprintf(err, "ntbpf script: out of memory\n");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		files[i] = nt_open_input(cfg->files[i]);
+		if (!files[i]) {
+			fprintf(err, "ntbpf script: cannot open %s: %s\n", nt_esc_term(path, sizeof(path), cfg->files[i]),
+				strerror(errno));
+			goto out;
+		}
+	}
+	if (nt_rows_open(&rs, ins, files, (const char *const *)cfg->files, n, "ntbpf script", err))
+		goto out;
+	print_header(&sc);
+	if (nt_rows_each(rs, script_row, &sc)) {
+		fprintf(err, "ntbpf script: cannot read the files again\n");
+		goto out;
+	}
+	while (sc.nheap)
+		heap_pop_print(&sc);
+	note_unseen(err, ins, n, rs);
+	if (sc.late)
+		fprintf(err, "ntbpf script: warning: %" PRIu64 " rows out of time order (a file's records more than %d"
+			" completions apart)\n", sc.late, NT_SCRIPT_WINDOW);
+	if (fflush(out) || ferror(out)) {
+		fprintf(err, "ntbpf script: cannot write\n");
+		goto out;
+	}
+	rc = nt_rows_cut(rs);
+out:
+	nt_rows_free(rs);
+	free(sc.heap);
+	for (int i = 0; i < n && files; i++) {
+		if (files[i])
+			fclose(files[i]);
+		if (ins)
+			nt_input_free(&ins[i]);
+	}
+	free(files);
+	free(ins);
+	return rc;
+}
