@@ -127,4 +127,50 @@ static inline void synth_pair(struct synth *s, uint64_t k, struct ntbpf_rec *i,
 	synth_set(g, EV_T_RESP_SENT, rs + off);
 }
 
+/* the pair of files of n I/Os: headers, records, trailers into open streams (not closed).  0, or -1 */
+static inline int synth_write_pair(FILE *fi, FILE *ft, uint64_t n)
+{
+	struct nt_writer *w[2] = { NULL, NULL };
+	FILE *f[2] = { fi, ft };
+	struct synth sy;
+	int rc = 0;
+
+	for (int s = 0; s < 2; s++) {
+		struct nt_header h;
+
+		synth_header(&h, s ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR);
+		w[s] = nt_writer_open(f[s], &h);
+		nt_header_free(&h);
+		rc |= w[s] ? 0 : -1;
+	}
+	synth_init(&sy);
+	for (uint64_t k = 0; !rc && k < n; k++) {
+		struct ntbpf_rec i, g;
+
+		synth_pair(&sy, k, &i, &g);
+		rc = nt_writer_add(w[0], &i) || nt_writer_add(w[1], &g) ? -1 : 0;
+	}
+	for (int s = 0; s < 2; s++) {
+		struct nt_trailer tr = { .records = n };
+
+		tr.stats[ST_EMITTED] = n;
+		if (w[s] && nt_writer_close(w[s], &tr))
+			rc = -1;
+	}
+	return rc;
+}
+
+/* the same into two new files at these paths: 0, or -1 */
+static inline int synth_write_files(const char *pi, const char *pt, uint64_t n)
+{
+	FILE *fi = fopen(pi, "wb"), *ft = fopen(pt, "wb");
+	int rc = fi && ft ? synth_write_pair(fi, ft, n) : -1;
+
+	if (fi && fclose(fi))
+		rc = -1;
+	if (ft && fclose(ft))
+		rc = -1;
+	return rc;
+}
+
 #endif

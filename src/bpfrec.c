@@ -46,6 +46,11 @@ struct rec_state {
 	uint64_t pending;	/* records given to the writer, not yet in a written chunk */
 	uint64_t written;	/* records in whole chunks the file holds */
 	int werr;
+	/* --rotate: the file of the series being written, and the BPF counters when it began */
+	char path[4096];
+	unsigned int part;
+	uint64_t part_start_ns;
+	uint64_t stats0[ST_NR];
 };
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -81,6 +86,72 @@ static void rec_flush(struct rec_state *st)
 	}
 	st->written += st->pending;
 	st->pending = 0;
+}
+
+/* --rotate: the name of part k of the series */
+static void part_path(char *buf, size_t len, const char *output, unsigned int k)
+{
+	snprintf(buf, len, "%s.%04u", output, k);
+}
+
+/* the BPF counters since this part of the series began (the trailer of each file counts its own share) */
+static void part_stats(const struct rec_state *st, struct nt_probes *pr, uint64_t *stats)
+{
+	nt_probes_stats(pr, stats);
+	for (int k = 0; k < ST_NR; k++)
+		stats[k] = stats[k] >= st->stats0[k] ? stats[k] - st->stats0[k] : 0;
+}
+
+/*
+ * --rotate: end this file of the series (a whole file: its trailer counts
+ * what it holds and what was lost while it was written) and go on in the
+ * next, FILE.NNNN, with the header's clocks read again.  0, or -1 (st->werr
+ * or a message: the recording stops).
+ */
+static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_header *hdr, struct nt_probes *pr,
+		      const char *output)
+{
+	struct nt_trailer tr = { 0 };
+	char err[256];
+	int rc;
+
+	rec_flush(st);
+	if (st->werr)
+		return -1;
+	part_stats(st, pr, tr.stats);
+	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
+	tr.records = st->written;
+	tr.lost_user = st->lost_user;
+	rc = nt_writer_close(st->w, &tr);
+	st->w = NULL;
+	if (rc || nt_outfile_commit(of, err, sizeof(err))) {
+		if (rc)
+			snprintf(err, sizeof(err), "writing the end of %s failed: %s", st->path, strerror(rc < 0 ? -rc : EIO));
+		fprintf(stderr, "ntbpf record: %s\n", err);
+		st->werr = EIO;
+		return -1;
+	}
+	nt_probes_stats(pr, st->stats0);
+	st->written = st->lost_user = 0;
+	part_path(st->path, sizeof(st->path), output, ++st->part);
+	if (nt_outfile_open(of, st->path, err, sizeof(err)) || nt_outfile_start(of, err, sizeof(err))) {
+		fprintf(stderr, "ntbpf record: %s\n", err);
+		st->werr = EIO;
+		nt_outfile_abort(of);
+		return -1;
+	}
+	hdr->mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
+	hdr->real_ns = nt_clock_ns(CLOCK_REALTIME);
+	hdr->boot_ns = nt_clock_ns(CLOCK_BOOTTIME);
+	st->part_start_ns = hdr->mono_ns;
+	st->w = nt_writer_open(of->f, hdr);
+	if (!st->w) {
+		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", st->path, strerror(errno));
+		st->werr = errno ? errno : EIO;
+		nt_outfile_abort(of);
+		return -1;
+	}
+	return 0;
 }
 
 /* child waits on a pipe until the probes are attached, then execs */
@@ -280,7 +351,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (role < 0)
 		return 1;
 	/* the file (and its lock) first: a second recorder on it stops here */
-	if (nt_outfile_open(&of, cfg->output, err, sizeof(err))) {
+	if (cfg->rotate_bytes || cfg->rotate_ns)
+		part_path(st.path, sizeof(st.path), cfg->output, 0);
+	else
+		snprintf(st.path, sizeof(st.path), "%s", cfg->output);
+	if (nt_outfile_open(&of, st.path, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf record: %s\n", err);
 		return 1;
 	}
@@ -310,7 +385,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
 	st.w = nt_writer_open(of.f, &hdr);
 	if (!st.w) {
-		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", cfg->output, strerror(errno));
+		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", st.path, strerror(errno));
 		goto out;
 	}
 	if (cfg->interval > 0) {
@@ -356,7 +431,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	if (cfg->duration > 0)
 		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
-	last_flush = last_tick = nt_clock_ns(CLOCK_MONOTONIC);
+	last_flush = last_tick = st.part_start_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
 		int n = nt_recorder_poll(rb, 100);	/* records wait <= 100 ms */
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
@@ -378,6 +453,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			rec_flush(&st);
 			last_flush = t;
 		}
+		if (((cfg->rotate_bytes && nt_writer_bytes(st.w) >= cfg->rotate_bytes) ||
+		     (cfg->rotate_ns && t - st.part_start_ns >= cfg->rotate_ns)) &&
+		    rec_rotate(&st, &of, &hdr, &pr, cfg->output))
+			break;
 		if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
 			child_done = true;
 		if (child_done || (t_end && t >= t_end))
@@ -404,7 +483,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		nt_probes_stats(&pr, s2);
 		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, nt_lost_sum(s2) - lost_ticked);
 	}
-	nt_probes_stats(&pr, tr.stats);
+	part_stats(&st, &pr, tr.stats);
 	if (cfg->bpf_stats) {
 		uint64_t ns, runs;
 
@@ -431,10 +510,15 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		}
 	}
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
+	if (!st.w) {	/* --rotate could not go on: the files of the series before it are whole */
+		opened = false;
+		rc = 1;
+		goto out;
+	}
 	rec_flush(&st);
 	wbytes = nt_writer_bytes(st.w);	/* a stream (-, a FIFO) has no size to stat: what went into it */
 	if (st.werr) {
-		rec_salvage(&st, &of, &tr, cfg->output);
+		rec_salvage(&st, &of, &tr, st.path);
 	} else {
 		tr.records = tr.stats[ST_EMITTED] - st.lost_user;
 		tr.lost_user = st.lost_user;
@@ -442,7 +526,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		st.w = NULL;
 		if (rc) {
 			st.werr = rc < 0 ? -rc : EIO;
-			fprintf(stderr, "ntbpf record: writing the end of %s failed: %s\n", cfg->output, strerror(st.werr));
+			fprintf(stderr, "ntbpf record: writing the end of %s failed: %s\n", st.path, strerror(st.werr));
 		}
 	}
 	{
@@ -457,7 +541,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		opened = false;
 		fprintf(stderr, "ntbpf record: %" PRIu64 " records, %" PRIu64 " lost, %.1f KiB written to %s "
 			"(%.1f bytes/record, %s, %d hooks)\n", st.werr ? st.written : tr.records, lost, size / 1024,
-			cfg->output, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
+			st.path, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
+		if (st.part)
+			fprintf(stderr, "ntbpf record: a series of %u files, %s.0000 to %s\n", st.part + 1, cfg->output, st.path);
 		if (windowed)
 			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms; %" PRIu64 " I/Os in flight "
 				"when a window closed (counted as in flight at the end)\n", wr.nwindows,

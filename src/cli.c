@@ -7,11 +7,13 @@
  * line on stderr: the cause.
  */
 #include <argp.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli.h"
 #include "stages.h"
 #include "stream.h"
@@ -52,6 +54,79 @@ static int parse_double(const char *s, double *out)
 	errno = 0;
 	*out = strtod(s, &end);
 	return (errno || end == s || *end || !isfinite(*out)) ? -1 : 0;
+}
+
+int nt_parse_rotate(const char *s, uint64_t *bytes, uint64_t *ns)
+{
+	static const struct { char unit; bool time; double mul; } units[] = {
+		{ 'K', false, 1024.0 }, { 'M', false, 1048576.0 }, { 'G', false, 1073741824.0 },
+		{ 's', true, 1e9 }, { 'm', true, 60e9 }, { 'h', true, 3600e9 },
+	};
+	char *end;
+	double v;
+
+	*bytes = *ns = 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v <= 0 || !end[0] || end[1])
+		return -1;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+		if (units[k].unit == end[0]) {
+			double x = v * units[k].mul;
+
+			if (units[k].time ? x < 1e9 || x > 7 * 86400e9 : x < 65536 || x > 1e15)
+				return -1;	/* 1 s to a week; 64 KiB to a PB */
+			*(units[k].time ? ns : bytes) = (uint64_t)x;
+			return 0;
+		}
+	return -1;
+}
+
+int nt_parse_when(const char *s, struct nt_when *w)
+{
+	struct tm tm = { 0 };
+	int n = 0, oh = 0, om = 0;
+	int64_t frac = 0, scale = 100000000, off = 0;
+	char t;
+	double d;
+	time_t secs;
+
+	memset(w, 0, sizeof(*w));
+	if (!parse_double(s, &d)) {	/* seconds from the start */
+		if (d < 0 || d > 1e9)
+			return -1;
+		*w = (struct nt_when){ .set = true, .rel = true, .ns = (int64_t)(d * 1e9 + 0.5) };
+		return 0;
+	}
+	if (sscanf(s, "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &t, &tm.tm_hour, &tm.tm_min,
+		   &tm.tm_sec, &n) != 7 || n != 19 || (t != 'T' && t != 't' && t != ' ') || tm.tm_mon < 1 ||
+	    tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return -1;
+	s += n;
+	if (*s == '.') {
+		if (!isdigit((unsigned char)s[1]))
+			return -1;
+		for (s++; isdigit((unsigned char)*s); s++, scale /= 10)
+			frac += scale ? (*s - '0') * scale : 0;
+	}
+	if (*s == 'Z' || *s == 'z') {
+		s++;
+	} else if ((*s == '+' || *s == '-') && sscanf(s + 1, "%2d:%2d%n", &oh, &om, &n) == 2 && n == 5 && oh < 24 &&
+		   om < 60) {
+		off = (*s == '-' ? -1 : 1) * (oh * 3600 + om * 60) * 1000000000ll;
+		s += 6;
+	} else {
+		return -1;
+	}
+	if (*s)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	secs = timegm(&tm);
+	if (secs < 0)
+		return -1;
+	*w = (struct nt_when){ .set = true, .ns = (int64_t)secs * 1000000000ll + frac - off };
+	return 0;
 }
 
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen)
@@ -116,7 +191,8 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 /* ---- record ---- */
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
-       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_HIST };
+       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_HIST,
+       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -151,6 +227,8 @@ static const struct argp_option record_opts[] = {
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
+	{ "rotate", OPT_ROTATE, "SIZE|TIME", 0, "Write a numbered series FILE.0000, FILE.0001, ... each a whole "
+	  "record file, a new one every SIZE bytes (K, M, G) or TIME (s, m, h); report reads the series as one", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details", 0 },
 	{},
 };
@@ -233,7 +311,17 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		pc->sample_window_ms = v;
 		break;
 	}
+	case OPT_ROTATE:
+		if (nt_parse_rotate(arg, &cfg->rotate_bytes, &cfg->rotate_ns)) {
+			fail(pc, "bad --rotate '%s' (want a size, 64M, 1G, or a time, 30s, 10m, 1h)", arg);
+			return EINVAL;
+		}
+		break;
 	case ARGP_KEY_END:
+		if ((cfg->rotate_bytes || cfg->rotate_ns) && cfg->output && !strcmp(cfg->output, "-")) {
+			fail(pc, "--rotate writes files: not with -o -");
+			return EINVAL;
+		}
 		if (pc->sample_by == 2 && pc->sample_window_ms) {
 			fail(pc, "--sample-window goes with --sample-by time, not io");
 			return EINVAL;
@@ -323,6 +411,11 @@ static const struct argp_option report_opts[] = {
 	{ "output", 'o', "FILE", 0, "Write the report to FILE (mode 0600; an existing FILE is kept as FILE.old) "
 	  "instead of standard output", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "window", OPT_PAIR_WINDOW, "SECONDS", 0, "Pairing window: longer than the slowest I/O (default: 2); a slower "
+	  "one is counted, and paired only if its partner is still held.  Memory grows with it", 0 },
+	{ "since", OPT_SINCE, "TIME", 0, "Only I/Os that started at or after TIME: RFC 3339 (2026-11-25T14:00:05Z) "
+	  "or seconds from the recording's start", 0 },
+	{ "until", OPT_UNTIL, "TIME", 0, "Only I/Os that started before TIME (as --since)", 0 },
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's distribution as a log2 histogram in microseconds "
 	  "(as biolatency); JSON: its bins (log2_us)", 0 },
 	{ "verbose", 'v', NULL, 0, "Also print empty stages and each file's facts: the command line that recorded it, its start, end and sampling, its NVMe subsystems and addresses", 0 },
@@ -360,6 +453,20 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			return EINVAL;
 		}
 		break;
+	case OPT_PAIR_WINDOW:
+		if (parse_double(arg, &cfg->pair_window) || cfg->pair_window <= 0 || cfg->pair_window > 3600) {
+			fail(pc, "bad --window '%s' (want seconds in (0, 3600])", arg);
+			return EINVAL;
+		}
+		break;
+	case OPT_SINCE:
+	case OPT_UNTIL:
+		if (nt_parse_when(arg, key == OPT_SINCE ? &cfg->since : &cfg->until)) {
+			fail(pc, "bad --%s '%s' (want RFC 3339, e.g. 2026-11-25T14:00:05Z, or seconds from the start)",
+			     key == OPT_SINCE ? "since" : "until", arg);
+			return EINVAL;
+		}
+		break;
 	case 'o':
 		cfg->report_output = arg;
 		break;
@@ -386,6 +493,10 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 				fail(pc, "'-' (standard input) given more than once");
 				return EINVAL;
 			}
+		if (cfg->since.set && cfg->until.set && cfg->since.rel == cfg->until.rel && cfg->since.ns >= cfg->until.ns) {
+			fail(pc, "--since must be before --until");
+			return EINVAL;
+		}
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

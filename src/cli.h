@@ -38,6 +38,7 @@ struct nt_config {
 	uint32_t sample_window_ms;	/* record: --sample N in windows of this many ms, one in every N
 					 * (hooks attached only then); 0 = --sample-by io: a per-I/O hash */
 	char **cmd_argv;		/* after "--", NULL-terminated; NULL if none */
+	uint64_t rotate_bytes, rotate_ns;	/* record --rotate: a new file of the series after this much (0: none) */
 	double interval;		/* record --interval / live [interval]: seconds, 0 = none */
 	int count;			/* live [count]: intervals, 0 = until stopped */
 	const char *serve;		/* live --serve ADDR:PORT (target) */
@@ -53,6 +54,11 @@ struct nt_config {
 	unsigned int group_by;		/* NT_GB_* */
 	bool hist;			/* report/live --hist: log2 histograms per stage */
 	const char *report_output;	/* report -o FILE (0600; an existing FILE becomes FILE.old); NULL: stdout */
+	double pair_window;		/* --window: seconds, 0 = the default (NT_PAIR_WINDOW_NS) */
+	struct nt_when {		/* --since, --until: I/Os starting in [since, until) */
+		bool set, rel;		/* rel: ns from the recording's start, else since the epoch (UTC) */
+		int64_t ns;
+	} since, until;
 	int nfiles;
 	const char **files;		/* nfiles pointers into argv, any number; nt_config_free() */
 };
@@ -68,5 +74,9 @@ void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated when 
 /* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
 int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);
 int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen);
+/* record --rotate: "64M" (bytes, K M G) or "10m" (s m h) into *bytes or *ns (the other 0): 0, or -1 */
+int nt_parse_rotate(const char *s, uint64_t *bytes, uint64_t *ns);
+/* "2026-11-25T14:00:05.5Z" (RFC 3339, any offset) or "90.5" (seconds from the start): 0, or -1 */
+int nt_parse_when(const char *s, struct nt_when *w);
 
 #endif

@@ -9,27 +9,25 @@
 #include "input.h"
 #include "sysinfo.h"
 
-int nt_input_scan(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen,
-		  int (*each)(void *ctx, struct nt_input *in, const struct ntbpf_rec *r), void *ctx)
+struct nt_reader *nt_input_open(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
 {
-	struct nt_reader *rd;
-	const struct nt_trailer *t;
-	const struct ntbpf_rec *r;
-	size_t n;
-	int rc = 0;
-
 	memset(in, 0, sizeof(*in));
 	in->path = name;
-	rd = nt_reader_open(f, &in->hdr, err, errlen);
-	if (!rd)
-		return -1;
-	while (!rc && (n = nt_reader_chunk(rd, &r)))
-		for (size_t k = 0; k < n; k++, in->n++)
-			if (each(ctx, in, &r[k])) {
-				snprintf(err, errlen, "%s: out of memory after %zu records", name, in->n);
-				rc = -1;
-				break;
-			}
+	return nt_reader_open(f, &in->hdr, err, errlen);
+}
+
+size_t nt_input_chunk(struct nt_input *in, struct nt_reader *rd, const struct ntbpf_rec **recs)
+{
+	size_t n = nt_reader_chunk(rd, recs);
+
+	in->n += n;
+	return n;
+}
+
+void nt_input_close(struct nt_input *in, struct nt_reader *rd)
+{
+	const struct nt_trailer *t;
+
 	in->status = nt_reader_status(rd, in->status_msg, sizeof(in->status_msg));
 	t = nt_reader_trailer(rd);
 	if (t) {
@@ -37,6 +35,26 @@ int nt_input_scan(struct nt_input *in, FILE *f, const char *name, char *err, siz
 		in->trailer = *t;
 	}
 	nt_reader_close(rd);
+}
+
+int nt_input_scan(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen,
+		  int (*each)(void *ctx, struct nt_input *in, const struct ntbpf_rec *r), void *ctx)
+{
+	struct nt_reader *rd = nt_input_open(in, f, name, err, errlen);
+	const struct ntbpf_rec *r;
+	size_t n, done = 0;
+	int rc = 0;
+
+	if (!rd)
+		return -1;
+	while (!rc && (n = nt_reader_chunk(rd, &r)))
+		for (size_t k = 0; k < n; k++, in->n = ++done)
+			if (each(ctx, in, &r[k])) {
+				snprintf(err, errlen, "%s: out of memory after %zu records", name, done);
+				rc = -1;
+				break;
+			}
+	nt_input_close(in, rd);
 	return rc;
 }
 

@@ -36,6 +36,15 @@ void nt_input_free(struct nt_input *in);
 int nt_input_scan(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen,
 		  int (*each)(void *ctx, struct nt_input *in, const struct ntbpf_rec *r), void *ctx);
 
+/*
+ * The same a chunk at a time, for reading several files side by side:
+ * open (header into in, or NULL with a one-line cause in err), take chunks
+ * (counted in in->n; 0 at the end), close (status and trailer into in).
+ */
+struct nt_reader *nt_input_open(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen);
+size_t nt_input_chunk(struct nt_input *in, struct nt_reader *rd, const struct ntbpf_rec **recs);
+void nt_input_close(struct nt_input *in, struct nt_reader *rd);
+
 /* a growing array of n elements of size sz (zero it, set sz) */
 struct nt_vec {
 	void *v;

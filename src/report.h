@@ -51,6 +51,8 @@ struct nt_report_opts {
 	unsigned int group_by;
 	bool verbose;
 	bool hist;		/* --hist: log2 histograms per stage (text), their bins (JSON) */
+	uint64_t window_ns;	/* report: the pairing window (nt_smatch_run); 0 = NT_PAIR_WINDOW_NS */
+	struct nt_when since, until;	/* report: only I/Os that started in [since, until) */
 	/* live: called with each interval before it is printed (ntbpf live --metrics) */
 	void (*on_interval)(void *ctx, const struct nt_report *rep, const struct nt_interval_info *info);
 	void *on_interval_ctx;
@@ -71,6 +73,10 @@ struct nt_report {
 	uint64_t lost;			/* ring buffer + map full + user space + skipped runs + no completion */
 	uint64_t lost_why[5];		/* ring buffer, map full, program runs skipped, no completion, user space */
 	uint64_t no_start, inflight_end;
+	bool since_set, until_set;	/* --since/--until: wall clock, ns since the epoch */
+	int64_t since_ns, until_ns;
+	uint64_t outside;		/* I/Os that started outside them, left out ... */
+	uint64_t outside_pairs, outside_init;	/* ... of which matched, initiator only */
 	uint32_t stages_seen;		/* mask of stages with any value */
 	int ngroups;
 	int last_group;			/* group_for's one-entry cache (index) */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "report.h"
 
 /* parse a space-separated command line; err text in errbuf */
 static int parse(const char *line, struct nt_config *cfg, char *errbuf, size_t errlen)
@@ -131,6 +132,7 @@ static void test_report(void **state)
 	assert_int_equal(parse("ntbpf report --format csv --group-by none f", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.format, NT_FMT_CSV);
 	assert_int_equal(cfg.group_by, 0);
+	assert_true(cfg.pair_window == 0);	/* the default: NT_PAIR_WINDOW_NS */
 	assert_false(cfg.hist);
 	nt_config_free(&cfg);
 	assert_int_equal(parse("ntbpf report --hist f", &cfg, err, sizeof(err)), 0);
@@ -146,6 +148,61 @@ static void test_report(void **state)
 	assert_int_equal(cfg.format, NT_FMT_JSON);
 	assert_string_equal(cfg.files[0], "ntbpf.data");
 	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --window 0.5 f", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.pair_window == 0.5);
+	{
+		struct nt_report_opts o;
+
+		nt_report_opts_of(&cfg, &o);
+		assert_int_equal(o.window_ns, 500000000);
+	}
+	nt_config_free(&cfg);
+}
+
+/* record --rotate SIZE|TIME */
+static void test_rotate(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+	uint64_t b, ns;
+
+	assert_int_equal(nt_parse_rotate("64M", &b, &ns), 0);
+	assert_true(b == 64ull << 20 && ns == 0);
+	assert_int_equal(nt_parse_rotate("1.5G", &b, &ns), 0);
+	assert_true(b == 3ull << 29);
+	assert_int_equal(nt_parse_rotate("10m", &b, &ns), 0);
+	assert_true(b == 0 && ns == 600000000000ull);
+	assert_int_equal(nt_parse_rotate("1s", &b, &ns), 0);
+	assert_int_equal(nt_parse_rotate("0.5s", &b, &ns), -1);	/* at least 1 s */
+	assert_int_equal(nt_parse_rotate("10K", &b, &ns), -1);		/* at least 64 KiB */
+	assert_int_equal(nt_parse_rotate("64", &b, &ns), -1);		/* a unit */
+	assert_int_equal(nt_parse_rotate("64MB", &b, &ns), -1);
+	assert_int_equal(parse("ntbpf record --rotate 100M -o r.ntbpf", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.rotate_bytes == 100ull << 20 && cfg.rotate_ns == 0);
+	nt_config_free(&cfg);
+	assert_bad("ntbpf record --rotate 1h -o -", "--rotate writes files: not with -o -");
+	assert_bad("ntbpf record --rotate soon", "bad --rotate 'soon'");
+}
+
+/* --since/--until: RFC 3339 at any offset, or seconds from the start */
+static void test_when(void **state)
+{
+	struct nt_when w;
+
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20Z", &w), 0);
+	assert_true(w.set && !w.rel);
+	assert_true(w.ns == 1700000000000000000ll);
+	assert_int_equal(nt_parse_when("2023-11-14t23:43:20.25+01:30", &w), 0);
+	assert_true(w.ns == 1700000000250000000ll);
+	assert_int_equal(nt_parse_when("2023-11-14 22:13:20.123456789-00:00", &w), 0);
+	assert_true(w.ns == 1700000000123456789ll);
+	assert_int_equal(nt_parse_when("90.5", &w), 0);
+	assert_true(w.set && w.rel && w.ns == 90500000000ll);
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20", &w), -1);
+	assert_int_equal(nt_parse_when("2023-13-14T22:13:20Z", &w), -1);
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20.Z", &w), -1);
+	assert_int_equal(nt_parse_when("2023-11-14T22:13:20Zx", &w), -1);
+	assert_int_equal(nt_parse_when("", &w), -1);
 }
 
 static void test_report_bad(void **state)
@@ -158,6 +215,12 @@ static void test_report_bad(void **state)
 	assert_bad("ntbpf report --format xml f", "bad --format 'xml'");
 	assert_bad("ntbpf report --group-by op,color f", "bad --group-by key 'color'");
 	assert_bad("ntbpf report f -- x", "nothing after");
+	assert_bad("ntbpf report --window 0 f", "bad --window '0'");
+	assert_bad("ntbpf report --since yesterday f", "bad --since 'yesterday'");
+	assert_bad("ntbpf report --until 2026-11-25T14:00:05 f", "bad --until");	/* RFC 3339 wants the offset */
+	assert_bad("ntbpf report --since -5 f", "bad --since '-5'");
+	assert_bad("ntbpf report --since 5 --until 5 f", "--since must be before --until");
+	assert_bad("ntbpf report --window 1h f", "bad --window '1h'");
 	assert_bad("ntbpf script --format text f", "bad --format 'text' (want csv or json)");
 	assert_bad("ntbpf script - -", "given more than once");
 	assert_bad("ntbpf script --hist f", NULL);	/* getopt says so on stderr */
@@ -265,6 +328,8 @@ int main(void)
 		cmocka_unit_test(test_record_bad),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
+		cmocka_unit_test(test_when),
+		cmocka_unit_test(test_rotate),
 		cmocka_unit_test(test_live),
 		cmocka_unit_test(test_top_level),
 		cmocka_unit_test(test_help_is_not_an_error),

@@ -117,6 +117,160 @@ static size_t check_pairs(const struct nt_matching *m)
 	return ok;
 }
 
+
+/*
+ * The streaming matcher (nt_smatch_run) over the same records, fed in
+ * chunks of `step`: every record comes out exactly once, and its pairs are
+ * the whole-file matcher's (m, from nt_match_build), decision for decision.
+ */
+struct msrc {
+	const struct ntbpf_rec *r;
+	size_t n, at, step;
+};
+
+static size_t mchunk(void *ctx, const struct ntbpf_rec **recs)
+{
+	struct msrc *s = ctx;
+	size_t k = s->n - s->at < s->step ? s->n - s->at : s->step;
+
+	*recs = s->r + s->at;
+	s->at += k;
+	return k;
+}
+
+/* the records again from the start (the first search between hosts booted apart reads ahead through it) */
+static int mreopen(void *ctx, struct nt_ssrc *again)
+{
+	const struct msrc *s = ctx;
+	struct msrc *a = malloc(sizeof(*a));
+
+	if (!a)
+		return -1;
+	*a = (struct msrc){ s->r, s->n, 0, s->step };
+	*again = (struct nt_ssrc){ .chunk = mchunk, .ctx = a, .close = NULL };
+	return 0;
+}
+
+static const struct nt_header *again_hdr;
+
+static void mclose(struct nt_ssrc *again);
+
+/* any source again (its header is the caller's to set: the fleet runs pass their own) */
+static int mreopen_any(void *ctx, struct nt_ssrc *again)
+{
+	int rc = mreopen(ctx, again);
+
+	again->close = mclose;
+	return rc;
+}
+
+static void mclose(struct nt_ssrc *again)
+{
+	free(again->ctx);
+}
+
+static int mreopen_hdr(void *ctx, struct nt_ssrc *again)
+{
+	int rc = mreopen(ctx, again);
+
+	again->hdr = again_hdr;
+	again->close = mclose;
+	return rc;
+}
+
+struct sres {
+	const struct ntbpf_rec *i0, *t0;
+	uint32_t *pidx;		/* per initiator record: 1 + its target's index, 0 none */
+	uint8_t *iseen, *tseen;	/* emitted how many times */
+	size_t ni, nt;
+};
+
+static int stake(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
+{
+	struct sres *s = ctx;
+	uint32_t k = (uint32_t)(role == NTBPF_ROLE_TARGET ? r - s->t0 : r - s->i0);
+
+	memcpy(pay, &k, sizeof(k));
+	return 0;
+}
+
+static int semit(void *ctx, const void *ip, const void *tp)
+{
+	struct sres *s = ctx;
+	uint32_t i, t;
+
+	if (tp) {
+		memcpy(&t, tp, sizeof(t));
+		assert_true(t < s->nt);
+		s->tseen[t]++;
+	}
+	if (ip) {
+		memcpy(&i, ip, sizeof(i));
+		assert_true(i < s->ni);
+		s->iseen[i]++;
+		s->pidx[i] = tp ? t + 1 : 0;
+	}
+	return 0;
+}
+
+/*
+ * nt_smatch_run over in[0], in[1] (window w, chunks of step) into sm and s
+ * (freed by the caller); again: the target's records can be read again
+ */
+static void stream_run(const struct nt_input *in, uint64_t w, size_t step, bool again, struct nt_matching *sm,
+		       struct sres *s)
+{
+	struct msrc ms[2] = { { in[0].recs, in[0].n, 0, step }, { in[1].recs, in[1].n, 0, step } };
+	struct nt_ssrc src[2] = { { .hdr = &in[0].hdr, .chunk = mchunk, .ctx = &ms[0] },
+				  { .hdr = &in[1].hdr, .chunk = mchunk, .ctx = &ms[1], .reopen = again ? mreopen_hdr : NULL } };
+	struct nt_smatch_ops ops = { .payload = sizeof(uint32_t), .take = stake, .emit = semit, .ctx = s };
+
+	again_hdr = &in[1].hdr;
+	memset(sm, 0, sizeof(*sm));
+	*s = (struct sres){ .i0 = in[0].recs, .t0 = in[1].recs, .ni = in[0].n, .nt = in[1].n };
+	s->pidx = calloc(in[0].n + 1, sizeof(*s->pidx));
+	s->iseen = calloc(in[0].n + 1, 1);
+	s->tseen = calloc(in[1].n + 1, 1);
+	assert_int_equal(nt_smatch_run(sm, &src[0], &src[1], w, &ops), 0);
+	for (size_t k = 0; k < in[0].n; k++)
+		assert_int_equal(s->iseen[k], 1);
+	for (size_t k = 0; k < in[1].n; k++)
+		assert_int_equal(s->tseen[k], 1);
+	assert_int_equal(sm->n_init, in[0].n);
+	assert_int_equal(sm->n_tgt, in[1].n);
+}
+
+static void sres_free(struct sres *s)
+{
+	free(s->pidx);
+	free(s->iseen);
+	free(s->tseen);
+}
+
+static void assert_stream_same(const struct nt_input *in, const struct nt_matching *m)
+{
+	static const size_t steps[] = { 4096, 777 };	/* the first reads again (a file), the second cannot (a pipe) */
+
+	for (size_t c = 0; c < sizeof(steps) / sizeof(steps[0]); c++) {
+		struct nt_matching sm;
+		struct sres s;
+
+		stream_run(in, NT_PAIR_WINDOW_NS, steps[c], c == 0, &sm, &s);
+		for (size_t k = 0; k < m->n_init; k++)
+			if (s.pidx[k] != m->pidx[k])
+				fail_msg("init %zu: streamed %u, whole file %u", k, s.pidx[k], m->pidx[k]);
+		assert_int_equal(sm.matched, m->matched);
+		assert_int_equal(sm.by_port, m->by_port);
+		assert_int_equal(sm.shared_cntlid, m->shared_cntlid);
+		assert_int_equal(sm.have_offset, m->have_offset);
+		assert_int_equal(sm.offset_ns, m->offset_ns);
+		assert_int_equal(sm.offset_drift_ns, m->offset_drift_ns);
+		assert_int_equal(sm.offset_votes, m->offset_votes);
+		assert_int_equal(sm.slow_init + sm.slow_tgt, 0);
+		sres_free(&s);
+	}
+}
+
 static void test_offset_and_pairs(void **state)
 {
 	struct pair p;
@@ -130,6 +284,7 @@ static void test_offset_and_pairs(void **state)
 	assert_true(m.offset_ns >= off - 30000 - 100000 && m.offset_ns <= off + 15000 + 100000);
 	assert_int_equal(check_pairs(&m), N);
 	assert_int_equal(m.matched, N);
+	assert_stream_same(p.in, &m);
 	nt_match_free(&m);
 	drop(&p);
 }
@@ -146,6 +301,7 @@ static void test_high_rate(void **state)
 	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
 	assert_true(m.offset_ns >= 7777777 - 130000 && m.offset_ns <= 7777777 + 115000);
 	assert_int_equal(check_pairs(&m), N);
+	assert_stream_same(p.in, &m);
 	nt_match_free(&m);
 	drop(&p);
 }
@@ -165,6 +321,7 @@ static void test_losses_on_both_sides(void **state)
 			both += (k % 101) && (k % 97);
 		assert_int_equal(check_pairs(&m), both);
 	}
+	assert_stream_same(p.in, &m);
 	nt_match_free(&m);
 	drop(&p);
 }
@@ -364,6 +521,7 @@ static void drift_case(double ppm, double wander_ns, double period_ns)
 	assert_int_equal(m.matched, ND);
 	if (ppm >= 100)		/* the report says how far it moved */
 		assert_true(m.offset_drift_ns > (int64_t)(ND * 3000 * ppm * 1e-6 * 0.8));
+	assert_stream_same(in, &m);
 	nt_match_free(&m);
 	nt_input_free(&in[0]);
 	nt_input_free(&in[1]);
@@ -379,10 +537,242 @@ static void test_clock_drift(void **state)
 	drift_case(-200, 100000, 1500000000);
 }
 
+
+/*
+ * An initiator record written 600 ms after its I/O completed (a CPU stalled
+ * before the ring buffer was drained): later than a 1 ms window.  It is
+ * counted, and the rest pair as before; every record still comes out once.
+ */
+static void test_stream_slow_io_counted(void **state)
+{
+	enum { NS = 300000, LATE = 50000, BY = 200000 };
+	struct nt_input in[2];
+	struct nt_matching sm;
+	struct sres s;
+	struct synth sy;
+	struct ntbpf_rec late;
+	size_t wrong = 0;
+
+	memset(in, 0, sizeof(in));
+	synth_header(&in[0].hdr, NTBPF_ROLE_INITIATOR);
+	synth_header(&in[1].hdr, NTBPF_ROLE_TARGET);
+	in[0].recs = calloc(NS, sizeof(struct ntbpf_rec));
+	in[1].recs = calloc(NS, sizeof(struct ntbpf_rec));
+	synth_init(&sy);
+	for (size_t k = 0; k < NS; k++)
+		synth_pair(&sy, k, &in[0].recs[k], &in[1].recs[k]);
+	in[0].n = in[1].n = NS;
+	late = in[0].recs[LATE];
+	memmove(&in[0].recs[LATE], &in[0].recs[LATE + 1], BY * sizeof(late));
+	in[0].recs[LATE + BY] = late;
+	stream_run(in, 1000000, 4096, true, &sm, &s);
+	assert_int_equal(sm.slow_init, 1);
+	assert_int_equal(sm.slow_tgt, 0);
+	assert_int_equal(sm.window_ns, 1000000);
+	for (size_t k = 0; k < NS; k++)
+		wrong += s.pidx[k] && in[1].recs[s.pidx[k] - 1].sector * 8 != in[0].recs[k].sector;
+	assert_int_equal(wrong, 0);
+	/* its target record was let go before it came: both unmatched, counted */
+	assert_int_equal(sm.matched, NS - 1);
+	assert_int_equal(s.pidx[LATE + BY], 0);
+	/* with the default window (2 s) it is neither late nor unpaired */
+	sres_free(&s);
+	stream_run(in, NT_PAIR_WINDOW_NS, 4096, false, &sm, &s);
+	assert_int_equal(sm.slow_init, 0);
+	assert_int_equal(sm.matched, NS);
+	sres_free(&s);
+	nt_input_free(&in[0]);
+	nt_input_free(&in[1]);
+}
+
+
+/* the fleet's records, streamed (nt_smatch_fleet): payload = file << 24 | index */
+struct fleet_res {
+	const struct nt_input *in;
+	int n;
+	uint8_t *seen[8];
+	uint32_t *partner[8];	/* per initiator record: 1 + (file << 24 | index) of its target's, 0 none */
+};
+
+static uint32_t fleet_gid(const struct fleet_res *fr, const struct ntbpf_rec *r)
+{
+	for (int f = 0; f < fr->n; f++)
+		if (r >= fr->in[f].recs && r < fr->in[f].recs + fr->in[f].n)
+			return (uint32_t)(f << 24 | (r - fr->in[f].recs));
+	fail_msg("a record of no file");
+	return 0;
+}
+
+static int ftake(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
+{
+	uint32_t g = fleet_gid(ctx, r);
+
+	memcpy(pay, &g, sizeof(g));
+	return 0;
+}
+
+static int femit(void *ctx, const void *ip, const void *tp)
+{
+	struct fleet_res *fr = ctx;
+	uint32_t i = 0, t = 0;
+
+	if (tp) {
+		memcpy(&t, tp, sizeof(t));
+		fr->seen[t >> 24][t & 0xffffff]++;
+	}
+	if (ip) {
+		memcpy(&i, ip, sizeof(i));
+		fr->seen[i >> 24][i & 0xffffff]++;
+		fr->partner[i >> 24][i & 0xffffff] = tp ? t + 1 : 0;
+	}
+	return 0;
+}
+
+/* the same files streamed, each read once per file of the other side: the same pairs, each record out once */
+static void fleet_streamed(const struct nt_input *in, int n, const struct nt_matching *m)
+{
+	struct fleet_res fr = { .in = in, .n = n };
+	struct msrc ms[8];
+	struct nt_ssrc src[8];
+	struct nt_smatch_ops ops = { .payload = sizeof(uint32_t), .take = ftake, .emit = femit, .ctx = &fr };
+	struct nt_matching sm;
+	size_t k = 0;
+
+	memset(&sm, 0, sizeof(sm));
+	for (int f = 0; f < n; f++) {
+		ms[f] = (struct msrc){ in[f].recs, in[f].n, 0, 1000 };
+		src[f] = (struct nt_ssrc){ .hdr = &in[f].hdr, .chunk = mchunk, .ctx = &ms[f], .reopen = mreopen_any };
+		fr.seen[f] = calloc(in[f].n + 1, 1);
+		fr.partner[f] = calloc(in[f].n + 1, sizeof(uint32_t));
+	}
+	assert_int_equal(nt_smatch_fleet(&sm, src, n, NT_PAIR_WINDOW_NS, &ops), 0);
+	assert_int_equal(sm.matched, m->matched);
+	assert_int_equal(sm.n_init, m->n_init);
+	assert_int_equal(sm.n_tgt, m->n_tgt);
+	assert_int_equal(sm.offset_ns, m->offset_ns);
+	assert_int_equal(sm.offset_votes, m->offset_votes);
+	for (int f = 0; f < n; f++)
+		for (size_t r = 0; r < in[f].n; r++) {
+			assert_int_equal(fr.seen[f][r], 1);
+			if (in[f].hdr.role == NTBPF_ROLE_INITIATOR) {
+				uint32_t t = fr.partner[f][r];
+				const struct ntbpf_rec *mine = &in[f].recs[r];
+
+				/* the whole-file matcher's partner (m->init in file order) */
+				assert_ptr_equal(mine, m->init[k]);
+				assert_non_null(m->partner[k]);
+				assert_true(t != 0);
+				assert_ptr_equal(&in[(t - 1) >> 24].recs[(t - 1) & 0xffffff], m->partner[k]);
+				k++;
+			}
+		}
+	for (int f = 0; f < n; f++) {
+		free(fr.seen[f]);
+		free(fr.partner[f]);
+	}
+}
+
+/*
+ * A fleet: three initiators, two targets, each host with a clock of its own
+ * (booted apart, offsets up to 2.5 s).  Connections: i0 -> t0 (cntlid 1),
+ * i1 -> t0 (cntlid 2), i1 -> t1 (cntlid 1: the same number as i0's on t0),
+ * i2 -> t1 (cntlid 2); two queues each, a port per queue.  Every I/O pairs
+ * with its own target record (the sector carries its identity), across all
+ * five files, by queue identity: each initiator file is tried against each
+ * target file, and only its own queues' records agree on an offset.  (i1's
+ * two controllers alternate: the offset search's every-2nd-I/O sample of
+ * i1 against t1 fell only on I/Os t0 had paired, and found nothing, until
+ * it learned to sample those that can vote.)  "ntbpf report" with more than
+ * one file of each side pairs through this same path (nt_match_items).
+ */
+static void test_fleet(void **state)
+{
+	enum { NI = 3, NT = 2, NC = 4, NIO = 16000 };
+	static const struct { int init, inst, tgt, cntlid; } conn[NC] = {
+		{ 0, 0, 0, 1 }, { 1, 0, 0, 2 }, { 1, 1, 1, 1 }, { 2, 0, 1, 2 },
+	};
+	static const int64_t ioff[NI] = { 0, 1234567890, -987654321 }, toff[NT] = { 2500000000ll, -333333333 };
+	struct nt_input in[NI + NT];
+	struct nt_matching m;
+	size_t total = 0;
+
+	memset(in, 0, sizeof(in));
+	for (int f = 0; f < NI + NT; f++) {
+		struct nt_header *h = &in[f].hdr;
+		int64_t off = f < NI ? ioff[f] : toff[f - NI];
+
+		nt_header_init(h, f < NI ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET);
+		snprintf(h->boot_id, sizeof(h->boot_id), "boot-%d", f);
+		h->mono_ns = (uint64_t)(10000000000ll + off);
+		h->real_ns = 5000000000000ull + (uint64_t)(f * 100000000);	/* wall clocks within 0.4 s */
+		in[f].recs = calloc(NIO, sizeof(struct ntbpf_rec));
+		assert_non_null(in[f].recs);
+	}
+	for (int c = 0; c < NC; c++) {
+		struct nt_ctrl_info *ci = nt_header_add_ctrl(&in[conn[c].init].hdr);
+
+		ci->instance = conn[c].inst;
+		ci->cntlid = (uint16_t)conn[c].cntlid;
+	}
+	for (int k = 0; k < NIO; k++) {
+		int c = k % NC, q = (k / NC) % 2, g = conn[c].init, t = NI + conn[c].tgt;
+		uint64_t send = 10000000000ull + (uint64_t)k * 20000;	/* true time */
+		uint16_t cid = (uint16_t)((((k / 8) % 16) << 12) | ((k / NC / 2) % 4));
+		uint16_t port = (uint16_t)(41000 + 1000 * c + q);
+		struct ntbpf_rec *i = &in[g].recs[in[g].n++], *r = &in[t].recs[in[t].n++];
+
+		i->role = NTBPF_ROLE_INITIATOR;
+		i->flags = NTBPF_F_NVME;
+		i->ctrl = (uint16_t)conn[c].inst;
+		i->qid = (uint16_t)(q + 1);
+		i->cid = cid;
+		i->port = port;
+		i->sector = (uint64_t)k;
+		i->t0 = send - 20000 + (uint64_t)ioff[g];
+		set_ev(i, EV_I_BLK_START, i->t0);
+		set_ev(i, EV_I_QUEUE_RQ, i->t0 + 15000);
+		set_ev(i, EV_I_CMD_SENT, i->t0 + 20000);
+		set_ev(i, EV_I_RESP_ARRIVE, i->t0 + 90000);
+		set_ev(i, EV_I_BLK_DONE, i->t0 + 100000);
+		r->role = NTBPF_ROLE_TARGET;
+		r->flags = NTBPF_F_NVME;
+		r->ctrl = (uint16_t)conn[c].cntlid;
+		r->qid = (uint16_t)(q + 1);
+		r->cid = cid;
+		r->port = port;
+		r->sector = (uint64_t)k;
+		r->t0 = send + 15000 + (uint64_t)toff[t - NI];
+		set_ev(r, EV_T_CMD_ARRIVE, r->t0);
+		set_ev(r, EV_T_RESP_SENT, r->t0 + 40000);
+	}
+	assert_int_equal(nt_match_build(&m, in, NI + NT), 0);
+	if (m.matched != NIO) {
+		size_t miss[NC] = { 0 };
+
+		for (size_t k = 0; k < m.n_init; k++)
+			miss[m.init[k]->sector % NC] += !m.partner[k];
+		fprintf(stderr, "fleet: matched %zu of %d; unpaired per connection %zu %zu %zu %zu\n", m.matched, NIO,
+			miss[0], miss[1], miss[2], miss[3]);
+	}
+	for (size_t k = 0; k < m.n_init; k++) {
+		assert_non_null(m.partner[k]);
+		assert_int_equal(m.partner[k]->sector, m.init[k]->sector);
+		total++;
+	}
+	assert_int_equal(total, NIO);
+	assert_int_equal(m.matched, NIO);
+	assert_int_equal(m.by_port, NIO);
+	fleet_streamed(in, NI + NT, &m);
+	nt_match_free(&m);
+	for (int f = 0; f < NI + NT; f++)
+		nt_input_free(&in[f]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clock_drift),
+		cmocka_unit_test(test_stream_slow_io_counted),
 		cmocka_unit_test(test_offset_and_pairs),
 		cmocka_unit_test(test_high_rate),
 		cmocka_unit_test(test_losses_on_both_sides),
@@ -391,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_shared_cntlid_is_counted),
 		cmocka_unit_test(test_port_tells_shared_cntlids_apart),
 		cmocka_unit_test(test_one_side_only),
+		cmocka_unit_test(test_fleet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

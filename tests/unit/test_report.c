@@ -41,6 +41,7 @@ static char *report_cli(const char *dir, const char *args, int *rc)
 	assert_int_equal(nt_cli_parse(argc, argv, &cfg, e), 0);
 	o = open_memstream(&out, &olen);
 	*rc = nt_report_cmd(&cfg, o, e);
+	nt_config_free(&cfg);
 	fclose(o);
 	fclose(e);
 	assert_int_equal(chdir(cwd), 0);
@@ -698,10 +699,165 @@ static void test_html(void **state)
 	scratch_rm(dir, names, 2);
 }
 
+
+/* bench/synth.h's pair of n I/Os (hosts booted apart) in dir: i.ntbpf, t.ntbpf */
+static void make_synth_pair(const char *dir, size_t n)
+{
+	char pi[256], pt[256];
+
+	snprintf(pi, sizeof(pi), "%s/i.ntbpf", dir);
+	snprintf(pt, sizeof(pt), "%s/t.ntbpf", dir);
+	assert_int_equal(synth_write_files(pi, pt, n), 0);
+}
+
+/*
+ * --since/--until: the synthetic I/O k starts 1 s + 3 us (k + 1) after the
+ * recordings' start (2023-11-14T22:13:20Z): [1.003 s, 1.006 s) holds
+ * I/Os 999 to 1998, the same said in RFC 3339 (another offset for --until);
+ * the rest are counted as left out, not as unmatched.
+ */
+static void test_time_window(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf" };
+	static const char *const args[] = {
+		"--since 1.003 --until 1.006 i.ntbpf t.ntbpf",
+		"--since 2023-11-14T22:13:21.003Z --until 2023-11-14T23:13:21.006+01:00 i.ntbpf t.ntbpf",
+		"--format json --since 1.003 --until 1.006 i.ntbpf t.ntbpf",
+	};
+	char *dir = scratch_dir(), *out;
+	int rc;
+
+	make_synth_pair(dir, 3000);
+	for (int a = 0; a < 2; a++) {
+		out = report_cli(dir, args[a], &rc);
+		assert_int_equal(rc, 0);
+		assert_non_null(strstr(out, "# matched: 1000; unmatched: initiator 0, target 0\n"));
+		assert_non_null(strstr(out, "# I/Os that started outside --since/--until, left out: 2000\n"));
+		assert_non_null(strstr(out, " I/Os=1000 span=0.003s "));	/* the window's I/Os only */
+		free(out);
+	}
+	out = report_cli(dir, args[2], &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"matched\": 1000, \"unmatched\": {\"initiator\": 0, \"target\": 0}"));
+	assert_non_null(strstr(out, "\"time_window\": {\"since_ns\": 1700000001003000000, "
+				    "\"until_ns\": 1700000001006000000, \"left_out\": 2000}"));
+	free(out);
+	/* without a window: all 3000 */
+	out = report_cli(dir, "i.ntbpf t.ntbpf", &rc);
+	assert_non_null(strstr(out, "# matched: 3000; unmatched: initiator 0, target 0\n"));
+	assert_null(strstr(out, "--since"));
+	free(out);
+	scratch_rm(dir, names, 2);
+}
+
+
+/* part `part` of side s (0 initiator, 1 target) of a "record --rotate" series, started `at` ns later */
+static struct nt_writer *series_part(const char *dir, int s, int part, uint64_t at, FILE **f)
+{
+	char path[256];
+	struct nt_header h;
+	struct nt_writer *w;
+
+	snprintf(path, sizeof(path), "%s/%c.%04d", dir, s ? 't' : 'i', part);
+	*f = fopen(path, "wb");
+	assert_non_null(*f);
+	synth_header(&h, s ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR);
+	snprintf(h.cmdline, sizeof(h.cmdline), "ntbpf record --rotate 1s -o %c", s ? 't' : 'i');
+	h.mono_ns += at;	/* the same clocks, read again when the file began */
+	h.real_ns += at;
+	w = nt_writer_open(*f, &h);
+	nt_header_free(&h);
+	assert_non_null(w);
+	return w;
+}
+
+/* bench/synth.h's n I/Os as two "record --rotate" series: parts[0] initiator files, parts[1] target files */
+static void make_synth_series(const char *dir, size_t n, const int parts[2])
+{
+	struct nt_writer *w[2];
+	FILE *f[2];
+	uint64_t in[2] = { 0 };
+	int p[2] = { 0 };
+	struct synth sy;
+
+	for (int s = 0; s < 2; s++)
+		w[s] = series_part(dir, s, 0, 0, &f[s]);
+	synth_init(&sy);
+	for (size_t k = 0; k < n; k++) {
+		struct ntbpf_rec r[2];
+
+		synth_pair(&sy, k, &r[0], &r[1]);
+		for (int s = 0; s < 2; s++) {
+			if (p[s] + 1 < parts[s] && k >= n * (size_t)(p[s] + 1) / (size_t)parts[s]) {
+				struct nt_trailer tr = { .records = in[s] };
+
+				assert_int_equal(nt_writer_close(w[s], &tr), 0);
+				assert_int_equal(fclose(f[s]), 0);
+				in[s] = 0;
+				w[s] = series_part(dir, s, ++p[s], r[s].t0 - 2000000000ull, &f[s]);
+			}
+			assert_int_equal(nt_writer_add(w[s], &r[s]), 0);
+			in[s]++;
+		}
+	}
+	for (int s = 0; s < 2; s++) {
+		struct nt_trailer tr = { .records = in[s] };
+
+		assert_int_equal(nt_writer_close(w[s], &tr), 0);
+		assert_int_equal(fclose(f[s]), 0);
+	}
+}
+
+/* the report without its "# input" lines */
+static char *without_inputs(char *out)
+{
+	char *p = out, *q = out;
+
+	while (*p) {
+		char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
+
+		if (strncmp(p, "# input ", 8)) {
+			memmove(q, p, len);
+			q += len;
+		}
+		p += len;
+	}
+	*q = 0;
+	return out;
+}
+
+/*
+ * "record --rotate" series read as one: the initiator's 30000 I/Os in 3
+ * files, the target's in 2, given in any order, report as the two whole
+ * files do (but for the input lines), I/Os across a file's end included.
+ */
+static void test_series(void **state)
+{
+	static const int parts[2] = { 3, 2 };
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "i.0000", "i.0001", "i.0002", "t.0000", "t.0001" };
+	char *dir = scratch_dir(), *whole, *series;
+	int rc;
+
+	make_synth_pair(dir, 30000);
+	make_synth_series(dir, 30000, parts);
+	whole = without_inputs(report_cli(dir, "i.ntbpf t.ntbpf", &rc));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(whole, "# matched: 30000; unmatched: initiator 0, target 0\n"));
+	series = without_inputs(report_cli(dir, "t.0001 i.0002 i.0000 t.0000 i.0001", &rc));
+	assert_int_equal(rc, 0);
+	assert_string_equal(series, whole);
+	free(series);
+	free(whole);
+	scratch_rm(dir, names, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_text),
+		cmocka_unit_test(test_time_window),
+		cmocka_unit_test(test_series),
 		cmocka_unit_test(test_golden_json),
 		cmocka_unit_test(test_golden_csv),
 		cmocka_unit_test(test_golden_two_hosts),
