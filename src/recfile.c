@@ -94,7 +94,7 @@ enum nt_tag {
 _Static_assert(sizeof(struct ntbpf_rec) == 112, "record layout changed");
 _Static_assert(offsetof(struct ntbpf_rec, ev) == 40, "record prefix changed");
 _Static_assert(offsetof(struct ntbpf_rec, port) == 104 &&
-	       offsetof(struct ntbpf_rec, reserved) == 106, "fields after ev[] moved");
+	       offsetof(struct ntbpf_rec, depth) == 106 && offsetof(struct ntbpf_rec, reserved) == 108, "fields after ev[] moved");
 
 /* The record layout, written into the header (RECORD_LAYOUT) for other tools. */
 struct rec_field {
@@ -117,7 +117,7 @@ static const struct rec_field rec_fields[] = {
 	FLD(t0), FLD(sector), FLD(dev), FLD(bytes), FLD(ev_mask),
 	FLD(ctrl), FLD(qid), FLD(cid), FLD(op), FLD(opcode), FLD(flags),
 	FLD(role), FLD(status), ARR(ev, NTBPF_MAX_EV),
-	FLD(port), ARR(reserved, 3),
+	FLD(port), FLD(depth), ARR(reserved, 2),
 };
 
 #define NFIELDS (sizeof(rec_fields) / sizeof(rec_fields[0]))
