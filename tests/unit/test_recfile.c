@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,7 @@ static void header_full(struct nt_header *h)
 			q->sport = 40000 + j;
 			fill_str(q->daddr, sizeof(q->daddr), "fd00::2", j);
 			q->dport = 4420;
+			q->rx_queue = j == 1 ? -1 : (int32_t)(j * 3);
 		}
 	}
 }
@@ -225,6 +227,7 @@ static void assert_header_equal(const struct nt_header *a, const struct nt_heade
 			assert_int_equal(p->sport, q->sport);
 			assert_string_equal(p->daddr, q->daddr);
 			assert_int_equal(p->dport, q->dport);
+			assert_int_equal(p->rx_queue, q->rx_queue);
 		}
 	}
 }
@@ -1721,6 +1724,88 @@ static void test_port(void **state)
 	free(recs);
 }
 
+/*
+ * ntbpf record learns the queues at the end: the header, written with room
+ * (reserve), is rewritten in place with the queue list, same length; the
+ * records and trailer are untouched.  A list that no longer fits is
+ * refused (-E2BIG) and the file stays as it was.
+ */
+static void test_header_rewrite(void **state)
+{
+	struct ntbpf_rec recs[300], r;
+	struct nt_header h, got;
+	struct nt_trailer t = { .end_mono_ns = 5 };
+	struct nt_writer *w;
+	struct nt_reader *rd;
+	struct nt_ctrl_info *c;
+	char err[256];
+	uint64_t len;
+	long size;
+	size_t i, n;
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	rng_state = 11;
+	for (i = 0; i < 300; i++)
+		rec_random(&recs[i], i);
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	c = nt_header_add_ctrl(&h);
+	c->instance = 1;
+	snprintf(c->transport, sizeof(c->transport), "tcp");
+	h.reserve = 600;
+	w = nt_writer_open(f, &h);
+	assert_non_null(w);
+	len = nt_writer_bytes(w);
+	for (i = 0; i < 300; i++)
+		assert_int_equal(nt_writer_add(w, &recs[i]), 0);
+	assert_int_equal(nt_writer_close(w, &t), 0);
+	size = ftell(f);
+	/* the queues, as the recorder learns them at the end */
+	for (i = 1; i <= 4; i++) {
+		struct nt_queue_info *q = nt_ctrl_add_queue(&h.ctrls[0]);
+
+		q->qid = i;
+		q->io_cpu = i % 2;
+		q->rx_queue = i == 4 ? -1 : (int32_t)i;
+		snprintf(q->saddr, sizeof(q->saddr), "10.0.0.1");
+		snprintf(q->daddr, sizeof(q->daddr), "10.0.0.2");
+		q->sport = 40000 + i;
+		q->dport = 4420;
+	}
+	assert_int_equal(nt_header_rewrite(f, &h, len), 0);
+	assert_int_equal(ftell(f), size);	/* the position is kept */
+	fseek(f, 0, SEEK_END);
+	assert_int_equal(ftell(f), size);	/* and the length */
+	/* too many for the room: refused, the file as it was */
+	for (i = 5; i <= 40; i++) {
+		struct nt_queue_info *q = nt_ctrl_add_queue(&h.ctrls[0]);
+
+		q->qid = i;
+		snprintf(q->saddr, sizeof(q->saddr), "fd00:1234:5678:9abc::%zu", i);
+		snprintf(q->daddr, sizeof(q->daddr), "fd00:1234:5678:9abc::%zu", i + 100);
+	}
+	assert_int_equal(nt_header_rewrite(f, &h, len), -E2BIG);
+	h.ctrls[0].nqueues = 4;
+	rewind(f);
+	rd = nt_reader_open(f, &got, err, sizeof(err));
+	assert_non_null(rd);
+	assert_header_equal(&h, &got);
+	assert_int_equal(got.ctrls[0].nqueues, 4);
+	assert_int_equal(got.ctrls[0].queues[3].rx_queue, -1);
+	assert_int_equal(got.ctrls[0].queues[2].rx_queue, 3);
+	for (n = 0; nt_reader_next(rd, &r); n++)
+		assert_rec_equal(&r, &recs[n]);
+	assert_int_equal(n, 300);
+	assert_int_equal(nt_reader_status(rd, err, sizeof(err)), NT_READ_OK);
+	nt_reader_close(rd);
+	nt_header_free(&got);
+	/* no room at all: a header that grew cannot be rewritten */
+	h.reserve = 0;
+	assert_int_equal(nt_header_rewrite(f, &h, len - 600), -E2BIG);
+	nt_header_free(&h);
+	fclose(f);
+}
+
 /* reserved is written as 0 and reads as 0, whatever the caller left in it. */
 static void test_reserved_zero(void **state)
 {
@@ -2140,6 +2225,7 @@ int main(void)
 		cmocka_unit_test(test_trailer_count_wraps),
 		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_reserved_zero),
+		cmocka_unit_test(test_header_rewrite),
 						cmocka_unit_test(test_decoder_fuzz),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_other_writer),
