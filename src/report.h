@@ -21,6 +21,8 @@
 #include "stages.h"
 #include "match.h"
 
+#define NT_DEP_BUCKETS 8	/* depth 1, 2-3, 4-7, ..., 128+ */
+
 struct nt_group {
 	uint8_t op;
 	uint32_t size;
@@ -38,6 +40,16 @@ struct nt_group {
 	uint64_t stand_in[NT_ST_NR];	/* I/Os whose stage used a stand-in boundary */
 	struct nt_hist h[NT_ST_NR];
 	bool used;			/* has an I/O (a file report makes groups ahead; unused ones go) */
+	/*
+	 * Queue depth as the records saw it ([0] initiator at nvme_setup_cmd,
+	 * [1] target at nvmet_req_init): I/Os with one, its sum and max; and per
+	 * log2 depth bucket (1, 2-3, 4-7, ...) the I/Os and the sum of the stage
+	 * that waits behind that depth (nvme_tcp_submission, target_subsystem),
+	 * for --diagnose's "grows with depth".
+	 */
+	uint64_t dep_n[2], dep_sum[2];
+	uint32_t dep_max[2];
+	uint64_t dep_bn[2][NT_DEP_BUCKETS], dep_bsum[2][NT_DEP_BUCKETS];
 };
 
 struct nt_report;
