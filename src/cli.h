@@ -52,6 +52,7 @@ struct nt_config {
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
 	bool hist;			/* report/live --hist: log2 histograms per stage */
+	bool diagnose;			/* report --diagnose: findings (src/diagnose.c) */
 	const char *report_output;	/* report -o FILE (0600; an existing FILE becomes FILE.old); NULL: stdout */
 	int nfiles;
 	const char **files;		/* nfiles pointers into argv, any number; nt_config_free() */

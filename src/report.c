@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "match.h"
 #include "report.h"
+#include "diagnose.h"
 #include "escape.h"
 #include "html.h"
 #include "outfile.h"
@@ -627,8 +628,7 @@ static void queue_name(const struct nt_group *g, char *buf, size_t len)
 		snprintf(buf, len, "nvme%uq%u", g->ctrl, g->qid);
 }
 
-/* the header's facts about a queue group's queue (struct nt_queue_info), or NULL */
-static const struct nt_queue_info *group_queue(const struct nt_report *rep, const struct nt_group *g)
+const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, const struct nt_group *g)
 {
 	int role = g->dev_role == NTBPF_ROLE_TARGET ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR;
 
@@ -673,7 +673,7 @@ struct qfacts {
 
 static void qfacts_of(const struct nt_report *rep, const struct nt_group *g, struct qfacts *f)
 {
-	const struct nt_queue_info *q = group_queue(rep, g);
+	const struct nt_queue_info *q = nt_report_group_queue(rep, g);
 
 	memset(f, 0, sizeof(*f));
 	f->io_cpu = q ? q->io_cpu : -1;
@@ -1039,6 +1039,8 @@ static void print_text(FILE *out, const struct nt_report *rep)
 	}
 	if (!rep->ngroups)
 		fprintf(out, "\nno I/O recorded\n");
+	if (rep->o->diagnose)
+		nt_diagnose_print_text(out, rep);
 }
 
 void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi)
@@ -1290,7 +1292,13 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	fprintf(out, "},\n");
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0, false);
-	fprintf(out, "]}\n");
+	fprintf(out, "]");
+	if (rep->o->diagnose) {
+		fprintf(out, ",\n \"findings\": [");
+		nt_diagnose_print_json(out, rep);
+		fprintf(out, "]");
+	}
+	fprintf(out, "}\n");
 }
 
 /* ---- CSV ---- */
@@ -1417,6 +1425,10 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	o->format = cfg->format;
 	o->group_by = cfg->group_by;
 	o->hist = cfg->hist;
+	/* the rules look at each queue: --diagnose groups by queue too */
+	o->diagnose = cfg->cmd == NT_CMD_REPORT && cfg->diagnose;
+	if (o->diagnose)
+		o->group_by |= NT_GB_QUEUE;
 	/* -v of record and live is about libbpf, not the report */
 	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
 }

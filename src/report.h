@@ -63,6 +63,7 @@ struct nt_report_opts {
 	unsigned int group_by;
 	bool verbose;
 	bool hist;		/* --hist: log2 histograms per stage (text), their bins (JSON) */
+	bool diagnose;		/* --diagnose: findings after the groups (text), "findings" (JSON) */
 	/* live: called with each interval before it is printed (ntbpf live --metrics) */
 	void (*on_interval)(void *ctx, const struct nt_report *rep, const struct nt_interval_info *info);
 	void *on_interval_ctx;
@@ -132,6 +133,8 @@ void nt_report_print(FILE *out, const struct nt_report *rep);
 /* the text report's parts: its head (inputs, what it could not see), one group's table */
 void nt_report_print_head(FILE *out, const struct nt_report *rep);
 void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi);
+/* the header's facts about a queue group's queue (its host's headers), or NULL */
+const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, const struct nt_group *g);
 /* the group an I/O (its initiator's record, or its target's alone) went to, or -1 */
 int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r);
 void nt_report_free(struct nt_report *rep);
