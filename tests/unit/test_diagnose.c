@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_diagnose - ntbpf report --diagnose's rules (src/diagnose.c,
+ * docs/diagnose.md) on synthetic two-host recordings: each rule on data
+ * that provokes it, and a control that must not (the same load without the
+ * cause, or with the cause's other half missing).  The records go through
+ * the report's pairing and grouping (nt_report_build), as in ntbpf report.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "report.h"
+#include "../../bench/synth.h"
+
+#define N 2000
+
+/* one recording's shape: stage lengths in ns (each I/O alike), queues, depth */
+struct shape {
+	uint32_t blk_sub, sub, net, nstack_sub, nvmet_sub, tsub, nvmet_comp, nstack_comp, nvme_comp, blk_comp;
+	int nq;			/* I/O queues */
+	int hot;		/* > 0: this percentage of I/Os go to queue 1, the rest round-robin */
+	bool one_cpu;		/* every queue's io_work on CPU 0 (else queue q on CPU q) */
+	int depth;		/* initiator depth: 1 + k % depth */
+	uint32_t sub_per_depth;	/* nvme_tcp_submission grows by this per request in flight */
+	int tdepth;		/* target depth: 1 + k % tdepth */
+	uint32_t tsub_per_depth;
+};
+
+static const struct shape base = {
+	.blk_sub = 1000, .sub = 5000, .net = 10000, .nstack_sub = 5000, .nvmet_sub = 5000, .tsub = 20000,
+	.nvmet_comp = 5000, .nstack_comp = 5000, .nvme_comp = 2000, .blk_comp = 1000,
+	.nq = 4, .depth = 2, .tdepth = 2,
+};
+
+static void header(struct nt_header *h, int role, const struct shape *sh)
+{
+	struct nt_ctrl_info *c = synth_header(h, role);
+
+	for (int q = 1; c && q <= sh->nq; q++) {
+		struct nt_queue_info *qi = nt_ctrl_add_queue(c);
+
+		assert_non_null(qi);
+		qi->qid = q;
+		qi->io_cpu = sh->one_cpu ? 0 : q - 1;
+	}
+}
+
+/* the findings of a recording of this shape (both hosts) */
+static int diagnose(const struct shape *sh, struct nt_finding *f, size_t nrec, const char **why)
+{
+	static struct ntbpf_rec ri[N], rt[N];
+	struct nt_report_opts o = { .version = "test", .npcts = 1, .pcts = { 50 }, .format = NT_FMT_TEXT,
+				    .group_by = NT_GB_OP | NT_GB_QUEUE, .diagnose = true };
+	struct nt_input in[2];
+	struct nt_report rep;
+	struct synth s;
+	int n;
+
+	assert_true(nrec <= N);
+	memset(in, 0, sizeof(in));
+	header(&in[0].hdr, NTBPF_ROLE_INITIATOR, sh);
+	header(&in[1].hdr, NTBPF_ROLE_TARGET, sh);
+	synth_init(&s);
+	for (size_t k = 0; k < nrec; k++) {
+		struct ntbpf_rec *i = &ri[k], *g = &rt[k];
+		uint16_t q = sh->hot && (int)(k % 100) < sh->hot ? 0 : k % sh->nq;
+		uint16_t d = 1 + k % sh->depth, td = 1 + (k / 3) % sh->tdepth;
+		const int64_t off = 7777777;	/* synth.h: the target's clock ahead */
+		uint64_t t, qrq, sent, arr, pick, exec, done, rs, back, proc, nd;
+
+		synth_pair(&s, k, i, g);
+		i->qid = g->qid = q + 1;
+		i->port = g->port = 40000 + q;
+		i->cid = g->cid = k & 0xfff;
+		i->depth = d;
+		g->depth = td;
+		t = i->t0;
+		qrq = t + sh->blk_sub;
+		sent = qrq + sh->sub + sh->sub_per_depth * d;
+		arr = sent + sh->net;
+		pick = arr + sh->nstack_sub;
+		exec = pick + sh->nvmet_sub;
+		done = exec + sh->tsub + sh->tsub_per_depth * td;
+		rs = done + sh->nvmet_comp;
+		back = rs + sh->net;
+		proc = back + sh->nstack_comp;
+		nd = proc + sh->nvme_comp;
+		memset(i->ev, 0, sizeof(i->ev));
+		memset(g->ev, 0, sizeof(g->ev));
+		i->ev_mask = g->ev_mask = 0;
+		synth_set(i, EV_I_BLK_START, t);
+		synth_set(i, EV_I_BLK_ISSUE, qrq + 100);
+		synth_set(i, EV_I_QUEUE_RQ, qrq);
+		synth_set(i, EV_I_CMD_SENT, sent);
+		synth_set(i, EV_I_RESP_ARRIVE, back);
+		synth_set(i, EV_I_RESP_PROC, proc);
+		synth_set(i, EV_I_NVME_DONE, nd);
+		synth_set(i, EV_I_BLK_DONE, nd + sh->blk_comp);
+		g->t0 = arr + off;
+		synth_set(g, EV_T_CMD_ARRIVE, arr + off);
+		synth_set(g, EV_T_CMD_PICKUP, pick + off);
+		synth_set(g, EV_T_REQ_INIT, pick + off + 100);
+		synth_set(g, EV_T_EXEC, exec + off);
+		synth_set(g, EV_T_SUBSYS_DONE, done + off);
+		synth_set(g, EV_T_RESP_QUEUED, done + off + 100);
+		synth_set(g, EV_T_RESP_SENT, rs + off);
+	}
+	in[0].path = "init.ntbpf";
+	in[1].path = "tgt.ntbpf";
+	in[0].recs = ri;
+	in[0].n = nrec;
+	in[1].recs = rt;
+	in[1].n = nrec;
+	assert_int_equal(nt_report_build(&rep, in, 2, &o), 0);
+	assert_int_equal(rep.matched, nrec);	/* the shapes pair as a recording does */
+	n = nt_diagnose(&rep, f, NT_MAX_FINDINGS, why);
+	if (getenv("NTBPF_TEST_VERBOSE"))
+		for (int i = 0; i < n; i++)
+			printf("  %s: %s\n", f[i].kind, f[i].evidence);
+	nt_report_free(&rep);
+	nt_header_free(&in[0].hdr);
+	nt_header_free(&in[1].hdr);
+	return n;
+}
+
+/* s contains what (fails the test if s is NULL) */
+static __attribute__((noinline)) bool has(const char *s, const char *what)
+{
+	if (!s)
+		fail();
+	return strstr(s, what) != NULL;
+}
+
+static const struct nt_finding *find(const struct nt_finding *f, int n, const char *kind)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(f[i].kind, kind))
+			return &f[i];
+	return NULL;
+}
+
+static void test_nothing_stands_out(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const char *why;
+
+	assert_int_equal(diagnose(&base, f, N, &why), 0);
+	assert_string_equal(why, "");
+	/* too few I/Os: none, and why */
+	assert_int_equal(diagnose(&base, f, 50, &why), 0);
+	assert_true(has(why, "too few I/Os"));
+}
+
+static void test_too_few_queues(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const struct nt_finding *x;
+	struct shape sh = base;
+	int n;
+
+	/* one queue, 1..32 in flight, each request waiting 10 us behind each other one */
+	sh.nq = 1;
+	sh.depth = 32;
+	sh.sub_per_depth = 10000;
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "too_few_queues");
+	assert_non_null(x);
+	assert_string_equal(x->stage, "nvme_tcp_submission");
+	assert_true(has(x->evidence, "1 I/O queue, mean depth 16.4"));
+	assert_true(has(x->advice, "nvme connect -i"));
+	assert_null(find(f, n, "initiator_cpu"));	/* the same stages: explained by the queue */
+	/* control: two queues, 1-2 in flight, no waiting */
+	sh = base;
+	sh.nq = 2;
+	n = diagnose(&sh, f, N, NULL);
+	assert_null(find(f, n, "too_few_queues"));
+	/* control: submission as long, but not growing with depth (the CPU, not the queue) */
+	sh = base;
+	sh.nq = 1;
+	sh.depth = 32;
+	sh.sub = 175000;
+	n = diagnose(&sh, f, N, NULL);
+	assert_null(find(f, n, "too_few_queues"));
+	assert_non_null(find(f, n, "initiator_cpu"));
+}
+
+static void test_queue_imbalance(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const struct nt_finding *x;
+	struct shape sh = base;
+	int n;
+
+	sh.hot = 70;	/* 70 % + a quarter of the rest on queue 1 of 4: 77.5 % */
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "queue_imbalance");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "queue 1 carries 77% of the I/Os of 4 queues (1540 of 2000; even: 25%)"));
+	/* every queue's io_work on one CPU */
+	sh = base;
+	sh.one_cpu = true;
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "queue_imbalance");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "all 4 queues' io_work runs on CPU 0"));
+	/* control: round-robin over 4 queues on 4 CPUs (base) */
+	n = diagnose(&base, f, N, NULL);
+	assert_null(find(f, n, "queue_imbalance"));
+}
+
+static void test_target_device(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const struct nt_finding *x;
+	struct shape sh = base;
+	int n;
+
+	sh.tdepth = 16;
+	sh.tsub_per_depth = 30000;	/* a device that queues: 30 us more per request in flight */
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "target_device");
+	assert_non_null(x);
+	assert_string_equal(x->stage, "target_subsystem");
+	assert_true(has(x->evidence, "it queues in the device"));
+	assert_null(find(f, n, "network"));
+	assert_null(find(f, n, "target_cpu"));
+	/* control: the same depths, a fast device */
+	sh.tsub_per_depth = 0;
+	n = diagnose(&sh, f, N, NULL);
+	assert_null(find(f, n, "target_device"));
+}
+
+static void test_target_cpu(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const struct nt_finding *x;
+	struct shape sh = base;
+	int n;
+
+	sh.nstack_sub = 100000;
+	sh.nvmet_sub = 50000;
+	sh.nvmet_comp = 50000;
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "target_cpu");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "means 100.0 + 50.0 + 50.0 of"));
+	assert_null(find(f, n, "target_device"));
+	/* control: 15 + 7 + 7 us (36 %) */
+	sh.nstack_sub = 15000;
+	sh.nvmet_sub = 7000;
+	sh.nvmet_comp = 7000;
+	n = diagnose(&sh, f, N, NULL);
+	assert_null(find(f, n, "target_cpu"));
+}
+
+static void test_network(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const struct nt_finding *x;
+	struct shape sh = base;
+	int n;
+
+	sh.net = 200000;	/* 200 us each way: netem, distance */
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "network");
+	assert_non_null(x);
+	assert_string_equal(x->stage, "network_transmission");
+	assert_true(has(x->evidence, "the base round trip, is 400.0 us: the round trip itself is long"));
+	assert_int_equal(n, 1);
+	/* control: 15 us each way (38 %) */
+	sh.net = 15000;
+	n = diagnose(&sh, f, N, NULL);
+	assert_null(find(f, n, "network"));
+}
+
+static void test_initiator_cpu(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const struct nt_finding *x;
+	struct shape sh = base;
+	int n;
+
+	sh.blk_sub = 30000;
+	sh.nstack_comp = 100000;
+	sh.nvme_comp = 50000;
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "initiator_cpu");
+	assert_non_null(x);
+	assert_true(has(x->advice, "io_cpu"));
+	assert_null(find(f, n, "too_few_queues"));
+	/* control: a tenth of that */
+	sh.blk_sub = 3000;
+	sh.nstack_comp = 10000;
+	sh.nvme_comp = 5000;
+	n = diagnose(&sh, f, N, NULL);
+	assert_null(find(f, n, "initiator_cpu"));
+}
+
+/* the JSON findings array, through the report's printer */
+static void test_json(void **state)
+{
+	static struct ntbpf_rec ri[N];
+	struct nt_report_opts o = { .version = "test", .npcts = 1, .pcts = { 50 }, .format = NT_FMT_JSON,
+				    .group_by = NT_GB_QUEUE, .diagnose = true };
+	struct nt_input in[1];
+	struct nt_report rep;
+	struct synth s;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	memset(in, 0, sizeof(in));
+	header(&in[0].hdr, NTBPF_ROLE_INITIATOR, &base);
+	synth_init(&s);
+	for (size_t k = 0; k < N; k++) {
+		struct ntbpf_rec g;
+
+		synth_pair(&s, k, &ri[k], &g);
+		/* 2 ms between the command sent and the response: remote dominates, which no rule names */
+		synth_set(&ri[k], EV_I_RESP_ARRIVE, ri[k].t0 + 2000000);
+		synth_set(&ri[k], EV_I_RESP_PROC, ri[k].t0 + 2003000);
+		synth_set(&ri[k], EV_I_NVME_DONE, ri[k].t0 + 2004000);
+		synth_set(&ri[k], EV_I_BLK_DONE, ri[k].t0 + 2005000);
+	}
+	in[0].path = "init.ntbpf";
+	in[0].recs = ri;
+	in[0].n = N;
+	assert_int_equal(nt_report_build(&rep, in, 1, &o), 0);
+	m = open_memstream(&buf, &len);
+	nt_report_print(m, &rep);
+	fclose(m);
+	if (!buf)
+		fail();
+	assert_true(has(buf, "\"findings\": []}"));
+	free(buf);
+	nt_report_free(&rep);
+	/* one side's stages are enough for initiator_cpu */
+	for (size_t k = 0; k < N; k++) {
+		synth_set(&ri[k], EV_I_RESP_ARRIVE, ri[k].t0 + 100000);
+		synth_set(&ri[k], EV_I_RESP_PROC, ri[k].t0 + 1500000);
+		synth_set(&ri[k], EV_I_NVME_DONE, ri[k].t0 + 1600000);
+		synth_set(&ri[k], EV_I_BLK_DONE, ri[k].t0 + 1700000);
+	}
+	assert_int_equal(nt_report_build(&rep, in, 1, &o), 0);
+	buf = NULL;
+	m = open_memstream(&buf, &len);
+	nt_report_print(m, &rep);
+	fclose(m);
+	if (!buf)
+		fail();
+	assert_true(has(buf, "\"findings\": [\n  {\"kind\": \"initiator_cpu\", \"stage\": \"blk_submission+"));
+	assert_true(has(buf, "\"evidence\": \"the initiator's own stages are "));
+	assert_true(has(buf, "\"advice\": \"the initiator's CPUs"));
+	free(buf);
+	nt_report_free(&rep);
+	nt_header_free(&in[0].hdr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nothing_stands_out),
+		cmocka_unit_test(test_too_few_queues),
+		cmocka_unit_test(test_queue_imbalance),
+		cmocka_unit_test(test_target_device),
+		cmocka_unit_test(test_target_cpu),
+		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_initiator_cpu),
+		cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
