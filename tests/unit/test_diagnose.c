@@ -360,6 +360,14 @@ static void test_json(void **state)
 	assert_true(has(buf, "\"evidence\": \"the initiator's own stages are "));
 	assert_true(has(buf, "\"advice\": \"the initiator's CPUs"));
 	free(buf);
+	/* the HTML report: the findings under its head */
+	o.format = NT_FMT_HTML;
+	buf = NULL;
+	m = open_memstream(&buf, &len);
+	nt_report_print(m, &rep);
+	fclose(m);
+	assert_true(has(buf, "<pre class=\"diagnosis\">\ndiagnosis:\n  initiator_cpu (blk_submission+"));
+	free(buf);
 	nt_report_free(&rep);
 	nt_header_free(&in[0].hdr);
 }
