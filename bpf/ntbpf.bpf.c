@@ -520,8 +520,6 @@ static __always_inline __u16 depth_in(struct qstate *s)
 	return d <= 0 ? 1 : d > 0xffff ? 0xffff : d;
 }
 
-static __always_inline __u64 tcp_queue_of_rq(struct request *rq);
-
 /* a counted request (depth != 0) of queue q leaves: never below 0 (a window's forget zeroes the count) */
 static __always_inline void depth_out(__u64 q)
 {
@@ -798,8 +796,9 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	ev_set(r, EV_I_BLK_DONE, bpf_ktime_get_ns());
 	if (!r->status)
 		r->status = (__u16)error;
+	/* counted only where hctx->driver_data was the queue (on_setup_cmd): loads, no helper call */
 	if (r->depth)
-		depth_out(tcp_queue_of_rq(rq));
+		depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
 	emit(r, key, NTBPF_ROLE_INITIATOR);
 	return 0;
 }
