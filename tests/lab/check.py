@@ -504,8 +504,9 @@ def _report(d, *args):
     return json.loads(r.stdout)
 
 
-def queues_listed(d, n):
-    """--group-by queue: each host's n queues carry io_cpu, both TCP ends (from the header) and a depth"""
+def queues_listed(d, n, max_depth=None):
+    """--group-by queue: each host's n queues carry io_cpu, both TCP ends (from the header) and a depth
+    (at most max_depth, the requests fio can have outstanding: a depth that never went down would exceed it)"""
     rep = _report(d, "--group-by", "queue")
     seen = {}
     for g in rep["groups"]:
@@ -515,6 +516,9 @@ def queues_listed(d, n):
         assert g["io_cpu"] is not None and g["local"] and g["remote"], f"queue {g['queue']}: no header facts: {g}"
         key = "target_depth_max" if role == "target" else "depth_max"
         assert g[key] and g[key] >= 1, f"queue {g['queue']}: no depth"
+        for k in ("depth_max", "target_depth_max"):
+            assert max_depth is None or g[k] is None or g[k] <= max_depth, \
+                f"queue {g['queue']}: {k} {g[k]} > {max_depth} requests fio can have outstanding"
         seen.setdefault(role, {})[g["queue"]] = (g["io_cpu"], g["local"], g["remote"], g["depth_max"], g["target_depth_max"])
     assert len(seen.get("initiator", {})) == n, f"initiator queues {seen.get('initiator')}, want {n}"
     for q, (cpu, loc, rem, dm, tdm) in seen["initiator"].items():

@@ -174,7 +174,8 @@ static void test_too_few_queues(void **state)
 	x = find(f, n, "too_few_queues");
 	assert_non_null(x);
 	assert_string_equal(x->stage, "nvme_tcp_submission");
-	assert_true(has(x->evidence, "1 I/O queue, mean depth 16.4"));
+	assert_true(has(x->evidence, "with a mean depth of 16.4 requests per queue (1 I/O queue)"));
+	assert_true(has(x->evidence, "(x8.0: it grows with the depth)"));
 	assert_true(has(x->advice, "nvme connect -i"));
 	assert_null(find(f, n, "initiator_cpu"));	/* the same stages: explained by the queue */
 	/* control: two queues, 1-2 in flight, no waiting */
@@ -182,11 +183,17 @@ static void test_too_few_queues(void **state)
 	sh.nq = 2;
 	n = diagnose(&sh, f, N, NULL);
 	assert_null(find(f, n, "too_few_queues"));
-	/* control: submission as long, but not growing with depth (the CPU, not the queue) */
+	/* a queue that stays full: as long a wait at every depth (the lab's 2 jobs x QD16 on 1 queue) */
 	sh = base;
 	sh.nq = 1;
 	sh.depth = 32;
 	sh.sub = 175000;
+	n = diagnose(&sh, f, N, NULL);
+	x = find(f, n, "too_few_queues");
+	assert_non_null(x);
+	assert_false(has(x->evidence, "it grows"));
+	/* control: submission as long, with 1-2 requests per queue (the CPU, not the queue) */
+	sh.depth = 2;
 	n = diagnose(&sh, f, N, NULL);
 	assert_null(find(f, n, "too_few_queues"));
 	assert_non_null(find(f, n, "initiator_cpu"));
