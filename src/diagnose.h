@@ -24,7 +24,7 @@ struct nt_finding {
 /* thresholds (docs/diagnose.md) */
 #define NT_DIAG_MIN_IOS 100		/* fewer I/Os: no findings */
 #define NT_DIAG_DOMINANT 0.5		/* a cause's stages: at least this share of end_to_end's mean */
-#define NT_DIAG_SUBMIT_SHARE 0.3	/* too_few_queues: nvme_tcp_submission's share at least */
+#define NT_DIAG_SUBMIT_SHARE 0.2	/* too_few_queues: nvme_tcp_submission's share at least */
 #define NT_DIAG_GROWTH 2.0		/* evidence "grows with depth": mean at the deepest / at the shallowest depth */
 #define NT_DIAG_DEPTH 4.0		/* too_few_queues: mean depth per queue at least */
 #define NT_DIAG_IMBALANCE 1.5		/* queue_imbalance: busiest queue's share / fair share at least */

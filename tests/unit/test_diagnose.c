@@ -192,7 +192,12 @@ static void test_too_few_queues(void **state)
 	x = find(f, n, "too_few_queues");
 	assert_non_null(x);
 	assert_false(has(x->evidence, "it grows"));
+	/* control: as deep, but submission short (16 % of end_to_end: below 20 %) */
+	sh.sub = 12000;
+	n = diagnose(&sh, f, N, NULL);
+	assert_null(find(f, n, "too_few_queues"));
 	/* control: submission as long, with 1-2 requests per queue (the CPU, not the queue) */
+	sh.sub = 175000;
 	sh.depth = 2;
 	n = diagnose(&sh, f, N, NULL);
 	assert_null(find(f, n, "too_few_queues"));
