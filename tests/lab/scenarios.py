@@ -81,8 +81,10 @@ SCENARIOS = [
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
     {"name": "two-6.12-randread-qd1",
      "args": ["--topology", "two", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
+    # QD1: every I/O saw a depth of 1 on both hosts (6.1's target ends I/Os through kernel_sendpage)
     {"name": "one-6.1-randread-qd1",
-     "args": ["--topology", "one", "--kernel", "6.1", "--fio", QD1], "checks": BASIC + QD1_LAT},
+     "args": ["--topology", "one", "--kernel", "6.1", "--fio", QD1],
+     "checks": BASIC + QD1_LAT + [("queues_listed", {"max_depth": 1})]},
     {"name": "two-6.1-randread-qd1",
      "args": ["--topology", "two", "--kernel", "6.1", "--fio", QD1], "checks": BASIC + QD1_LAT},
     # injected ground truth, netem: two guests, delay on the initiator's egress = 1 crossing
