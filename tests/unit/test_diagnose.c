@@ -147,6 +147,23 @@ static const struct nt_finding *find(const struct nt_finding *f, int n, const ch
 	return NULL;
 }
 
+/* the findings of the last run() */
+static struct nt_finding last[NT_MAX_FINDINGS];
+static int nlast;
+
+/* diagnose a recording of shape sh; its finding of kind (NULL: none) */
+static const struct nt_finding *run(const struct shape *sh, const char *kind)
+{
+	nlast = diagnose(sh, last, N, NULL);
+	return find(last, nlast, kind);
+}
+
+/* the last run() found kind */
+static bool found(const char *kind)
+{
+	return find(last, nlast, kind) != NULL;
+}
+
 static void test_nothing_stands_out(void **state)
 {
 	struct nt_finding f[NT_MAX_FINDINGS];
@@ -161,159 +178,131 @@ static void test_nothing_stands_out(void **state)
 
 static void test_too_few_queues(void **state)
 {
-	struct nt_finding f[NT_MAX_FINDINGS];
 	const struct nt_finding *x;
 	struct shape sh = base;
-	int n;
 
 	/* one queue, 1..32 in flight, each request waiting 10 us behind each other one */
 	sh.nq = 1;
 	sh.depth = 32;
 	sh.sub_per_depth = 10000;
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "too_few_queues");
+	x = run(&sh, "too_few_queues");
 	assert_non_null(x);
 	assert_string_equal(x->stage, "nvme_tcp_submission");
 	assert_true(has(x->evidence, "with a mean depth of 16.4 requests per queue (1 I/O queue)"));
 	assert_true(has(x->evidence, "(x8.0: it grows with the depth)"));
 	assert_true(has(x->advice, "nvme connect -i"));
-	assert_null(find(f, n, "initiator_cpu"));	/* the same stages: explained by the queue */
+	assert_false(found("initiator_cpu"));	/* the same stages: explained by the queue */
 	/* control: two queues, 1-2 in flight, no waiting */
 	sh = base;
 	sh.nq = 2;
-	n = diagnose(&sh, f, N, NULL);
-	assert_null(find(f, n, "too_few_queues"));
+	assert_null(run(&sh, "too_few_queues"));
 	/* a queue that stays full: as long a wait at every depth (the lab's 2 jobs x QD16 on 1 queue) */
 	sh = base;
 	sh.nq = 1;
 	sh.depth = 32;
 	sh.sub = 175000;
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "too_few_queues");
+	x = run(&sh, "too_few_queues");
 	assert_non_null(x);
 	assert_false(has(x->evidence, "it grows"));
 	/* control: as deep, but submission short (16 % of end_to_end: below 20 %) */
 	sh.sub = 12000;
-	n = diagnose(&sh, f, N, NULL);
-	assert_null(find(f, n, "too_few_queues"));
+	assert_null(run(&sh, "too_few_queues"));
 	/* control: submission as long, with 1-2 requests per queue (the CPU, not the queue) */
 	sh.sub = 175000;
 	sh.depth = 2;
-	n = diagnose(&sh, f, N, NULL);
-	assert_null(find(f, n, "too_few_queues"));
-	assert_non_null(find(f, n, "initiator_cpu"));
+	assert_null(run(&sh, "too_few_queues"));
+	assert_true(found("initiator_cpu"));
 }
 
 static void test_queue_imbalance(void **state)
 {
-	struct nt_finding f[NT_MAX_FINDINGS];
 	const struct nt_finding *x;
 	struct shape sh = base;
-	int n;
 
 	sh.hot = 70;	/* 70 % + a quarter of the rest on queue 1 of 4: 77.5 % */
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "queue_imbalance");
+	x = run(&sh, "queue_imbalance");
 	assert_non_null(x);
 	assert_true(has(x->evidence, "queue 1 carries 77% of the I/Os of 4 queues (1540 of 2000; even: 25%)"));
 	/* every queue's io_work on one CPU */
 	sh = base;
 	sh.one_cpu = true;
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "queue_imbalance");
+	x = run(&sh, "queue_imbalance");
 	assert_non_null(x);
 	assert_true(has(x->evidence, "all 4 queues' io_work runs on CPU 0"));
 	/* control: round-robin over 4 queues on 4 CPUs (base) */
-	n = diagnose(&base, f, N, NULL);
-	assert_null(find(f, n, "queue_imbalance"));
+	assert_null(run(&base, "queue_imbalance"));
 }
 
 static void test_target_device(void **state)
 {
-	struct nt_finding f[NT_MAX_FINDINGS];
 	const struct nt_finding *x;
 	struct shape sh = base;
-	int n;
 
 	sh.tdepth = 16;
 	sh.tsub_per_depth = 30000;	/* a device that queues: 30 us more per request in flight */
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "target_device");
+	x = run(&sh, "target_device");
 	assert_non_null(x);
 	assert_string_equal(x->stage, "target_subsystem");
 	assert_true(has(x->evidence, "it queues in the device"));
-	assert_null(find(f, n, "network"));
-	assert_null(find(f, n, "target_cpu"));
+	assert_false(found("network"));
+	assert_false(found("target_cpu"));
 	/* control: the same depths, a fast device */
 	sh.tsub_per_depth = 0;
-	n = diagnose(&sh, f, N, NULL);
-	assert_null(find(f, n, "target_device"));
+	assert_null(run(&sh, "target_device"));
 }
 
 static void test_target_cpu(void **state)
 {
-	struct nt_finding f[NT_MAX_FINDINGS];
 	const struct nt_finding *x;
 	struct shape sh = base;
-	int n;
 
 	sh.nstack_sub = 100000;
 	sh.nvmet_sub = 50000;
 	sh.nvmet_comp = 50000;
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "target_cpu");
+	x = run(&sh, "target_cpu");
 	assert_non_null(x);
 	assert_true(has(x->evidence, "means 100.0 + 50.0 + 50.0 of"));
-	assert_null(find(f, n, "target_device"));
+	assert_false(found("target_device"));
 	/* control: 15 + 7 + 7 us (36 %) */
 	sh.nstack_sub = 15000;
 	sh.nvmet_sub = 7000;
 	sh.nvmet_comp = 7000;
-	n = diagnose(&sh, f, N, NULL);
-	assert_null(find(f, n, "target_cpu"));
+	assert_null(run(&sh, "target_cpu"));
 }
 
 static void test_network(void **state)
 {
-	struct nt_finding f[NT_MAX_FINDINGS];
 	const struct nt_finding *x;
 	struct shape sh = base;
-	int n;
 
 	sh.net = 200000;	/* 200 us each way: netem, distance */
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "network");
+	x = run(&sh, "network");
 	assert_non_null(x);
 	assert_string_equal(x->stage, "network_transmission");
 	assert_true(has(x->evidence, "the base round trip, is 400.0 us: the round trip itself is long"));
-	assert_int_equal(n, 1);
+	assert_int_equal(nlast, 1);
 	/* control: 15 us each way (38 %) */
 	sh.net = 15000;
-	n = diagnose(&sh, f, N, NULL);
-	assert_null(find(f, n, "network"));
+	assert_null(run(&sh, "network"));
 }
 
 static void test_initiator_cpu(void **state)
 {
-	struct nt_finding f[NT_MAX_FINDINGS];
 	const struct nt_finding *x;
 	struct shape sh = base;
-	int n;
 
 	sh.blk_sub = 30000;
 	sh.nstack_comp = 100000;
 	sh.nvme_comp = 50000;
-	n = diagnose(&sh, f, N, NULL);
-	x = find(f, n, "initiator_cpu");
+	x = run(&sh, "initiator_cpu");
 	assert_non_null(x);
 	assert_true(has(x->advice, "io_cpu"));
-	assert_null(find(f, n, "too_few_queues"));
+	assert_false(found("too_few_queues"));
 	/* control: a tenth of that */
 	sh.blk_sub = 3000;
 	sh.nstack_comp = 10000;
 	sh.nvme_comp = 5000;
-	n = diagnose(&sh, f, N, NULL);
-	assert_null(find(f, n, "initiator_cpu"));
+	assert_null(run(&sh, "initiator_cpu"));
 }
 
 /* the JSON findings array, through the report's printer */
