@@ -305,7 +305,33 @@ static void test_initiator_cpu(void **state)
 	assert_null(run(&sh, "initiator_cpu"));
 }
 
-/* the JSON findings array, through the report's printer */
+/* the report as nt_report_print writes it (the caller frees) */
+static char *printed(const struct nt_report *rep)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	assert_non_null(m);
+	nt_report_print(m, rep);
+	fclose(m);
+	if (!buf)
+		fail();
+	return buf;
+}
+
+/* an initiator-only recording whose I/O ends resp_arrive, resp_proc, nvme_done, blk_done ns after t0 */
+static void init_ends(struct ntbpf_rec *ri, uint64_t arrive, uint64_t proc, uint64_t done, uint64_t blk)
+{
+	for (size_t k = 0; k < N; k++) {
+		synth_set(&ri[k], EV_I_RESP_ARRIVE, ri[k].t0 + arrive);
+		synth_set(&ri[k], EV_I_RESP_PROC, ri[k].t0 + proc);
+		synth_set(&ri[k], EV_I_NVME_DONE, ri[k].t0 + done);
+		synth_set(&ri[k], EV_I_BLK_DONE, ri[k].t0 + blk);
+	}
+}
+
+/* the JSON findings array and the HTML block, through the report's printer */
 static void test_json(void **state)
 {
 	static struct ntbpf_rec ri[N];
@@ -314,9 +340,7 @@ static void test_json(void **state)
 	struct nt_input in[1];
 	struct nt_report rep;
 	struct synth s;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m;
+	char *buf;
 
 	memset(in, 0, sizeof(in));
 	header(&in[0].hdr, NTBPF_ROLE_INITIATOR, &base);
@@ -325,48 +349,28 @@ static void test_json(void **state)
 		struct ntbpf_rec g;
 
 		synth_pair(&s, k, &ri[k], &g);
-		/* 2 ms between the command sent and the response: remote dominates, which no rule names */
-		synth_set(&ri[k], EV_I_RESP_ARRIVE, ri[k].t0 + 2000000);
-		synth_set(&ri[k], EV_I_RESP_PROC, ri[k].t0 + 2003000);
-		synth_set(&ri[k], EV_I_NVME_DONE, ri[k].t0 + 2004000);
-		synth_set(&ri[k], EV_I_BLK_DONE, ri[k].t0 + 2005000);
 	}
 	in[0].path = "init.ntbpf";
 	in[0].recs = ri;
 	in[0].n = N;
+	/* 2 ms between the command sent and the response: remote dominates, which no rule names */
+	init_ends(ri, 2000000, 2003000, 2004000, 2005000);
 	assert_int_equal(nt_report_build(&rep, in, 1, &o), 0);
-	m = open_memstream(&buf, &len);
-	nt_report_print(m, &rep);
-	fclose(m);
-	if (!buf)
-		fail();
+	buf = printed(&rep);
 	assert_true(has(buf, "\"findings\": []}"));
 	free(buf);
 	nt_report_free(&rep);
 	/* one side's stages are enough for initiator_cpu */
-	for (size_t k = 0; k < N; k++) {
-		synth_set(&ri[k], EV_I_RESP_ARRIVE, ri[k].t0 + 100000);
-		synth_set(&ri[k], EV_I_RESP_PROC, ri[k].t0 + 1500000);
-		synth_set(&ri[k], EV_I_NVME_DONE, ri[k].t0 + 1600000);
-		synth_set(&ri[k], EV_I_BLK_DONE, ri[k].t0 + 1700000);
-	}
+	init_ends(ri, 100000, 1500000, 1600000, 1700000);
 	assert_int_equal(nt_report_build(&rep, in, 1, &o), 0);
-	buf = NULL;
-	m = open_memstream(&buf, &len);
-	nt_report_print(m, &rep);
-	fclose(m);
-	if (!buf)
-		fail();
+	buf = printed(&rep);
 	assert_true(has(buf, "\"findings\": [\n  {\"kind\": \"initiator_cpu\", \"stage\": \"blk_submission+"));
 	assert_true(has(buf, "\"evidence\": \"the initiator's own stages are "));
 	assert_true(has(buf, "\"advice\": \"the initiator's CPUs"));
 	free(buf);
 	/* the HTML report: the findings under its head */
 	o.format = NT_FMT_HTML;
-	buf = NULL;
-	m = open_memstream(&buf, &len);
-	nt_report_print(m, &rep);
-	fclose(m);
+	buf = printed(&rep);
 	assert_true(has(buf, "<pre class=\"diagnosis\">\ndiagnosis:\n  initiator_cpu (blk_submission+"));
 	free(buf);
 	nt_report_free(&rep);
