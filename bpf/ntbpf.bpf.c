@@ -453,15 +453,18 @@ static __always_inline struct qstate *qstate_of(__u64 q)
 	return bpf_map_lookup_elem(&queues, &q);
 }
 
+/* a zeroed queue state to start from (too large for the stack beside a record) */
+static const struct qstate qzero;
+
 static __always_inline struct qstate *qstate_get(__u64 q)
 {
 	struct nt_qslot *e = qslot_of(q);
-	struct qstate *s, zero = {};
+	struct qstate *s;
 
 	if (e->key == q)
 		return &e->s;
 	if (!e->key) {
-		e->s = zero;
+		e->s = qzero;
 		barrier();
 		e->key = q;
 		return &e->s;
@@ -469,9 +472,61 @@ static __always_inline struct qstate *qstate_get(__u64 q)
 	s = bpf_map_lookup_elem(&queues, &q);
 	if (s)
 		return s;
-	if (!bpf_map_update_elem(&queues, &q, &zero, BPF_NOEXIST))
+	if (!bpf_map_update_elem(&queues, &q, &qzero, BPF_NOEXIST))
 		__sync_fetch_and_add(&qover, 1);
 	return bpf_map_lookup_elem(&queues, &q);
+}
+
+/*
+ * Once per connection (where port is read): the facts of queue s's
+ * connection for the file's queue list, which user space reads from here at
+ * the end of the recording.  Never per I/O.
+ */
+static __always_inline void q_conn(struct qstate *s, struct sock *sk, __u16 qid, __s32 io_cpu)
+{
+	__u16 m;
+
+	s->qid = qid;
+	s->io_cpu = io_cpu;
+	s->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	s->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	s->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (s->family == 10 /* AF_INET6 */ && bpf_core_field_exists(sk->__sk_common.skc_v6_daddr)) {
+		bpf_core_read(s->saddr, sizeof(s->saddr), &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(s->daddr, sizeof(s->daddr), &sk->__sk_common.skc_v6_daddr);
+	} else {
+		s->saddr[0] = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		s->daddr[0] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+	}
+	s->rx_queue = -1;
+	if (bpf_core_field_exists(sk->__sk_common.skc_rx_queue_mapping)) {
+		m = BPF_CORE_READ(sk, __sk_common.skc_rx_queue_mapping);
+		s->rx_queue = m == 0xffff ? -1 : (__s16)m;	/* NO_QUEUE_MAPPING */
+	}
+}
+
+/*
+ * A recorded request of queue s is created: count it in flight, and return
+ * the depth it saw (itself included).  The add does not use its result
+ * (XADD: 5.10 has no atomic fetch); the read after it may see another CPU's
+ * add too, which is as right.
+ */
+static __always_inline __u16 depth_in(struct qstate *s)
+{
+	__s32 d;
+
+	__sync_fetch_and_add(&s->inflight, 1);
+	d = s->inflight;
+	return d <= 0 ? 1 : d > 0xffff ? 0xffff : d;
+}
+
+/* a counted request (depth != 0) of queue q leaves: never below 0 (a window's forget zeroes the count) */
+static __always_inline void depth_out(__u64 q)
+{
+	struct qstate *s = qstate_of(q);
+
+	if (s && s->inflight > 0)
+		__sync_fetch_and_add(&s->inflight, -1);
 }
 
 /*
@@ -741,6 +796,9 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	ev_set(r, EV_I_BLK_DONE, bpf_ktime_get_ns());
 	if (!r->status)
 		r->status = (__u16)error;
+	/* counted only where hctx->driver_data was the queue (on_setup_cmd): loads, no helper call */
+	if (r->depth)
+		depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
 	emit(r, key, NTBPF_ROLE_INITIATOR);
 	return 0;
 }
@@ -878,11 +936,13 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		if (s && (__u64)sock != s->sock) {
 			s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
 			s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
+			q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
 			s->sock = (__u64)sock;
 		}
 		if (s) {
 			r.port = s->port;
 			r.ctrl = s->ctrl;
+			r.depth = depth_in(s);
 		} else {
 			r.ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 		}
@@ -1224,9 +1284,14 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	if (s && (__u64)sock != s->sock) {
 		s->sock = (__u64)sock;
 		s->port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
+		s->ctrl = r.ctrl;
+		/* nvmet_req_init runs in the queue's io_work */
+		q_conn(s, BPF_CORE_READ(sock, sk), qid, bpf_get_smp_processor_id());
 	}
-	if (s)
+	if (s) {
 		r.port = s->port;
+		r.depth = depth_in(s);
+	}
 	else if (sock)
 		r.port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
 	r.t0 = now;
@@ -1286,8 +1351,11 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 		return 0;
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
-	if (tgt_emit_at_complete)
+	if (tgt_emit_at_complete) {
+		if (r->depth)
+			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
 		emit(r, key, NTBPF_ROLE_TARGET);
+	}
 	return 0;
 }
 
@@ -1354,6 +1422,8 @@ static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u
 	if (ret != 1 || !(r = tgt_rec_of(cmd, &key)))
 		return 0;
 	ev_set(r, EV_T_RESP_SENT, ts);
+	if (r->depth)
+		depth_out((__u64)RD(btf, cmd, queue));
 	emit(r, key, NTBPF_ROLE_TARGET);
 	return 0;
 }

@@ -102,7 +102,10 @@ struct ntbpf_rec {
 	__u32 ev[NTBPF_MAX_EV];	/* ns after t0 */
 	__u16 port;		/* the queue's TCP connection: the initiator's port, as both hosts
 				 * see it (initiator: local, target: remote); 0 unknown */
-	__u16 reserved[3];	/* 0 */
+	__u16 depth;		/* recorded requests in flight on the queue when this one was queued
+				 * (initiator, nvme_setup_cmd) or arrived (target, nvmet_req_init),
+				 * itself included; 0 unknown */
+	__u16 reserved[2];	/* 0 */
 };
 _Static_assert(sizeof(struct ntbpf_rec) == 112, "struct ntbpf_rec: update the size above and the record format");
 
@@ -136,7 +139,19 @@ struct qstate {
 	__u64 pickup;	/* target: last nvmet_tcp_try_recv_pdu */
 	__u64 sock;	/* the queue's struct socket * when port was read (a reconnect makes a new one) */
 	__u16 port;	/* the initiator's TCP port of the queue's connection */
-	__u16 ctrl;	/* initiator: the queue's controller instance, read with port */
+	__u16 ctrl;	/* initiator: the queue's controller instance; target: cntlid; read with port */
+	/* read with port, once per connection, for the file's queue list (user space reads them at the end) */
+	__u16 qid;
+	__s16 rx_queue;	/* sk_rx_queue_mapping: the NIC RX queue the connection's packets came on, -1 unknown */
+	__s32 io_cpu;	/* initiator: nvme_tcp_queue.io_cpu; target: the CPU of its io_work at the first I/O */
+	__u32 saddr[4];	/* local address (IPv4: saddr[0], network order) */
+	__u32 daddr[4];	/* remote address */
+	__u16 sport;	/* local port */
+	__u16 dport;	/* remote port */
+	__u16 family;	/* AF_INET 2, AF_INET6 10; 0: no connection seen */
+	__u16 pad;
+	__s32 inflight;	/* recorded requests in flight (depth), 0 after a sampling window's forget */
+	__u32 pad2;
 };
 
 /* A queue's state in the BPF object's slot array, at an index hashed from the queue's address. */

@@ -323,6 +323,49 @@ static void windows_stop(struct windows_run *wr)
 	pthread_mutex_destroy(&wr->mu);
 }
 
+/*
+ * The queues' facts are known at the end (the BPF side reads each queue's
+ * connection at its first recorded I/O): into the header, which is
+ * rewritten in place in the room it was written with.  Queues that do not
+ * fit are left out, and said so.
+ */
+static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FILE *f, uint64_t hdr_len)
+{
+	uint32_t cut = 0;
+	int n = nt_probes_queues(pr, hdr), rc;
+
+	if (n < 0)
+		fprintf(stderr, "ntbpf record: warning: out of memory reading the queues: the header lists none\n");
+	for (;;) {
+		uint32_t i = hdr->nctrls;
+
+		rc = nt_header_rewrite(f, hdr, hdr_len);
+		if (rc != -E2BIG)
+			break;
+		while (i && !hdr->ctrls[i - 1].nqueues)
+			i--;
+		if (!i)
+			break;
+		hdr->ctrls[i - 1].nqueues--;	/* the highest qid of the last controller */
+		cut++;
+	}
+	if (rc)
+		fprintf(stderr, "ntbpf record: warning: cannot write the queue list into the header: %s\n",
+			strerror(-rc));
+	else if (cut)
+		fprintf(stderr, "ntbpf record: warning: %u of %d queues did not fit into the header's room: "
+			"not listed\n", cut, n);
+}
+
+/* room in the header for the queue list: about 100 bytes a queue, a queue per CPU per controller */
+static uint32_t queue_room(const struct nt_header *hdr)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t room = 1024 + 128ull * (ncpu > 0 ? ncpu : 1) * (hdr->nctrls > 2 ? hdr->nctrls : 2);
+
+	return room > (1u << 20) ? 1u << 20 : (uint32_t)room;
+}
+
 int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -343,7 +386,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
-	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes;
+	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes, hdr_len = 0;
 	bool child_done = false, loaded = false, opened = false, started = false;
 
 	nt_header_init(&hdr, 0);
@@ -383,11 +426,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 
 	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
+	hdr.reserve = of.is_stream ? 0 : queue_room(&hdr);	/* a stream is not rewritten: no queue list */
 	st.w = nt_writer_open(of.f, &hdr);
 	if (!st.w) {
 		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", st.path, strerror(errno));
 		goto out;
 	}
+	hdr_len = nt_writer_bytes(st.w);
 	if (cfg->interval > 0) {
 		st.live = nt_live_new(cfg, &hdr);
 		if (!st.live)
@@ -527,6 +572,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (rc) {
 			st.werr = rc < 0 ? -rc : EIO;
 			fprintf(stderr, "ntbpf record: writing the end of %s failed: %s\n", st.path, strerror(st.werr));
+		} else if (!of.is_stream) {
+			/* with --rotate: the series' last file (each part's header is as long as the first's) */
+			record_queues(&pr, &hdr, of.f, hdr_len);
 		}
 	}
 	{

@@ -192,7 +192,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
        OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_HIST,
-       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE };
+       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE, OPT_DIAGNOSE };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -418,6 +418,9 @@ static const struct argp_option report_opts[] = {
 	{ "until", OPT_UNTIL, "TIME", 0, "Only I/Os that started before TIME (as --since)", 0 },
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's distribution as a log2 histogram in microseconds "
 	  "(as biolatency); JSON: its bins (log2_us)", 0 },
+	{ "diagnose", OPT_DIAGNOSE, NULL, 0, "Also print findings: the dominant stage's likely cause (too_few_queues, "
+	  "queue_imbalance, target_device, target_cpu, network, initiator_cpu), its evidence and the knob; "
+	  "groups by queue too (docs/diagnose.md); JSON: findings", 0 },
 	{ "verbose", 'v', NULL, 0, "Also print empty stages and each file's facts: the command line that recorded it, its start, end and sampling, its NVMe subsystems and addresses", 0 },
 	{},
 };
@@ -472,6 +475,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_HIST:
 		cfg->hist = true;
+		break;
+	case OPT_DIAGNOSE:
+		cfg->diagnose = true;
 		break;
 	case OPT_GROUP:
 		if (nt_parse_group_by(arg, &cfg->group_by, msg, sizeof(msg))) {

@@ -53,6 +53,7 @@ struct nt_config {
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
 	bool hist;			/* report/live --hist: log2 histograms per stage */
+	bool diagnose;			/* report --diagnose: findings (src/diagnose.c) */
 	const char *report_output;	/* report -o FILE (0600; an existing FILE becomes FILE.old); NULL: stdout */
 	double pair_window;		/* --window: seconds, 0 = the default (NT_PAIR_WINDOW_NS) */
 	struct nt_when {		/* --since, --until: I/Os starting in [since, until) */

@@ -42,12 +42,12 @@
 
 /*
  * The columns, in file order: the fields up to ev[], one per event slot,
- * then port and gen (cid's high bits), then any a later writer adds.
+ * then port, gen (cid's high bits) and depth, then any a later writer adds.
  */
 enum col_id {
 	C_T0, C_DEV, C_BYTES, C_SECTOR, C_MASK, C_CTRL, C_QID, C_CID, C_OP,
 	C_OPCODE, C_FLAGS, C_ROLE, C_STATUS, C_XMASK,
-	C_EV0,			/* then one column per event slot, then port, gen */
+	C_EV0,			/* then one column per event slot, then port, gen, depth */
 };
 
 /*
@@ -66,9 +66,10 @@ enum col_id {
  */
 #define C_PORT		(C_EV0 + NTBPF_MAX_EV)	/* what we write */
 #define C_GEN		(C_PORT + 1)
-#define NCOLS		(C_GEN + 1)
+#define C_DEPTH		(C_GEN + 1)	/* depth: the value itself (a few bits: the queue's depth) */
+#define NCOLS		(C_DEPTH + 1)
 #define MAX_B		56u	/* bits per value; + 7 bits of shift fits a u64 read */
-#define MAX_EXTRA	16u	/* columns after gen a later writer may add */
+#define MAX_EXTRA	16u	/* columns after gen: depth, and those a later writer may add */
 #define MAX_COLS	(C_EV0 + NT_COLS_MAX_NEV + 2 + MAX_EXTRA)
 
 /*
@@ -124,7 +125,7 @@ static unsigned int col_width(unsigned int col, unsigned int nk)
 		return w[col];
 	if (col <= nk)
 		return 32;	/* ev[] slots and port */
-	return col == nk + 1 ? 16 - TAG_BITS : 64;
+	return col == nk + 1 ? 16 - TAG_BITS : col == nk + 2 ? 16 : 64;	/* gen, depth */
 }
 
 /* Modes a column may have: sector and gen two, the ev[] slots three. */
@@ -468,6 +469,11 @@ static uint32_t col_values(struct nt_colenc *e, const struct ntbpf_rec *recs, ui
 		return port_values(e, recs, n);	/* into e->v */
 	if (col == C_GEN)
 		return gen_values(recs, n, mode, e->gen_tbl, v);
+	if (col == C_DEPTH) {
+		for (uint32_t i = 0; i < n; i++)
+			v[i] = recs[i].depth;
+		return n;
+	}
 	return field_values(recs, n, col, mode, e->slots, e->xmask, v);
 }
 
@@ -999,7 +1005,9 @@ const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const ui
 						r[idx[i]].ev[k] = last[idx[i]];
 			}
 		}
-		for (k = nk + 2; k < ncols; k++)
+		if (ncols > nk + 2)	/* depth (files before it have none: 0) */
+			COL_FOR(nk + 2, m, x, r[i].depth = x);
+		for (k = nk + 3; k < ncols; k++)
 			COL_FOR(k, m, x, (void)x);
 	}
 #undef COL_FIELD

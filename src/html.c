@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "html.h"
+#include "diagnose.h"
 #include "escape.h"
 #include "stages.h"
 
@@ -144,6 +145,11 @@ static void put_pre(FILE *out, const char *cls, void (*fn)(FILE *, const struct 
 static void head_fn(FILE *out, const struct nt_report *rep, int arg)
 {
 	nt_report_print_head(out, rep);
+}
+
+static void diagnosis_fn(FILE *out, const struct nt_report *rep, int arg)
+{
+	nt_diagnose_print_text(out, rep);
 }
 
 /* ---- charts ---- */
@@ -368,6 +374,8 @@ int nt_report_html(FILE *out, const struct nt_report *rep, struct nt_rows *rows)
 		"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
 		"<title>ntbpf report</title><style>%s</style></head><body>\n<h1>ntbpf report</h1>\n", css);
 	put_pre(out, "head", head_fn, rep, 0);
+	if (rep->o->diagnose)	/* the findings on top, under what the report could not see */
+		put_pre(out, "diagnosis", diagnosis_fn, rep, 0);
 	if (!rep->ngroups)
 		fputs("<p>no I/O recorded</p>\n", out);
 	if (rep->ngroups > h.ng)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,7 +444,7 @@ int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, bool deta
  * Between two sampling windows: the records still in flight when the hooks
  * were detached will never complete (counted, with those at the stop, as in
  * flight at the end), and the queues' noted arrivals are of the past.  Clear
- * both, and date the new window for the entry-time checks (win_t0).
+ * both (and the queues' in-flight counts, the depth), and date the new window for the entry-time checks (win_t0).
  */
 static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now)
 {
@@ -466,6 +467,7 @@ static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now)
 			memset(b->qslots[i].s.a, 0, sizeof(b->qslots[i].s.a));
 			b->qslots[i].s.chunk_end = 0;
 			b->qslots[i].s.pickup = 0;
+			b->qslots[i].s.inflight = 0;	/* the records it counted are gone */
 		}
 	while (!bpf_map__get_next_key(p->skel->maps.queues, key ? &key : NULL, &next, sizeof(next))) {
 		struct qstate q;
@@ -476,9 +478,81 @@ static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now)
 		memset(q.a, 0, sizeof(q.a));
 		q.chunk_end = 0;
 		q.pickup = 0;
+		q.inflight = 0;
 		bpf_map__update_elem(p->skel->maps.queues, &key, sizeof(key), &q, sizeof(q), BPF_EXIST);
 	}
 	b->win_t0 = mono_now;
+}
+
+/* one queue of the BPF side's table into the header: under its controller (added if the header lacks it) */
+static int queue_to_header(int role, const struct qstate *q, struct nt_header *h)
+{
+	struct nt_ctrl_info *c = NULL;
+	struct nt_queue_info *qi;
+	int af = q->family == 10 ? AF_INET6 : AF_INET;
+
+	if (q->family != 2 && q->family != 10)
+		return 0;	/* no connection seen (a queue only data_ready met) */
+	for (uint32_t i = 0; i < h->nctrls && !c; i++)
+		if (role == NTBPF_ROLE_INITIATOR ? h->ctrls[i].instance == q->ctrl
+						 : h->ctrls[i].instance < 0 && h->ctrls[i].cntlid == q->ctrl)
+			c = &h->ctrls[i];
+	if (!c) {
+		c = nt_header_add_ctrl(h);
+		if (!c)
+			return -1;
+		c->instance = role == NTBPF_ROLE_INITIATOR ? q->ctrl : -1;
+		c->cntlid = role == NTBPF_ROLE_INITIATOR ? 0 : q->ctrl;
+		snprintf(c->transport, sizeof(c->transport), "tcp");
+	}
+	qi = nt_ctrl_add_queue(c);
+	if (!qi)
+		return -1;
+	qi->qid = q->qid;
+	qi->io_cpu = q->io_cpu;
+	qi->rx_queue = q->rx_queue;
+	qi->sport = q->sport;
+	qi->dport = q->dport;
+	if (!inet_ntop(af, q->saddr, qi->saddr, sizeof(qi->saddr)))
+		qi->saddr[0] = 0;
+	if (!inet_ntop(af, q->daddr, qi->daddr, sizeof(qi->daddr)))
+		qi->daddr[0] = 0;
+	return 0;
+}
+
+static int cmp_queue(const void *a, const void *b)
+{
+	const struct nt_queue_info *x = a, *y = b;
+
+	return (int)x->qid - (int)y->qid;
+}
+
+int nt_probes_queues(const struct nt_probes *p, struct nt_header *h)
+{
+	struct ntbpf_bpf__bss *b = p->skel->bss;
+	__u64 key = 0, next;
+	int n = 0;
+
+	for (unsigned int i = 0; b && i < sizeof(b->qslots) / sizeof(b->qslots[0]); i++)
+		if (b->qslots[i].key && b->qslots[i].s.family) {
+			if (queue_to_header(p->role, &b->qslots[i].s, h))
+				return -1;
+			n++;
+		}
+	while (!bpf_map__get_next_key(p->skel->maps.queues, key ? &key : NULL, &next, sizeof(next))) {
+		struct qstate q;
+
+		key = next;
+		if (bpf_map__lookup_elem(p->skel->maps.queues, &key, sizeof(key), &q, sizeof(q), 0) || !q.family)
+			continue;
+		if (queue_to_header(p->role, &q, h))
+			return -1;
+		n++;
+	}
+	for (uint32_t i = 0; i < h->nctrls; i++)
+		if (h->ctrls[i].nqueues > 1)
+			qsort(h->ctrls[i].queues, h->ctrls[i].nqueues, sizeof(*h->ctrls[i].queues), cmp_queue);
+	return n;
 }
 
 void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR])

@@ -57,6 +57,12 @@ void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);
 /* the in-kernel histograms (per-CPU hash, ntbpf_kh.h), for kernel_agg */
 int nt_probes_khist_fd(const struct nt_probes *p);
+/*
+ * The BPF side's queue table (each NVMe/TCP queue's connection, read at its
+ * first recorded I/O) into h's controllers' queue lists, sorted by qid; a
+ * controller h lacks (the target's) is added.  Queues seen, or -1 (no memory).
+ */
+int nt_probes_queues(const struct nt_probes *p, struct nt_header *h);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
 /*

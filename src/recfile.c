@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "bytebuf.h"
@@ -89,12 +90,13 @@ enum nt_tag {
 	TAG_DEV = 10,
 	TAG_HOOK = 11,
 	TAG_CTRL = 12,
+	TAG_PAD = 13,		/* zeros: room for a header rewritten at the end (queues) */
 };
 
 _Static_assert(sizeof(struct ntbpf_rec) == 112, "record layout changed");
 _Static_assert(offsetof(struct ntbpf_rec, ev) == 40, "record prefix changed");
 _Static_assert(offsetof(struct ntbpf_rec, port) == 104 &&
-	       offsetof(struct ntbpf_rec, reserved) == 106, "fields after ev[] moved");
+	       offsetof(struct ntbpf_rec, depth) == 106 && offsetof(struct ntbpf_rec, reserved) == 108, "fields after ev[] moved");
 
 /* The record layout, written into the header (RECORD_LAYOUT) for other tools. */
 struct rec_field {
@@ -117,7 +119,7 @@ static const struct rec_field rec_fields[] = {
 	FLD(t0), FLD(sector), FLD(dev), FLD(bytes), FLD(ev_mask),
 	FLD(ctrl), FLD(qid), FLD(cid), FLD(op), FLD(opcode), FLD(flags),
 	FLD(role), FLD(status), ARR(ev, NTBPF_MAX_EV),
-	FLD(port), ARR(reserved, 3),
+	FLD(port), FLD(depth), ARR(reserved, 2),
 };
 
 #define NFIELDS (sizeof(rec_fields) / sizeof(rec_fields[0]))
@@ -341,7 +343,7 @@ struct nt_queue_info *nt_ctrl_add_queue(struct nt_ctrl_info *c)
 
 	q = array_add((void **)&c->queues, &c->nqueues, sizeof(*c->queues));
 	if (q)
-		q->io_cpu = -1;
+		q->io_cpu = q->rx_queue = -1;
 	return q;
 }
 
@@ -474,6 +476,10 @@ static void enc_ctrl(struct buf *b, const struct nt_ctrl_info *c)
 		BUF_STR(b, q->daddr);
 		buf_u16(b, q->dport);
 	}
+	/* appended after the list: each queue's NIC RX queue */
+	buf_u32(b, c->queues ? c->nqueues : 0);
+	for (i = 0; c->queues && i < c->nqueues; i++)
+		buf_u32(b, (uint32_t)c->queues[i].rx_queue);
 	tlv_end(b, at);
 }
 
@@ -507,6 +513,15 @@ static void enc_items(struct buf *b, const struct nt_header *h)
 		enc_hook(b, &h->hooks[i]);
 	for (i = 0; h->ctrls && i < h->nctrls; i++)
 		enc_ctrl(b, &h->ctrls[i]);
+	if (h->reserve) {
+		uint8_t *z;
+
+		at = tlv_begin(b, TAG_PAD);
+		z = buf_room(b, h->reserve);
+		if (z)
+			memset(z, 0, h->reserve);
+		tlv_end(b, at);
+	}
 }
 
 /* Whole header: fixed part, TLV payload, CRC32 of both. */
@@ -527,6 +542,35 @@ static int enc_header(struct buf *b, const struct nt_header *h)
 	put32(p + 12, b->len - HDR_FIXED);
 	buf_u32(b, crc32(0, b->p, b->len));
 	return b->oom ? -ENOMEM : 0;
+}
+
+int nt_header_rewrite(FILE *f, const struct nt_header *h, uint64_t len)
+{
+	struct nt_header t = *h;
+	struct buf b = { 0 };
+	uint64_t bare;
+	int err;
+
+	t.reserve = 0;
+	err = enc_header(&b, &t);
+	bare = b.len;
+	free(b.p);
+	if (err)
+		return err;
+	/* the padding item: its own 8 bytes and zeros */
+	if (bare != len && (bare + 8 > len || len - bare - 8 > UINT32_MAX))
+		return -E2BIG;
+	t.reserve = bare == len ? 0 : (uint32_t)(len - bare - 8);
+	b = (struct buf){ 0 };
+	err = enc_header(&b, &t);
+	if (!err && b.len != len)
+		err = -EINVAL;
+	if (!err && fflush(f))
+		err = errno ? -errno : -EIO;
+	if (!err && pwrite(fileno(f), b.p, b.len, 0) != (ssize_t)b.len)
+		err = errno ? -errno : -EIO;
+	free(b.p);
+	return err;
 }
 
 /* ---- writer ------------------------------------------------------------- */
@@ -806,6 +850,13 @@ static int dec_ctrl(struct nt_header *h, struct cur *v, uint32_t *nqueues)
 		q->sport = cur_u16(v);
 		CUR_STR(v, q->daddr);
 		q->dport = cur_u16(v);
+	}
+	/* appended later: the queues' RX queues (a file without them: -1) */
+	if (!v->bad && v->len >= 4) {
+		uint32_t nrx = cur_u32(v);
+
+		for (i = 0; i < nrx && i < c->nqueues && v->len >= 4; i++)
+			c->queues[i].rx_queue = (int32_t)cur_u32(v);
 	}
 	return 0;
 }

@@ -32,17 +32,20 @@ struct nt_hook_info {
 };
 
 /*
- * A queue of a controller: part of the header's CTRL item (version 3), read
- * and written, but no recorder fills it in yet (nqueues 0): the per-queue
- * facts come with issue 13 (queues).
+ * A queue of a controller: part of the header's CTRL item.  ntbpf record
+ * fills the list in at the end of the recording from the BPF side's queue
+ * table (each queue's connection, read at its first recorded I/O), and
+ * rewrites the header in place (nt_header_rewrite: the header was written
+ * with room for it).
  */
 struct nt_queue_info {
 	uint16_t qid;
-	int32_t io_cpu;		/* -1 unknown */
+	int32_t io_cpu;		/* initiator: nvme_tcp's io_cpu; target: the CPU of the queue's io_work; -1 unknown */
 	char saddr[48];		/* local address of the queue's TCP connection */
 	uint16_t sport;
 	char daddr[48];		/* remote address */
 	uint16_t dport;
+	int32_t rx_queue;	/* sk_rx_queue_mapping: NIC RX queue of the connection, -1 unknown */
 };
 
 struct nt_ctrl_info {
@@ -79,6 +82,7 @@ struct nt_header {
 	uint32_t nctrls;
 	struct nt_ctrl_info *ctrls;	/* owned by the header */
 	struct nt_ctrl_index *ctrl_index;	/* nt_header_index(): lookups in O(1); owned */
+	uint32_t reserve;		/* writer: bytes of padding (a PAD item) for a later nt_header_rewrite */
 };
 
 struct nt_trailer {
@@ -122,6 +126,13 @@ const struct nt_ctrl_info *nt_header_ctrl(const struct nt_header *h, uint16_t in
  * (if not NULL): whether one of them has an instance other than `instance`.
  */
 uint32_t nt_header_cntlid_ctrls(const struct nt_header *h, uint16_t cntlid, uint16_t instance, bool *other);
+
+/*
+ * Write header h over the first len bytes of f (a header written with
+ * room: its reserve), padded to exactly len bytes; f's position is kept.
+ * 0, -E2BIG if h no longer fits in len, or -errno.
+ */
+int nt_header_rewrite(FILE *f, const struct nt_header *h, uint64_t len);
 
 /* writer */
 struct nt_writer;

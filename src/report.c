@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include "match.h"
 #include "report.h"
+#include "diagnose.h"
 #include "escape.h"
 #include "html.h"
 #include "outfile.h"
@@ -126,6 +127,8 @@ static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, struc
 		key.has_queue = true;
 		key.ctrl = r->ctrl;
 		key.qid = r->qid;
+		/* a queue is named by its host: nvme instance (initiator) or cntlid (target) */
+		key.dev_role = r->role;
 	}
 	/* failed I/Os always go to groups of their own: out of the others' percentiles */
 	if (r->status) {
@@ -287,6 +290,25 @@ static uint64_t to_wall_of(const struct nt_report *rep, const struct ntbpf_rec *
 	return 0;
 }
 
+/* one side's depth (0: initiator, 1: target) and the stage that waits behind it (stage's value if present) */
+static void add_depth(struct nt_group *g, int side, uint16_t depth, uint32_t mask, const uint64_t *vals, int stage)
+{
+	int b = 0;
+
+	if (!depth)
+		return;
+	g->dep_n[side]++;
+	g->dep_sum[side] += depth;
+	if (depth > g->dep_max[side])
+		g->dep_max[side] = depth;
+	if (!(mask & (1u << stage)))
+		return;
+	while (b < NT_DEP_BUCKETS - 1 && depth >> (b + 1))
+		b++;
+	g->dep_bn[side][b]++;
+	g->dep_bsum[side][b] += vals[stage];
+}
+
 /* one I/O: its initiator's and/or its target's summary; the group is the initiator's if there is one */
 static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct nt_sum *st)
 {
@@ -320,6 +342,10 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 		if (d > g->full_resid)
 			g->full_resid = d;
 	}
+	if (si)
+		add_depth(g, 0, si->depth, mask, vals, NT_ST_NVME_TCP_SUB);
+	if (st)
+		add_depth(g, 1, st->depth, mask, vals, NT_ST_TARGET_SUBSYS);
 	rep->stages_seen |= mask;
 	for (uint32_t left = mask; left; left &= left - 1) {
 		int s = __builtin_ctz(left);
@@ -915,6 +941,66 @@ static void queue_name(const struct nt_group *g, char *buf, size_t len)
 		snprintf(buf, len, "nvme%uq%u", g->ctrl, g->qid);
 }
 
+const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, const struct nt_group *g)
+{
+	int role = g->dev_role == NTBPF_ROLE_TARGET ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR;
+
+	if (!g->has_queue)
+		return NULL;
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		if (h->role != role)
+			continue;
+		for (uint32_t c = 0; c < h->nctrls; c++) {
+			const struct nt_ctrl_info *ci = &h->ctrls[c];
+
+			if (role == NTBPF_ROLE_INITIATOR ? ci->instance != g->ctrl : ci->cntlid != g->ctrl)
+				continue;
+			for (uint32_t k = 0; ci->queues && k < ci->nqueues; k++)
+				if (ci->queues[k].qid == g->qid)
+					return &ci->queues[k];
+		}
+	}
+	return NULL;
+}
+
+/* "addr:port" ("[addr]:port" for IPv6), or "" unknown; the address is from a file: escape it on output */
+static void endpoint(const char *addr, uint16_t port, char *buf, size_t len)
+{
+	if (!addr[0])
+		snprintf(buf, len, "%s", "");
+	else if (strchr(addr, ':'))
+		snprintf(buf, len, "[%s]:%u", addr, port);
+	else
+		snprintf(buf, len, "%s:%u", addr, port);
+}
+
+/* a queue group's facts, as the outputs print them */
+struct qfacts {
+	int io_cpu, rx_queue;		/* -1 unknown */
+	char local[80], remote[80];	/* "" unknown */
+	double dmean[2];		/* depth: initiator, target; 0 none */
+	uint32_t dmax[2];
+};
+
+static void qfacts_of(const struct nt_report *rep, const struct nt_group *g, struct qfacts *f)
+{
+	const struct nt_queue_info *q = nt_report_group_queue(rep, g);
+
+	memset(f, 0, sizeof(*f));
+	f->io_cpu = q ? q->io_cpu : -1;
+	f->rx_queue = q ? q->rx_queue : -1;
+	if (q) {
+		endpoint(q->saddr, q->sport, f->local, sizeof(f->local));
+		endpoint(q->daddr, q->dport, f->remote, sizeof(f->remote));
+	}
+	for (int k = 0; k < 2; k++) {
+		f->dmean[k] = g->dep_n[k] ? (double)g->dep_sum[k] / g->dep_n[k] : 0;
+		f->dmax[k] = g->dep_max[k];
+	}
+}
+
 static void pct_key(double p, char *buf, size_t len)
 {
 	/* 50 -> "p50", 99.9 -> "p99.9" */
@@ -1157,6 +1243,29 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	}
 	fprintf(out, " I/Os=%" PRIu64, g->count);
 	put_rate(out, g, secs, (const char *const[]){ " span=%.3fs", " IOPS=%.0f MB/s=%.2f\n", " IOPS=- MB/s=-\n" });
+	if ((o->group_by & NT_GB_QUEUE) && g->has_queue) {
+		struct qfacts f;
+
+		qfacts_of(rep, g, &f);
+		fputs("queue:", out);
+		if (f.io_cpu >= 0)
+			fprintf(out, " io_cpu=%d", f.io_cpu);
+		else
+			fputs(" io_cpu=-", out);
+		fputs(" local=", out);
+		nt_put_term(out, f.local[0] ? f.local : "-");
+		fputs(" remote=", out);
+		nt_put_term(out, f.remote[0] ? f.remote : "-");
+		if (f.rx_queue >= 0)
+			fprintf(out, " rx_queue=%d", f.rx_queue);
+		else
+			fputs(" rx_queue=-", out);
+		for (int k = 0; k < 2; k++)
+			if (g->dep_n[k])
+				fprintf(out, " %s=%.1f/%u", k ? "target_depth(mean/max)" : "depth(mean/max)", f.dmean[k],
+					f.dmax[k]);
+		fputc('\n', out);
+	}
 	fprintf(out, "%-22s %10s %10s %10s", "stage", "count", "avg_us", "min_us");
 	for (int p = 0; p < o->npcts; p++) {
 		pct_key(o->pcts[p], key, sizeof(key));
@@ -1249,6 +1358,8 @@ static void print_text(FILE *out, const struct nt_report *rep)
 	}
 	if (!rep->ngroups)
 		fprintf(out, "\nno I/O recorded\n");
+	if (rep->o->diagnose)
+		nt_diagnose_print_text(out, rep);
 }
 
 void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi)
@@ -1309,8 +1420,36 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 		fprintf(out, ", \"size\": %u, \"device\": ", g->size);
 		json_str(out, (o->group_by & NT_GB_DEV) ? name : "all");
 		if (o->group_by & NT_GB_QUEUE) {
+			struct qfacts f;
+
 			fprintf(out, ", \"queue\": ");
 			json_str(out, q);
+			qfacts_of(rep, g, &f);
+			if (f.io_cpu >= 0)
+				fprintf(out, ", \"io_cpu\": %d", f.io_cpu);
+			else
+				fputs(", \"io_cpu\": null", out);
+			fputs(", \"local\": ", out);
+			if (f.local[0])
+				json_str(out, f.local);
+			else
+				fputs("null", out);
+			fputs(", \"remote\": ", out);
+			if (f.remote[0])
+				json_str(out, f.remote);
+			else
+				fputs("null", out);
+			if (f.rx_queue >= 0)
+				fprintf(out, ", \"rx_queue\": %d", f.rx_queue);
+			else
+				fputs(", \"rx_queue\": null", out);
+			for (int k = 0; k < 2; k++)
+				if (g->dep_n[k])
+					fprintf(out, ", \"%sdepth_mean\": %.2f, \"%sdepth_max\": %u", k ? "target_" : "",
+						f.dmean[k], k ? "target_" : "", f.dmax[k]);
+				else
+					fprintf(out, ", \"%sdepth_mean\": null, \"%sdepth_max\": null", k ? "target_" : "",
+						k ? "target_" : "");
 		}
 		fprintf(out, ", \"count\": %" PRIu64, g->count);
 		nt_status_label(g->status, g->status_nvme, q, sizeof(q));
@@ -1482,7 +1621,13 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	}
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0, false);
-	fprintf(out, "]}\n");
+	fprintf(out, "]");
+	if (rep->o->diagnose) {
+		fprintf(out, ",\n \"findings\": [");
+		nt_diagnose_print_json(out, rep);
+		fprintf(out, "]");
+	}
+	fprintf(out, "}\n");
 }
 
 /* ---- CSV ---- */
@@ -1498,7 +1643,37 @@ static void csv_header(FILE *out, const struct nt_report_opts *o, bool timed)
 		fprintf(out, ",%s_us", key);
 	}
 	/* added later: after the percentiles, so that columns keep their places */
-	fprintf(out, ",min_us,max_us,status,span_s,iops,mb_s\n");
+	fprintf(out, ",min_us,max_us,status,span_s,iops,mb_s");
+	/* --group-by queue's facts, empty elsewhere */
+	fprintf(out, ",io_cpu,local,remote,rx_queue,depth_mean,depth_max,target_depth_mean,target_depth_max\n");
+}
+
+/* a row's queue columns (empty but for --group-by queue), and its end */
+static void csv_queue(FILE *out, const struct nt_report *rep, const struct nt_group *g)
+{
+	struct qfacts f;
+
+	if (!(rep->o->group_by & NT_GB_QUEUE) || !g->has_queue) {
+		fputs(",,,,,,,,\n", out);
+		return;
+	}
+	qfacts_of(rep, g, &f);
+	fputc(',', out);
+	if (f.io_cpu >= 0)
+		fprintf(out, "%d", f.io_cpu);
+	fputc(',', out);
+	nt_put_csv(out, f.local);
+	fputc(',', out);
+	nt_put_csv(out, f.remote);
+	fputc(',', out);
+	if (f.rx_queue >= 0)
+		fprintf(out, "%d", f.rx_queue);
+	for (int k = 0; k < 2; k++)
+		if (g->dep_n[k])
+			fprintf(out, ",%.2f,%u", f.dmean[k], f.dmax[k]);
+		else
+			fputs(",,", out);
+	fputc('\n', out);
 }
 
 /* one row per group and stage; when: NULL, or live's interval (its time and length first) */
@@ -1531,9 +1706,10 @@ static void csv_rows(FILE *out, const struct nt_report *rep, const char *when, d
 			fprintf(out, ",%.3f,%.3f,%s,%.6f,", us(nt_hist_percentile(h, 0)), us(nt_hist_percentile(h, 100)),
 				status, rate);
 			if (rate > 0)
-				fprintf(out, "%.1f,%.3f\n", g->count / rate, g->bytes / rate / 1e6);
+				fprintf(out, "%.1f,%.3f", g->count / rate, g->bytes / rate / 1e6);
 			else
-				fputs(",\n", out);
+				fputs(",", out);
+			csv_queue(out, rep, g);
 		}
 	}
 }
@@ -1578,6 +1754,10 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	o->format = cfg->format;
 	o->group_by = cfg->group_by;
 	o->hist = cfg->hist;
+	/* the rules look at each queue: --diagnose groups by queue too */
+	o->diagnose = cfg->cmd == NT_CMD_REPORT && cfg->diagnose;
+	if (o->diagnose)
+		o->group_by |= NT_GB_QUEUE;
 	/* -v of record and live is about libbpf, not the report */
 	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
 	o->window_ns = (uint64_t)(cfg->pair_window * 1e9);

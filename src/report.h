@@ -21,6 +21,8 @@
 #include "stages.h"
 #include "match.h"
 
+#define NT_DEP_BUCKETS 8	/* depth 1, 2-3, 4-7, ..., 128+ */
+
 struct nt_group {
 	uint8_t op;
 	uint32_t size;
@@ -38,6 +40,16 @@ struct nt_group {
 	uint64_t stand_in[NT_ST_NR];	/* I/Os whose stage used a stand-in boundary */
 	struct nt_hist h[NT_ST_NR];
 	bool used;			/* has an I/O (a file report makes groups ahead; unused ones go) */
+	/*
+	 * Queue depth as the records saw it ([0] initiator at nvme_setup_cmd,
+	 * [1] target at nvmet_req_init): I/Os with one, its sum and max; and per
+	 * log2 depth bucket (1, 2-3, 4-7, ...) the I/Os and the sum of the stage
+	 * that waits behind that depth (nvme_tcp_submission, target_subsystem),
+	 * for --diagnose's "grows with depth".
+	 */
+	uint64_t dep_n[2], dep_sum[2];
+	uint32_t dep_max[2];
+	uint64_t dep_bn[2][NT_DEP_BUCKETS], dep_bsum[2][NT_DEP_BUCKETS];
 };
 
 struct nt_report;
@@ -53,6 +65,7 @@ struct nt_report_opts {
 	bool hist;		/* --hist: log2 histograms per stage (text), their bins (JSON) */
 	uint64_t window_ns;	/* report: the pairing window (nt_smatch_run); 0 = NT_PAIR_WINDOW_NS */
 	struct nt_when since, until;	/* report: only I/Os that started in [since, until) */
+	bool diagnose;		/* --diagnose: findings after the groups (text), "findings" (JSON) */
 	/* live: called with each interval before it is printed (ntbpf live --metrics) */
 	void (*on_interval)(void *ctx, const struct nt_report *rep, const struct nt_interval_info *info);
 	void *on_interval_ctx;
@@ -126,6 +139,8 @@ void nt_report_print(FILE *out, const struct nt_report *rep);
 /* the text report's parts: its head (inputs, what it could not see), one group's table */
 void nt_report_print_head(FILE *out, const struct nt_report *rep);
 void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi);
+/* the header's facts about a queue group's queue (its host's headers), or NULL */
+const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, const struct nt_group *g);
 /* the group an I/O (its initiator's record, or its target's alone) went to, or -1 */
 int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r);
 void nt_report_free(struct nt_report *rep);

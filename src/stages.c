@@ -201,6 +201,7 @@ void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
 		PACK_ROLE(NTBPF_ROLE_TARGET);
 	s->mask = (uint16_t)mask;
 	s->stand_in = (uint16_t)si;
+	s->depth = r->role == role ? r->depth : 0;
 }
 
 uint32_t nt_sum_combine(const struct nt_sum *si, const struct nt_sum *st, uint64_t vals[NT_ST_NR], uint32_t *stand_in,

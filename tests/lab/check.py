@@ -530,12 +530,57 @@ def stages_as_documented(d, present, absent):
     return f"{len(present)} stages for every I/O, {len(absent)} absent as documented"
 
 
+def _report(d, *args):
+    """ntbpf report ARGS on the run's two files, as JSON"""
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    exe = os.environ.get("NTBPF_BIN", os.path.join(root, ".output", "ntbpf"))
+    files = [os.path.join(d, f) for f in ("initiator.ntbpf", "target.ntbpf") if os.path.exists(os.path.join(d, f))]
+    r = subprocess.run([exe, "report", "--format", "json", *args, *files], capture_output=True, text=True)
+    assert r.returncode == 0, f"ntbpf report {' '.join(args)}: {r.stderr.strip()[:200]}"
+    return json.loads(r.stdout)
+
+
+def queues_listed(d, n=None, max_depth=None):
+    """--group-by queue: each host's n queues carry io_cpu, both TCP ends (from the header) and a depth
+    (at most max_depth, the requests fio can have outstanding: a depth that never went down would exceed it)"""
+    rep = _report(d, "--group-by", "queue")
+    seen = {}
+    for g in rep["groups"]:
+        if g["queue"] == "-" or g["status"] != "ok":
+            continue
+        role = "target" if g["queue"].startswith("cntlid") else "initiator"
+        assert g["io_cpu"] is not None and g["local"] and g["remote"], f"queue {g['queue']}: no header facts: {g}"
+        key = "target_depth_max" if role == "target" else "depth_max"
+        assert g[key] and g[key] >= 1, f"queue {g['queue']}: no depth"
+        for k in ("depth_max", "target_depth_max"):
+            assert max_depth is None or g[k] is None or g[k] <= max_depth, \
+                f"queue {g['queue']}: {k} {g[k]} > {max_depth} requests fio can have outstanding"
+        seen.setdefault(role, {})[g["queue"]] = (g["io_cpu"], g["local"], g["remote"], g["depth_max"], g["target_depth_max"])
+    got = len(seen.get("initiator", {}))
+    assert got == n if n is not None else got >= 1, f"initiator queues {seen.get('initiator')}, want {n or 'some'}"
+    for q, (cpu, loc, rem, dm, tdm) in seen["initiator"].items():
+        assert dm and tdm, f"{q}: depth on both hosts wanted, got {dm}, {tdm}"
+    return "; ".join(f"{q} io_cpu {v[0]} {v[1]} -> {v[2]} depth max {v[3]} / target {v[4]}"
+                     for q, v in sorted(seen["initiator"].items()))
+
+
+def finding(d, kind, present=True):
+    """ntbpf report --diagnose names kind among its findings (present) or not"""
+    rep = _report(d, "--diagnose")
+    kinds = [f["kind"] for f in rep["findings"]]
+    got = [f for f in rep["findings"] if f["kind"] == kind]
+    assert bool(got) == present, f"{kind} {'missing' if present else 'found'}: findings {rep['findings']}"
+    return got[0]["evidence"] if got else f"not found (findings: {kinds})"
+
+
 CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_metrics, hooks_state,
-                                  records_as_documented, stages_as_documented, sampling_windows)}
+                                  records_as_documented, stages_as_documented, sampling_windows, queues_listed,
+                                  finding)}
 
 
 def run_checks(d, checks, out=sys.stdout):

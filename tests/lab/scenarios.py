@@ -81,8 +81,10 @@ SCENARIOS = [
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
     {"name": "two-6.12-randread-qd1",
      "args": ["--topology", "two", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
+    # QD1: every I/O saw a depth of 1 on both hosts (6.1's target ends I/Os through kernel_sendpage)
     {"name": "one-6.1-randread-qd1",
-     "args": ["--topology", "one", "--kernel", "6.1", "--fio", QD1], "checks": BASIC + QD1_LAT},
+     "args": ["--topology", "one", "--kernel", "6.1", "--fio", QD1],
+     "checks": BASIC + QD1_LAT + [("queues_listed", {"max_depth": 1})]},
     {"name": "two-6.1-randread-qd1",
      "args": ["--topology", "two", "--kernel", "6.1", "--fio", QD1], "checks": BASIC + QD1_LAT},
     # injected ground truth, netem: two guests, delay on the initiator's egress = 1 crossing
@@ -228,10 +230,17 @@ SCENARIOS = [
      "args": ["--topology", "one", "--kernel", "6.1", "--live-local", "--fio", QD1],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False})]},
     # queue depth: 2 jobs x QD16 on 2 queues; cids recur fast, responses share skbs
+    # both hosts' queue lists (io_cpu, TCP ends) and depths; with 2 queues for 2 jobs, --diagnose
+    # must not say too_few_queues (docs/diagnose.md) ...
     {"name": "one-6.12-randread-qd16-q2",
      "args": ["--topology", "one", "--kernel", "6.12", "--queues", "2",
               "--fio", "rw=randread bs=4k iodepth=16 numjobs=2 runtime=4"],
-     "checks": BASIC},
+     "checks": BASIC + [("queues_listed", {"n": 2, "max_depth": 32}), ("finding", {"kind": "too_few_queues", "present": False})]},
+    # ... and with 1 queue for the same load it must (seed 004: submission p50 641 vs 11 us)
+    {"name": "one-6.12-randread-qd16-q1",
+     "args": ["--topology", "one", "--kernel", "6.12", "--queues", "1",
+              "--fio", "rw=randread bs=4k iodepth=16 numjobs=2 runtime=4"],
+     "checks": BASIC + [("queues_listed", {"n": 1, "max_depth": 32}), ("finding", {"kind": "too_few_queues"})]},
     # mixed kernels, reads and writes, 2 queues, QD4
     {"name": "two-t6.1-i6.12-randrw-qd4-q2",
      "args": ["--topology", "two", "--target-kernel", "6.1", "--initiator-kernel", "6.12",

@@ -138,6 +138,19 @@ static void test_report(void **state)
 	assert_int_equal(parse("ntbpf report --hist f", &cfg, err, sizeof(err)), 0);
 	assert_true(cfg.hist);
 	nt_config_free(&cfg);
+	/* --diagnose: findings, and the report groups by queue too */
+	assert_false(cfg.diagnose);
+	assert_int_equal(parse("ntbpf report --diagnose --group-by op f", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.diagnose);
+	{
+		struct nt_report_opts o;
+
+		nt_report_opts_of(&cfg, &o);
+		assert_true(o.diagnose);
+		assert_int_equal(o.group_by, NT_GB_OP | NT_GB_QUEUE);
+	}
+	nt_config_free(&cfg);
+	assert_bad("ntbpf live --diagnose", NULL);	/* report only */
 	/* script: csv by default, csv or json, files as report's */
 	assert_int_equal(parse("ntbpf script a b", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.cmd, NT_CMD_SCRIPT);

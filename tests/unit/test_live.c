@@ -421,7 +421,8 @@ static void test_local_csv(void **state)
 	nt_report_interval_header(m, &o);
 	fclose(m);
 	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us,"
-			    "min_us,max_us,status,span_s,iops,mb_s\n");
+			    "min_us,max_us,status,span_s,iops,mb_s,io_cpu,local,remote,rx_queue,depth_mean,depth_max,"
+			    "target_depth_mean,target_depth_max\n");
 	l = local_live(&cfg, &h, 250);
 	setenv("TZ", "IST-5:30", 1);
 	tzset();

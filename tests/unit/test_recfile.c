@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ static void rec_random(struct ntbpf_rec *r, uint64_t i)
 	for (k = 0; k < NTBPF_MAX_EV; k++)
 		r->ev[k] = rnd() >> (rnd() & 63);
 	r->port = rnd();
+	r->depth = rnd();
 	memset(r->reserved, 0, sizeof(r->reserved));	/* always written and read as 0 */
 }
 
@@ -96,6 +98,7 @@ static void rec_realistic(struct ntbpf_rec *r, uint64_t *t, uint64_t lo_ns, uint
 	r->qid = rnd_range(1, 8);
 	/* the queue's connection: ephemeral ports far apart (two targets) */
 	r->port = (r->qid & 1 ? 33001 : 58111) + 2 * r->qid;
+	r->depth = rnd_range(1, 32);
 	r->cid = rnd_range(0, 127);
 	r->op = wr ? NTBPF_OP_WRITE : NTBPF_OP_READ;
 	r->opcode = wr ? 1 : 2;
@@ -171,6 +174,7 @@ static void header_full(struct nt_header *h)
 			q->sport = 40000 + j;
 			fill_str(q->daddr, sizeof(q->daddr), "fd00::2", j);
 			q->dport = 4420;
+			q->rx_queue = j == 1 ? -1 : (int32_t)(j * 3);
 		}
 	}
 }
@@ -223,6 +227,7 @@ static void assert_header_equal(const struct nt_header *a, const struct nt_heade
 			assert_int_equal(p->sport, q->sport);
 			assert_string_equal(p->daddr, q->daddr);
 			assert_int_equal(p->dport, q->dport);
+			assert_int_equal(p->rx_queue, q->rx_queue);
 		}
 	}
 }
@@ -247,7 +252,8 @@ static void assert_rec_equal(const struct ntbpf_rec *a, const struct ntbpf_rec *
 	for (k = 0; k < NTBPF_MAX_EV; k++)
 		assert_int_equal(a->ev[k], b->ev[k]);
 	assert_int_equal(a->port, b->port);
-	for (k = 0; k < 3; k++)
+	assert_int_equal(a->depth, b->depth);
+	for (k = 0; k < 2; k++)
 		assert_int_equal(a->reserved[k], b->reserved[k]);
 }
 
@@ -505,9 +511,9 @@ static uint32_t file_ev(const struct ntbpf_rec *r, uint32_t k)
 static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
 		     uint32_t nev, uint32_t extra)
 {
-	static uint64_t v[14 + 32 + 2 + 16][256];
+	static uint64_t v[14 + 32 + 3 + 16][256];
 	static struct bb exc, bits;
-	uint32_t cnt[14 + 32 + 2 + 16], ncols = 14 + nev + 2 + extra, k, i, d = 0;
+	uint32_t cnt[14 + 32 + 3 + 16], ncols = 14 + nev + 3 + extra, k, i, d = 0;
 	uint16_t dict[256];
 	uint64_t fslots = (1ull << nev) - 1;
 	struct bb raw;
@@ -554,8 +560,9 @@ static void bb_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n,
 		}
 		v[14 + nev][cnt[14 + nev]++] = x;
 		v[15 + nev][cnt[15 + nev]++] = r->cid >> 12;	/* gen, mode 0: as is */
+		v[16 + nev][cnt[16 + nev]++] = r->depth;
 		for (k = 0; k < extra; k++)
-			v[16 + nev + k][cnt[16 + nev + k]++] = rnd();
+			v[17 + nev + k][cnt[17 + nev + k]++] = rnd();
 	}
 	raw.len = exc.len = bits.len = 0;
 	bb_le(&raw, n, 4);
@@ -686,16 +693,16 @@ static uint64_t spec_val(struct spec_col *c, uint64_t i, unsigned int width)
  */
 static void spec_decode(const uint8_t *raw, size_t len, uint32_t nrec, struct ntbpf_rec *out)
 {
-	struct spec_col col[32];
+	struct spec_col col[33];
 	const uint8_t *p = raw, *bits;
 	uint64_t t = 0, next = 0, i, vi[16] = { 0 };
-	uint32_t k, slots[NT_CHUNK_RECS], d = 0, ncols = 32, at[16];
+	uint32_t k, slots[NT_CHUNK_RECS], d = 0, ncols = 33, at[16];
 	uint16_t dict[NT_CHUNK_RECS];
 	uint8_t gen[4096] = { 0 };
 
 	assert_true(nrec <= NT_CHUNK_RECS);
 	assert_int_equal(le32(p), nrec);
-	assert_int_equal(le32(p + 4), ncols);	/* the ev[] slots, port, gen */
+	assert_int_equal(le32(p + 4), ncols);	/* the ev[] slots, port, gen, depth */
 	p += 8;
 	for (k = 0; k < ncols; k++) {
 		col[k].mode = *p >> 6;
@@ -760,6 +767,8 @@ static void spec_decode(const uint8_t *raw, size_t len, uint32_t nrec, struct nt
 		}
 		out[i].cid |= g << 12;
 	}
+	for (i = 0; i < nrec; i++)	/* depth: as is */
+		out[i].depth = spec_val(&col[32], i, 16);
 	for (i = 0; i < nrec; i++) {	/* port: a dictionary index, or a new port */
 		uint64_t x = spec_val(&col[30], i, 32);
 
@@ -889,14 +898,14 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 		layout = true;
 		assert_int_equal(le32(p + item + 8), 112);
 		assert_int_equal(le32(p + item + 12), 16);
-		assert_int_equal(le32(p + item + 16), 16);	/* fields */
+		assert_int_equal(le32(p + item + 16), 17);	/* fields */
 		/* first field: "t0", offset 0, size 8, count 1 */
 		assert_int_equal(p[item + 20], 2);
 		assert_memory_equal(p + item + 22, "t0", 2);
 		assert_int_equal(le32(p + item + 24), 0);
 		assert_int_equal(le32(p + item + 28), 8);
 		assert_int_equal(le32(p + item + 32), 1);
-		{	/* the last two: port and reserved[3] */
+		{	/* the last three: port, depth and reserved[2] */
 			const uint8_t *q = p + item + 20;
 
 			for (k = 0; k < 14; k++)
@@ -907,11 +916,17 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 			assert_int_equal(le32(q + 10), 2);
 			assert_int_equal(le32(q + 14), 1);
 			q += 18;
+			assert_int_equal(q[0], 5);
+			assert_memory_equal(q + 2, "depth", 5);
+			assert_int_equal(le32(q + 7), 106);
+			assert_int_equal(le32(q + 11), 2);
+			assert_int_equal(le32(q + 15), 1);
+			q += 19;
 			assert_int_equal(q[0], 8);
 			assert_memory_equal(q + 2, "reserved", 8);
-			assert_int_equal(le32(q + 10), 106);
+			assert_int_equal(le32(q + 10), 108);
 			assert_int_equal(le32(q + 14), 2);
-			assert_int_equal(le32(q + 18), 3);
+			assert_int_equal(le32(q + 18), 2);
 			assert_true(q + 22 == p + item + 8 + le32(p + item + 4));
 		}
 	}
@@ -1337,7 +1352,7 @@ static void test_unknown_tags_skipped(void **state)
  * Records of another layout: common prefix, our slots, rest zero; port from
  * its column.  The header's field list (list: with one, port in it where
  * the layout has room) is for other tools: it changes nothing.  Fields after
- * ev[] of a later writer: one column after port and gen per 8 bytes.
+ * ev[] of a later writer: one column after port, gen and depth per 8 bytes.
  */
 static void check_layout_list(uint32_t rec_size, uint32_t nev, bool list)
 {
@@ -1353,8 +1368,8 @@ static void check_layout_list(uint32_t rec_size, uint32_t nev, bool list)
 	size_t i, n = 0;
 	FILE *f;
 
-	if (extra > 16)
-		extra = 16;	/* what a reader accepts */
+	if (extra > 15)
+		extra = 15;	/* what a reader accepts: 16 columns after gen, depth the first */
 	rng_state = rec_size * 1000 + nev;
 	for (i = 0; i < 50; i++) {
 		rec_random(&recs[i], i);
@@ -1398,12 +1413,12 @@ static void test_other_layouts(void **state)
 	check_layout(80, 10);		/* older, smaller */
 	check_layout(104, 16);		/* no room for port in the layout: its column is read */
 	check_layout(106, 16);		/* port, nothing else after ev[] */
-	check_layout(112, 16);		/* ours: port, reserved */
+	check_layout(112, 16);		/* ours: port, depth, reserved */
 	check_layout(104 + 24, 16);	/* newer: fields appended after ev[] */
 	check_layout(40 + 4 * 20 + 8, 20);	/* newer: more event slots */
 	check_layout(104, 8);		/* 8 slots, 32 bytes of other fields */
 	check_layout(40 + 4 * 32, 32);	/* every ev_mask bit a slot */
-	/* every ev_mask bit a slot and all 16 later columns: the most a reader takes */
+	/* every ev_mask bit a slot and all 16 columns after gen (depth, 15 later): the most a reader takes */
 	check_layout(40 + 4 * 32 + 8 * 16, 32);
 }
 
@@ -1709,6 +1724,88 @@ static void test_port(void **state)
 	free(recs);
 }
 
+/*
+ * ntbpf record learns the queues at the end: the header, written with room
+ * (reserve), is rewritten in place with the queue list, same length; the
+ * records and trailer are untouched.  A list that no longer fits is
+ * refused (-E2BIG) and the file stays as it was.
+ */
+static void test_header_rewrite(void **state)
+{
+	struct ntbpf_rec recs[300], r;
+	struct nt_header h, got;
+	struct nt_trailer t = { .end_mono_ns = 5 };
+	struct nt_writer *w;
+	struct nt_reader *rd;
+	struct nt_ctrl_info *c;
+	char err[256];
+	uint64_t len;
+	long size;
+	size_t i, n;
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	rng_state = 11;
+	for (i = 0; i < 300; i++)
+		rec_random(&recs[i], i);
+	nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+	c = nt_header_add_ctrl(&h);
+	c->instance = 1;
+	snprintf(c->transport, sizeof(c->transport), "tcp");
+	h.reserve = 600;
+	w = nt_writer_open(f, &h);
+	assert_non_null(w);
+	len = nt_writer_bytes(w);
+	for (i = 0; i < 300; i++)
+		assert_int_equal(nt_writer_add(w, &recs[i]), 0);
+	assert_int_equal(nt_writer_close(w, &t), 0);
+	size = ftell(f);
+	/* the queues, as the recorder learns them at the end */
+	for (i = 1; i <= 4; i++) {
+		struct nt_queue_info *q = nt_ctrl_add_queue(&h.ctrls[0]);
+
+		q->qid = i;
+		q->io_cpu = i % 2;
+		q->rx_queue = i == 4 ? -1 : (int32_t)i;
+		snprintf(q->saddr, sizeof(q->saddr), "10.0.0.1");
+		snprintf(q->daddr, sizeof(q->daddr), "10.0.0.2");
+		q->sport = 40000 + i;
+		q->dport = 4420;
+	}
+	assert_int_equal(nt_header_rewrite(f, &h, len), 0);
+	assert_int_equal(ftell(f), size);	/* the position is kept */
+	fseek(f, 0, SEEK_END);
+	assert_int_equal(ftell(f), size);	/* and the length */
+	/* too many for the room: refused, the file as it was */
+	for (i = 5; i <= 40; i++) {
+		struct nt_queue_info *q = nt_ctrl_add_queue(&h.ctrls[0]);
+
+		q->qid = i;
+		snprintf(q->saddr, sizeof(q->saddr), "fd00:1234:5678:9abc::%zu", i);
+		snprintf(q->daddr, sizeof(q->daddr), "fd00:1234:5678:9abc::%zu", i + 100);
+	}
+	assert_int_equal(nt_header_rewrite(f, &h, len), -E2BIG);
+	h.ctrls[0].nqueues = 4;
+	rewind(f);
+	rd = nt_reader_open(f, &got, err, sizeof(err));
+	assert_non_null(rd);
+	assert_header_equal(&h, &got);
+	assert_int_equal(got.ctrls[0].nqueues, 4);
+	assert_int_equal(got.ctrls[0].queues[3].rx_queue, -1);
+	assert_int_equal(got.ctrls[0].queues[2].rx_queue, 3);
+	for (n = 0; nt_reader_next(rd, &r); n++)
+		assert_rec_equal(&r, &recs[n]);
+	assert_int_equal(n, 300);
+	assert_int_equal(nt_reader_status(rd, err, sizeof(err)), NT_READ_OK);
+	nt_reader_close(rd);
+	nt_header_free(&got);
+	/* no room at all: a header that grew cannot be rewritten */
+	h.reserve = 0;
+	assert_int_equal(nt_header_rewrite(f, &h, len - 600), -E2BIG);
+	nt_header_free(&h);
+	fclose(f);
+}
+
 /* reserved is written as 0 and reads as 0, whatever the caller left in it. */
 static void test_reserved_zero(void **state)
 {
@@ -1726,7 +1823,6 @@ static void test_reserved_zero(void **state)
 		want[i] = recs[i];
 		recs[i].reserved[0] = rnd();
 		recs[i].reserved[1] = 0xffff;
-		recs[i].reserved[2] = i;
 	}
 	nt_header_init(&h, NTBPF_ROLE_TARGET);
 	write_file(&wr, &h, recs, 100, NULL, NULL);
@@ -2129,6 +2225,7 @@ int main(void)
 		cmocka_unit_test(test_trailer_count_wraps),
 		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_reserved_zero),
+		cmocka_unit_test(test_header_rewrite),
 						cmocka_unit_test(test_decoder_fuzz),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_other_writer),

@@ -256,15 +256,18 @@ static void test_values(void **state)
 	assert_non_null(strstr(s, "write,131072,nvme0n1,-,2,end_to_end,2,"));
 	assert_non_null(strstr(s, "read,4096,loop0,-,1,end_to_end,1,"));
 	{
-		/* the last columns: min_us,max_us,status,span_s,iops,mb_s; one I/O every 100 us from t0 = 1 s */
+		/*
+		 * min_us,max_us,status,span_s,iops,mb_s, then the 8 queue columns (empty: not
+		 * grouped by queue); one I/O every 100 us from t0 = 1 s
+		 */
 		double mn, mx, span, iops, mbs;
 		char status[32];
 		const char *row = strstr(s, "read,4096,nvme0n1,-,1196,end_to_end,1196,");
 
 		assert_non_null(row);
-		/* the six after the sixth comma from the end of the row */
+		/* the six after the 14th comma from the end of the row */
 		row = strchr(row, '\n');
-		for (int commas = 0; commas < 6; row--)
+		for (int commas = 0; commas < 14; row--)
 			commas += row[-1] == ',';
 		row++;
 		assert_int_equal(sscanf(row, "%lf,%lf,%31[^,],%lf,%lf,%lf", &mn, &mx, status, &span, &iops, &mbs), 6);
@@ -275,7 +278,7 @@ static void test_values(void **state)
 		assert_true(mbs > iops * 4096 / 1e6 * 0.999 && mbs < iops * 4096 / 1e6 * 1.001);
 		assert_true(mn >= 20.2 && mn < mx && mx >= 2000);	/* the tail: i % 97 == 0 adds 2 ms */
 	}
-	assert_non_null(strstr(s, ",blk:10,0.000000,,\n"));	/* one I/O: no rate */
+	assert_non_null(strstr(s, ",blk:10,0.000000,,,,,,,,,,\n"));	/* one I/O: no rate; no queue */
 	for (line = s; (line = strchr(line, '\n')); line++)
 		n++;
 	assert_int_equal(n, 1 + 7 * 3);	/* header + 4 groups and 3 of failed I/Os x 3 stages */
@@ -345,12 +348,26 @@ static void test_exit_status(void **state)
 /* the synthetic hosts (bench/synth.h), with a block-only device too */
 static struct nt_writer *open_host(FILE *f, int role)
 {
+	struct nt_ctrl_info *c;
 	struct nt_header h;
 	struct nt_writer *w;
 
-	synth_header(&h, role);
+	c = synth_header(&h, role);
 	h.ndevs = 2;
 	snprintf(h.devs[1], sizeof(h.devs[1]), "loop0=7:0");
+	/* queues 1-3 of the 4 in the header's list (4: not known), as ntbpf record lists them */
+	for (int k = 1; c && k <= 3; k++) {
+		struct nt_queue_info *q = nt_ctrl_add_queue(c);
+
+		assert_non_null(q);
+		q->qid = k;
+		q->io_cpu = k - 1;
+		q->rx_queue = k == 3 ? -1 : k;
+		snprintf(q->saddr, sizeof(q->saddr), role == NTBPF_ROLE_TARGET ? "10.0.0.2" : "10.0.0.1");
+		snprintf(q->daddr, sizeof(q->daddr), role == NTBPF_ROLE_TARGET ? "10.0.0.1" : "10.0.0.2");
+		q->sport = role == NTBPF_ROLE_TARGET ? 4420 : 40000 + k - 1;
+		q->dport = role == NTBPF_ROLE_TARGET ? 40000 + k - 1 : 4420;
+	}
 	w = nt_writer_open(f, &h);
 	nt_header_free(&h);
 	assert_non_null(w);
@@ -386,6 +403,8 @@ static void make_hosts(FILE *ia, FILE *ib, FILE *tg, size_t n, struct hosts_trut
 		bool admin = false, has_i = true, has_g = true;
 
 		synth_pair(&s, k, &i, &g);
+		i.depth = 1 + (k / 4) % 8;	/* the queue's requests in flight, as each host saw them */
+		g.depth = 1 + (k / 4) % 5;
 		if (k % 7 == 3) {	/* an R2T write */
 			i.op = g.op = NTBPF_OP_WRITE;
 			i.bytes = g.bytes = 131072;

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * diagnose.c - ntbpf report --diagnose: rules over a built report (grouped by
+ * queue).  Every rule compares stage means over the I/Os that succeeded
+ * (failed I/Os are left out, as their groups are) against end_to_end's mean,
+ * and, where the cause is a queue, the stage's mean at the shallowest and
+ * the deepest queue depth the records saw.  docs/diagnose.md states each
+ * rule; tests/unit/test_diagnose.c provokes each and its control.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "escape.h"
+#include "report.h"
+
+#define MAXQ 1024	/* queues told apart for queue_imbalance; more share the last entry */
+
+struct qagg {
+	int role;
+	uint16_t ctrl, qid;
+	int io_cpu;		/* -1 unknown */
+	uint64_t ios;
+	double wait;		/* sum of nvme_tcp_submission, ns */
+};
+
+struct agg {
+	double sum[NT_ST_NR], mean[NT_ST_NR];
+	uint64_t n[NT_ST_NR], min[NT_ST_NR];
+	uint64_t ios;
+	uint64_t dep_n[2];
+	double dep_sum[2];
+	uint64_t bn[2][NT_DEP_BUCKETS];
+	double bsum[2][NT_DEP_BUCKETS];
+	struct qagg q[MAXQ];
+	int nq;
+};
+
+static void add_queue(struct agg *a, const struct nt_report *rep, const struct nt_group *g)
+{
+	const struct nt_queue_info *qi;
+	const struct nt_hist *h = &g->h[NT_ST_NVME_TCP_SUB];
+	int role = g->dev_role == NTBPF_ROLE_TARGET ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, k;
+
+	for (k = 0; k < a->nq; k++)
+		if (a->q[k].role == role && a->q[k].ctrl == g->ctrl && a->q[k].qid == g->qid)
+			break;
+	if (k == a->nq) {
+		if (a->nq == MAXQ)
+			k = MAXQ - 1;
+		else
+			a->nq++;
+		qi = nt_report_group_queue(rep, g);
+		a->q[k] = (struct qagg){ role, g->ctrl, g->qid, qi ? qi->io_cpu : -1, 0, 0 };
+	}
+	a->q[k].ios += g->count;
+	if (h->count)
+		a->q[k].wait += nt_hist_mean(h) * h->count;
+}
+
+static void aggregate(const struct nt_report *rep, struct agg *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (int s = 0; s < NT_ST_NR; s++)
+		a->min[s] = UINT64_MAX;
+	for (int gi = 0; gi < rep->ngroups; gi++) {
+		const struct nt_group *g = &rep->groups[gi];
+
+		if (g->status)
+			continue;	/* failed I/Os: out, as out of the others' percentiles */
+		a->ios += g->count;
+		for (int s = 0; s < NT_ST_NR; s++) {
+			const struct nt_hist *h = &g->h[s];
+			uint64_t mn;
+
+			if (!h->count)
+				continue;
+			a->n[s] += h->count;
+			a->sum[s] += nt_hist_mean(h) * h->count;
+			mn = nt_hist_percentile(h, 0);
+			if (mn < a->min[s])
+				a->min[s] = mn;
+		}
+		for (int side = 0; side < 2; side++) {
+			a->dep_n[side] += g->dep_n[side];
+			a->dep_sum[side] += g->dep_sum[side];
+			for (int b = 0; b < NT_DEP_BUCKETS; b++) {
+				a->bn[side][b] += g->dep_bn[side][b];
+				a->bsum[side][b] += g->dep_bsum[side][b];
+			}
+		}
+		if (g->has_queue)
+			add_queue(a, rep, g);
+	}
+	for (int s = 0; s < NT_ST_NR; s++)
+		a->mean[s] = a->n[s] ? a->sum[s] / a->n[s] : 0;
+}
+
+/*
+ * The waiting stage's mean (ns) at the shallowest and the deepest depth
+ * bucket that hold at least 5 % of the I/Os with a depth (and 10); the
+ * buckets' low depths.  false: fewer than two such buckets.
+ */
+static bool depth_ends(const struct agg *a, int side, double *lo, double *hi, int *dlo, int *dhi)
+{
+	uint64_t tot = 0, need;
+	int b0 = -1, b1 = -1;
+
+	for (int b = 0; b < NT_DEP_BUCKETS; b++)
+		tot += a->bn[side][b];
+	need = tot / 20 > 10 ? tot / 20 : 10;
+	for (int b = 0; b < NT_DEP_BUCKETS; b++)
+		if (a->bn[side][b] >= need) {
+			if (b0 < 0)
+				b0 = b;
+			b1 = b;
+		}
+	if (b0 < 0 || b1 == b0)
+		return false;
+	*lo = a->bsum[side][b0] / a->bn[side][b0];
+	*hi = a->bsum[side][b1] / a->bn[side][b1];
+	*dlo = 1 << b0;
+	*dhi = 1 << b1;
+	return true;
+}
+
+static double share(const struct agg *a, double denom, const int *stages, int n)
+{
+	double s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += a->mean[stages[i]];
+	return s / denom;
+}
+
+#define US(ns) ((ns) / 1000.0)
+
+static struct nt_finding *next(struct nt_finding *f, int max, int *n)
+{
+	if (*n >= max)
+		return NULL;
+	memset(&f[*n], 0, sizeof(f[*n]));
+	return &f[(*n)++];
+}
+
+int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why)
+{
+	static struct agg a;	/* large: not on the stack */
+	static const int host[] = { NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_COMP, NT_ST_NVME_TCP_COMP,
+				    NT_ST_BLK_COMP };
+	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
+	double denom, lo, hi, sh;
+	int n = 0, dlo, dhi, nq_init = 0, nq, role;
+	bool tfq = false;
+	struct nt_finding *x;
+
+	if (why)
+		*why = "";
+	aggregate(rep, &a);
+	/* end_to_end where the initiator was recorded, else the target's residence */
+	denom = a.n[NT_ST_E2E] ? a.mean[NT_ST_E2E] : a.mean[NT_ST_TARGET_RES];
+	if (a.ios < NT_DIAG_MIN_IOS || denom <= 0) {
+		if (why)
+			*why = a.ios < NT_DIAG_MIN_IOS ? "too few I/Os to diagnose (fewer than 100 that succeeded)"
+						       : "no end_to_end or target_residence to compare the stages with";
+		return 0;
+	}
+	for (int k = 0; k < a.nq; k++)
+		nq_init += a.q[k].role == NTBPF_ROLE_INITIATOR;
+
+	/*
+	 * too_few_queues: submission waits while many requests share each
+	 * queue.  Growth with depth is evidence, not a condition: a queue that
+	 * stays full all run long (seed 004's 2 jobs x QD16 on one queue) has
+	 * every request at a high depth, and the wait does not grow within it.
+	 */
+	sh = a.mean[NT_ST_NVME_TCP_SUB] / denom;
+	if (sh >= NT_DIAG_SUBMIT_SHARE && a.dep_n[0] && a.dep_sum[0] / a.dep_n[0] >= NT_DIAG_DEPTH &&
+	    (x = next(f, max, &n))) {
+		int len;
+
+		tfq = true;
+		x->kind = "too_few_queues";
+		x->stage = "nvme_tcp_submission";
+		len = snprintf(x->evidence, sizeof(x->evidence), "nvme_tcp_submission is %.0f%% of end_to_end (mean "
+			       "%.1f of %.1f us) with a mean depth of %.1f requests per queue (%d I/O queue%s)",
+			       100 * sh, US(a.mean[NT_ST_NVME_TCP_SUB]), US(denom), a.dep_sum[0] / a.dep_n[0], nq_init,
+			       nq_init == 1 ? "" : "s");
+		if (depth_ends(&a, 0, &lo, &hi, &dlo, &dhi) && lo > 0 && len > 0 && (size_t)len < sizeof(x->evidence))
+			snprintf(x->evidence + len, sizeof(x->evidence) - len, "; it averages %.1f us at depth %d+ vs "
+				 "%.1f us at depth %d-%d (x%.1f%s)", US(hi), dhi, US(lo), dlo, 2 * dlo - 1, hi / lo,
+				 hi >= NT_DIAG_GROWTH * lo ? ": it grows with the depth" : "");
+		x->advice = "more I/O queues: nvme connect -i N (nr_io_queues), at least as many as the CPUs "
+			    "submitting I/O; or less outstanding I/O per queue";
+	}
+
+	/* queue_imbalance: one queue (or one io_cpu) carries most I/Os or most of the wait */
+	role = nq_init ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
+	nq = 0;
+	{
+		uint64_t tot = 0, top = 0;
+		double wtot = 0, wtop = 0;
+		int ktop = -1, kw = -1, cpu = -2;
+		bool one_cpu = true;
+
+		for (int k = 0; k < a.nq; k++) {
+			if (a.q[k].role != role)
+				continue;
+			nq++;
+			tot += a.q[k].ios;
+			wtot += a.q[k].wait;
+			if (a.q[k].ios > top) {
+				top = a.q[k].ios;
+				ktop = k;
+			}
+			if (a.q[k].wait > wtop) {
+				wtop = a.q[k].wait;
+				kw = k;
+			}
+			if (a.q[k].io_cpu < 0 || (cpu != -2 && a.q[k].io_cpu != cpu))
+				one_cpu = false;
+			cpu = a.q[k].io_cpu;
+		}
+		if (nq >= 2 && tot && (double)top / tot >= NT_DIAG_IMBALANCE / nq && (x = next(f, max, &n))) {
+			x->kind = "queue_imbalance";
+			x->stage = "-";
+			snprintf(x->evidence, sizeof(x->evidence), "queue %u carries %.0f%% of the I/Os of %d queues "
+				 "(%" PRIu64 " of %" PRIu64 "; even: %.0f%%)", a.q[ktop].qid, 100.0 * top / tot, nq,
+				 top, tot, 100.0 / nq);
+			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
+				    "numjobs), or check the queue map (nvme connect -i)";
+		} else if (nq >= 2 && wtot > 0 && sh >= 0.1 && wtop / wtot >= NT_DIAG_IMBALANCE / nq &&
+			   (x = next(f, max, &n))) {
+			x->kind = "queue_imbalance";
+			x->stage = "nvme_tcp_submission";
+			snprintf(x->evidence, sizeof(x->evidence), "queue %u holds %.0f%% of the nvme_tcp_submission "
+				 "wait of %d queues (even: %.0f%%)", a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq);
+			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
+				    "numjobs), or check the queue map (nvme connect -i)";
+		} else if (nq >= 2 && one_cpu && (x = next(f, max, &n))) {
+			x->kind = "queue_imbalance";
+			x->stage = "-";
+			snprintf(x->evidence, sizeof(x->evidence), "all %d queues' io_work runs on CPU %d", nq, cpu);
+			x->advice = "let the queues' io_work use several CPUs (nvme_tcp wq_unbound=N, the NIC's RSS and "
+				    "irq affinity on the target)";
+		}
+	}
+
+	/* target_device: the target's backend */
+	sh = a.mean[NT_ST_TARGET_SUBSYS] / denom;
+	if (sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
+		int len;
+
+		x->kind = "target_device";
+		x->stage = "target_subsystem";
+		len = snprintf(x->evidence, sizeof(x->evidence), "target_subsystem is %.0f%% of end_to_end (mean %.1f "
+			       "of %.1f us)", 100 * sh, US(a.mean[NT_ST_TARGET_SUBSYS]), US(denom));
+		if (depth_ends(&a, 1, &lo, &hi, &dlo, &dhi) && len > 0 && (size_t)len < sizeof(x->evidence))
+			snprintf(x->evidence + len, sizeof(x->evidence) - len, "; %.1f us at target depth %d+ vs %.1f us "
+				 "at depth %d-%d (x%.1f%s)", US(hi), dhi, US(lo), dlo, 2 * dlo - 1, lo > 0 ? hi / lo : 0,
+				 lo > 0 && hi >= NT_DIAG_GROWTH * lo ? ": it queues in the device" : "");
+		x->advice = "the target's namespace device is slow for this load: check it on the target (iostat -x), "
+			    "spread I/O over more namespaces or devices, or lower the queue depth";
+	}
+
+	/* target_cpu: nvmet_tcp's own stages */
+	sh = share(&a, denom, tcpu, 3);
+	if (sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
+		x->kind = "target_cpu";
+		x->stage = "nstack_submission+nvmet_tcp_submission+nvmet_tcp_completion";
+		snprintf(x->evidence, sizeof(x->evidence), "the target's TCP and nvmet_tcp stages are %.0f%% of "
+			 "end_to_end (means %.1f + %.1f + %.1f of %.1f us)", 100 * sh, US(a.mean[NT_ST_NSTACK_SUB]),
+			 US(a.mean[NT_ST_NVMET_TCP_SUB]), US(a.mean[NT_ST_NVMET_TCP_COMP]), US(denom));
+		x->advice = "the target's CPUs: more CPUs for nvmet_tcp's io_work (the NIC's RSS queues and irq "
+			    "affinity), fewer other tasks on them, more host queues to spread the connections";
+	}
+
+	/* network: the wire and both network stacks' queues */
+	sh = a.mean[NT_ST_NETWORK] / denom;
+	if (sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
+		double base = a.min[NT_ST_NETWORK] == UINT64_MAX ? 0 : (double)a.min[NT_ST_NETWORK];
+
+		x->kind = "network";
+		x->stage = "network_transmission";
+		snprintf(x->evidence, sizeof(x->evidence), "network_transmission is %.0f%% of end_to_end (mean %.1f of "
+			 "%.1f us); its minimum, the base round trip, is %.1f us%s", 100 * sh, US(a.mean[NT_ST_NETWORK]),
+			 US(denom), US(base), base > 0 && a.mean[NT_ST_NETWORK] >= 2 * base ?
+			 ": the mean is more than twice that, packets queue on the way" :
+			 ": the round trip itself is long");
+		x->advice = "the network path: its round trip (distance, netem, a slow hop), NIC queues and "
+			    "offloads, congestion (ss -ti, tc -s qdisc)";
+	}
+
+	/* initiator_cpu: the initiator's own stages, submission not explained by queue depth */
+	sh = share(&a, denom, host, 5);
+	if (!tfq && sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
+		x->kind = "initiator_cpu";
+		x->stage = "blk_submission+nvme_tcp_submission+nstack_completion+nvme_tcp_completion+blk_completion";
+		snprintf(x->evidence, sizeof(x->evidence), "the initiator's own stages are %.0f%% of end_to_end "
+			 "(means %.1f + %.1f + %.1f + %.1f + %.1f of %.1f us)", 100 * sh, US(a.mean[NT_ST_BLK_SUB]),
+			 US(a.mean[NT_ST_NVME_TCP_SUB]), US(a.mean[NT_ST_NSTACK_COMP]), US(a.mean[NT_ST_NVME_TCP_COMP]),
+			 US(a.mean[NT_ST_BLK_COMP]), US(denom));
+		x->advice = "the initiator's CPUs: keep the workload off the queues' io_cpu (fio cpus_allowed; the "
+			    "queue: lines of --group-by queue name each io_cpu), or nvme_tcp wq_unbound=Y";
+	}
+	return n;
+}
+
+void nt_diagnose_print_text(FILE *out, const struct nt_report *rep)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const char *why;
+	int n = nt_diagnose(rep, f, NT_MAX_FINDINGS, &why);
+
+	fputs("\ndiagnosis:", out);
+	if (!n) {
+		fprintf(out, " %s\n", *why ? why : "nothing stands out (docs/diagnose.md: the rules and thresholds)");
+		return;
+	}
+	fputc('\n', out);
+	for (int i = 0; i < n; i++)
+		fprintf(out, "  %s (%s)\n    evidence: %s\n    advice: %s\n", f[i].kind, f[i].stage, f[i].evidence,
+			f[i].advice);
+}
+
+void nt_diagnose_print_json(FILE *out, const struct nt_report *rep)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	int n = nt_diagnose(rep, f, NT_MAX_FINDINGS, NULL);
+
+	for (int i = 0; i < n; i++) {
+		fprintf(out, "%s\n  {\"kind\": \"%s\", \"stage\": \"%s\", \"evidence\": ", i ? "," : "", f[i].kind,
+			f[i].stage);
+		nt_put_json(out, f[i].evidence);
+		fputs(", \"advice\": ", out);
+		nt_put_json(out, f[i].advice);
+		fputc('}', out);
+	}
+}

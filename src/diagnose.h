@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * diagnose - findings from a built report (ntbpf report --diagnose): which
+ * stage dominates, its likely cause, the numbers of this run that say so,
+ * and the knob.  The rules and their thresholds are in docs/diagnose.md.
+ * Pure: reads the report's groups (grouped by queue) and its inputs' headers.
+ */
+#ifndef NTBPF_DIAGNOSE_H
+#define NTBPF_DIAGNOSE_H
+
+#include <stdio.h>
+
+struct nt_report;
+
+#define NT_MAX_FINDINGS 8
+
+struct nt_finding {
+	const char *kind;	/* too_few_queues, queue_imbalance, target_device, target_cpu, network, initiator_cpu */
+	const char *stage;	/* the dominant stage (or stages) it is about */
+	char evidence[320];	/* numbers from this run */
+	const char *advice;	/* the knob */
+};
+
+/* thresholds (docs/diagnose.md) */
+#define NT_DIAG_MIN_IOS 100		/* fewer I/Os: no findings */
+#define NT_DIAG_DOMINANT 0.5		/* a cause's stages: at least this share of end_to_end's mean */
+#define NT_DIAG_SUBMIT_SHARE 0.2	/* too_few_queues: nvme_tcp_submission's share at least */
+#define NT_DIAG_GROWTH 2.0		/* evidence "grows with depth": mean at the deepest / at the shallowest depth */
+#define NT_DIAG_DEPTH 4.0		/* too_few_queues: mean depth per queue at least */
+#define NT_DIAG_IMBALANCE 1.5		/* queue_imbalance: busiest queue's share / fair share at least */
+
+/*
+ * The findings of rep (at most max, in the order of the rules); their
+ * count.  *why (if not NULL) says why none could be made ("" otherwise).
+ */
+int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why);
+
+/* text: a "diagnosis:" block; JSON: the "findings" array's elements */
+void nt_diagnose_print_text(FILE *out, const struct nt_report *rep);
+void nt_diagnose_print_json(FILE *out, const struct nt_report *rep);
+
+#endif /* NTBPF_DIAGNOSE_H */

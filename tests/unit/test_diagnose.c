@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_diagnose - ntbpf report --diagnose's rules (src/diagnose.c,
+ * docs/diagnose.md) on synthetic two-host recordings: each rule on data
+ * that provokes it, and a control that must not (the same load without the
+ * cause, or with the cause's other half missing).  The records go through
+ * the report's pairing and grouping (nt_report_build), as in ntbpf report.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "report.h"
+#include "../../bench/synth.h"
+
+#define N 2000
+
+/* one recording's shape: stage lengths in ns (each I/O alike), queues, depth */
+struct shape {
+	uint32_t blk_sub, sub, net, nstack_sub, nvmet_sub, tsub, nvmet_comp, nstack_comp, nvme_comp, blk_comp;
+	int nq;			/* I/O queues */
+	int hot;		/* > 0: this percentage of I/Os go to queue 1, the rest round-robin */
+	bool one_cpu;		/* every queue's io_work on CPU 0 (else queue q on CPU q) */
+	int depth;		/* initiator depth: 1 + k % depth */
+	uint32_t sub_per_depth;	/* nvme_tcp_submission grows by this per request in flight */
+	int tdepth;		/* target depth: 1 + k % tdepth */
+	uint32_t tsub_per_depth;
+};
+
+static const struct shape base = {
+	.blk_sub = 1000, .sub = 5000, .net = 10000, .nstack_sub = 5000, .nvmet_sub = 5000, .tsub = 20000,
+	.nvmet_comp = 5000, .nstack_comp = 5000, .nvme_comp = 2000, .blk_comp = 1000,
+	.nq = 4, .depth = 2, .tdepth = 2,
+};
+
+static void header(struct nt_header *h, int role, const struct shape *sh)
+{
+	struct nt_ctrl_info *c = synth_header(h, role);
+
+	for (int q = 1; c && q <= sh->nq; q++) {
+		struct nt_queue_info *qi = nt_ctrl_add_queue(c);
+
+		assert_non_null(qi);
+		qi->qid = q;
+		qi->io_cpu = sh->one_cpu ? 0 : q - 1;
+	}
+}
+
+/* the findings of a recording of this shape (both hosts) */
+static int diagnose(const struct shape *sh, struct nt_finding *f, size_t nrec, const char **why)
+{
+	static struct ntbpf_rec ri[N], rt[N];
+	struct nt_report_opts o = { .version = "test", .npcts = 1, .pcts = { 50 }, .format = NT_FMT_TEXT,
+				    .group_by = NT_GB_OP | NT_GB_QUEUE, .diagnose = true };
+	struct nt_input in[2];
+	struct nt_report rep;
+	struct synth s;
+	int n;
+
+	assert_true(nrec <= N);
+	memset(in, 0, sizeof(in));
+	header(&in[0].hdr, NTBPF_ROLE_INITIATOR, sh);
+	header(&in[1].hdr, NTBPF_ROLE_TARGET, sh);
+	synth_init(&s);
+	for (size_t k = 0; k < nrec; k++) {
+		struct ntbpf_rec *i = &ri[k], *g = &rt[k];
+		uint16_t q = sh->hot && (int)(k % 100) < sh->hot ? 0 : k % sh->nq;
+		uint16_t d = 1 + k % sh->depth, td = 1 + (k / 3) % sh->tdepth;
+		const int64_t off = 7777777;	/* synth.h: the target's clock ahead */
+		uint64_t t, qrq, sent, arr, pick, exec, done, rs, back, proc, nd;
+
+		synth_pair(&s, k, i, g);
+		i->qid = g->qid = q + 1;
+		i->port = g->port = 40000 + q;
+		i->cid = g->cid = k & 0xfff;
+		i->depth = d;
+		g->depth = td;
+		t = i->t0;
+		qrq = t + sh->blk_sub;
+		sent = qrq + sh->sub + sh->sub_per_depth * d;
+		arr = sent + sh->net;
+		pick = arr + sh->nstack_sub;
+		exec = pick + sh->nvmet_sub;
+		done = exec + sh->tsub + sh->tsub_per_depth * td;
+		rs = done + sh->nvmet_comp;
+		back = rs + sh->net;
+		proc = back + sh->nstack_comp;
+		nd = proc + sh->nvme_comp;
+		memset(i->ev, 0, sizeof(i->ev));
+		memset(g->ev, 0, sizeof(g->ev));
+		i->ev_mask = g->ev_mask = 0;
+		synth_set(i, EV_I_BLK_START, t);
+		synth_set(i, EV_I_BLK_ISSUE, qrq + 100);
+		synth_set(i, EV_I_QUEUE_RQ, qrq);
+		synth_set(i, EV_I_CMD_SENT, sent);
+		synth_set(i, EV_I_RESP_ARRIVE, back);
+		synth_set(i, EV_I_RESP_PROC, proc);
+		synth_set(i, EV_I_NVME_DONE, nd);
+		synth_set(i, EV_I_BLK_DONE, nd + sh->blk_comp);
+		g->t0 = arr + off;
+		synth_set(g, EV_T_CMD_ARRIVE, arr + off);
+		synth_set(g, EV_T_CMD_PICKUP, pick + off);
+		synth_set(g, EV_T_REQ_INIT, pick + off + 100);
+		synth_set(g, EV_T_EXEC, exec + off);
+		synth_set(g, EV_T_SUBSYS_DONE, done + off);
+		synth_set(g, EV_T_RESP_QUEUED, done + off + 100);
+		synth_set(g, EV_T_RESP_SENT, rs + off);
+	}
+	in[0].path = "init.ntbpf";
+	in[1].path = "tgt.ntbpf";
+	in[0].recs = ri;
+	in[0].n = nrec;
+	in[1].recs = rt;
+	in[1].n = nrec;
+	assert_int_equal(nt_report_build(&rep, in, 2, &o), 0);
+	assert_int_equal(rep.matched, nrec);	/* the shapes pair as a recording does */
+	n = nt_diagnose(&rep, f, NT_MAX_FINDINGS, why);
+	if (getenv("NTBPF_TEST_VERBOSE"))
+		for (int i = 0; i < n; i++)
+			printf("  %s: %s\n", f[i].kind, f[i].evidence);
+	nt_report_free(&rep);
+	nt_header_free(&in[0].hdr);
+	nt_header_free(&in[1].hdr);
+	return n;
+}
+
+/* s contains what (fails the test if s is NULL) */
+static __attribute__((noinline)) bool has(const char *s, const char *what)
+{
+	if (!s)
+		fail();
+	return strstr(s, what) != NULL;
+}
+
+static const struct nt_finding *find(const struct nt_finding *f, int n, const char *kind)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(f[i].kind, kind))
+			return &f[i];
+	return NULL;
+}
+
+/* the findings of the last run() */
+static struct nt_finding last[NT_MAX_FINDINGS];
+static int nlast;
+
+/* diagnose a recording of shape sh; its finding of kind (NULL: none) */
+static const struct nt_finding *run(const struct shape *sh, const char *kind)
+{
+	nlast = diagnose(sh, last, N, NULL);
+	return find(last, nlast, kind);
+}
+
+/* the last run() found kind */
+static bool found(const char *kind)
+{
+	return find(last, nlast, kind) != NULL;
+}
+
+static void test_nothing_stands_out(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const char *why;
+
+	assert_int_equal(diagnose(&base, f, N, &why), 0);
+	assert_string_equal(why, "");
+	/* too few I/Os: none, and why */
+	assert_int_equal(diagnose(&base, f, 50, &why), 0);
+	assert_true(has(why, "too few I/Os"));
+}
+
+static void test_too_few_queues(void **state)
+{
+	const struct nt_finding *x;
+	struct shape sh = base;
+
+	/* one queue, 1..32 in flight, each request waiting 10 us behind each other one */
+	sh.nq = 1;
+	sh.depth = 32;
+	sh.sub_per_depth = 10000;
+	x = run(&sh, "too_few_queues");
+	assert_non_null(x);
+	assert_string_equal(x->stage, "nvme_tcp_submission");
+	assert_true(has(x->evidence, "with a mean depth of 16.4 requests per queue (1 I/O queue)"));
+	assert_true(has(x->evidence, "(x8.0: it grows with the depth)"));
+	assert_true(has(x->advice, "nvme connect -i"));
+	assert_false(found("initiator_cpu"));	/* the same stages: explained by the queue */
+	/* control: two queues, 1-2 in flight, no waiting */
+	sh = base;
+	sh.nq = 2;
+	assert_null(run(&sh, "too_few_queues"));
+	/* a queue that stays full: as long a wait at every depth (the lab's 2 jobs x QD16 on 1 queue) */
+	sh = base;
+	sh.nq = 1;
+	sh.depth = 32;
+	sh.sub = 175000;
+	x = run(&sh, "too_few_queues");
+	assert_non_null(x);
+	assert_false(has(x->evidence, "it grows"));
+	/* control: as deep, but submission short (16 % of end_to_end: below 20 %) */
+	sh.sub = 12000;
+	assert_null(run(&sh, "too_few_queues"));
+	/* control: submission as long, with 1-2 requests per queue (the CPU, not the queue) */
+	sh.sub = 175000;
+	sh.depth = 2;
+	assert_null(run(&sh, "too_few_queues"));
+	assert_true(found("initiator_cpu"));
+}
+
+static void test_queue_imbalance(void **state)
+{
+	const struct nt_finding *x;
+	struct shape sh = base;
+
+	sh.hot = 70;	/* 70 % + a quarter of the rest on queue 1 of 4: 77.5 % */
+	x = run(&sh, "queue_imbalance");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "queue 1 carries 77% of the I/Os of 4 queues (1540 of 2000; even: 25%)"));
+	/* every queue's io_work on one CPU */
+	sh = base;
+	sh.one_cpu = true;
+	x = run(&sh, "queue_imbalance");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "all 4 queues' io_work runs on CPU 0"));
+	/* control: round-robin over 4 queues on 4 CPUs (base) */
+	assert_null(run(&base, "queue_imbalance"));
+}
+
+static void test_target_device(void **state)
+{
+	const struct nt_finding *x;
+	struct shape sh = base;
+
+	sh.tdepth = 16;
+	sh.tsub_per_depth = 30000;	/* a device that queues: 30 us more per request in flight */
+	x = run(&sh, "target_device");
+	assert_non_null(x);
+	assert_string_equal(x->stage, "target_subsystem");
+	assert_true(has(x->evidence, "it queues in the device"));
+	assert_false(found("network"));
+	assert_false(found("target_cpu"));
+	/* control: the same depths, a fast device */
+	sh.tsub_per_depth = 0;
+	assert_null(run(&sh, "target_device"));
+}
+
+static void test_target_cpu(void **state)
+{
+	const struct nt_finding *x;
+	struct shape sh = base;
+
+	sh.nstack_sub = 100000;
+	sh.nvmet_sub = 50000;
+	sh.nvmet_comp = 50000;
+	x = run(&sh, "target_cpu");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "means 100.0 + 50.0 + 50.0 of"));
+	assert_false(found("target_device"));
+	/* control: 15 + 7 + 7 us (36 %) */
+	sh.nstack_sub = 15000;
+	sh.nvmet_sub = 7000;
+	sh.nvmet_comp = 7000;
+	assert_null(run(&sh, "target_cpu"));
+}
+
+static void test_network(void **state)
+{
+	const struct nt_finding *x;
+	struct shape sh = base;
+
+	sh.net = 200000;	/* 200 us each way: netem, distance */
+	x = run(&sh, "network");
+	assert_non_null(x);
+	assert_string_equal(x->stage, "network_transmission");
+	assert_true(has(x->evidence, "the base round trip, is 400.0 us: the round trip itself is long"));
+	assert_int_equal(nlast, 1);
+	/* control: 15 us each way (38 %) */
+	sh.net = 15000;
+	assert_null(run(&sh, "network"));
+}
+
+static void test_initiator_cpu(void **state)
+{
+	const struct nt_finding *x;
+	struct shape sh = base;
+
+	sh.blk_sub = 30000;
+	sh.nstack_comp = 100000;
+	sh.nvme_comp = 50000;
+	x = run(&sh, "initiator_cpu");
+	assert_non_null(x);
+	assert_true(has(x->advice, "io_cpu"));
+	assert_false(found("too_few_queues"));
+	/* control: a tenth of that */
+	sh.blk_sub = 3000;
+	sh.nstack_comp = 10000;
+	sh.nvme_comp = 5000;
+	assert_null(run(&sh, "initiator_cpu"));
+}
+
+/* the report as nt_report_print writes it (the caller frees) */
+static char *printed(const struct nt_report *rep)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	assert_non_null(m);
+	nt_report_print(m, rep);
+	fclose(m);
+	if (!buf)
+		fail();
+	return buf;
+}
+
+/* an initiator-only recording whose I/O ends resp_arrive, resp_proc, nvme_done, blk_done ns after t0 */
+static void init_ends(struct ntbpf_rec *ri, uint64_t arrive, uint64_t proc, uint64_t done, uint64_t blk)
+{
+	for (size_t k = 0; k < N; k++) {
+		synth_set(&ri[k], EV_I_RESP_ARRIVE, ri[k].t0 + arrive);
+		synth_set(&ri[k], EV_I_RESP_PROC, ri[k].t0 + proc);
+		synth_set(&ri[k], EV_I_NVME_DONE, ri[k].t0 + done);
+		synth_set(&ri[k], EV_I_BLK_DONE, ri[k].t0 + blk);
+	}
+}
+
+/* the JSON findings array and the HTML block, through the report's printer */
+static void test_json(void **state)
+{
+	static struct ntbpf_rec ri[N];
+	struct nt_report_opts o = { .version = "test", .npcts = 1, .pcts = { 50 }, .format = NT_FMT_JSON,
+				    .group_by = NT_GB_QUEUE, .diagnose = true };
+	struct nt_input in[1];
+	struct nt_report rep;
+	struct synth s;
+	char *buf;
+
+	memset(in, 0, sizeof(in));
+	header(&in[0].hdr, NTBPF_ROLE_INITIATOR, &base);
+	synth_init(&s);
+	for (size_t k = 0; k < N; k++) {
+		struct ntbpf_rec g;
+
+		synth_pair(&s, k, &ri[k], &g);
+	}
+	in[0].path = "init.ntbpf";
+	in[0].recs = ri;
+	in[0].n = N;
+	/* 2 ms between the command sent and the response: remote dominates, which no rule names */
+	init_ends(ri, 2000000, 2003000, 2004000, 2005000);
+	assert_int_equal(nt_report_build(&rep, in, 1, &o), 0);
+	buf = printed(&rep);
+	assert_true(has(buf, "\"findings\": []}"));
+	free(buf);
+	nt_report_free(&rep);
+	/* one side's stages are enough for initiator_cpu */
+	init_ends(ri, 100000, 1500000, 1600000, 1700000);
+	assert_int_equal(nt_report_build(&rep, in, 1, &o), 0);
+	buf = printed(&rep);
+	assert_true(has(buf, "\"findings\": [\n  {\"kind\": \"initiator_cpu\", \"stage\": \"blk_submission+"));
+	assert_true(has(buf, "\"evidence\": \"the initiator's own stages are "));
+	assert_true(has(buf, "\"advice\": \"the initiator's CPUs"));
+	free(buf);
+	/* the HTML report: the findings under its head */
+	o.format = NT_FMT_HTML;
+	buf = printed(&rep);
+	assert_true(has(buf, "<pre class=\"diagnosis\">\ndiagnosis:\n  initiator_cpu (blk_submission+"));
+	free(buf);
+	nt_report_free(&rep);
+	nt_header_free(&in[0].hdr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nothing_stands_out),
+		cmocka_unit_test(test_too_few_queues),
+		cmocka_unit_test(test_queue_imbalance),
+		cmocka_unit_test(test_target_device),
+		cmocka_unit_test(test_target_cpu),
+		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_initiator_cpu),
+		cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
