@@ -51,6 +51,7 @@ struct rec_state {
 	unsigned int part;
 	uint64_t part_start_ns;
 	uint64_t stats0[ST_NR];
+	uint64_t dropped0;		/* the probes' inflight_dropped when this file began */
 };
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -95,11 +96,21 @@ static void part_path(char *buf, size_t len, const char *output, unsigned int k)
 }
 
 /* the BPF counters since this part of the series began (the trailer of each file counts its own share) */
-static void part_stats(const struct rec_state *st, struct nt_probes *pr, uint64_t *stats)
+static void part_stats(const struct rec_state *st, struct nt_probes *pr, uint64_t *stats, bool last)
 {
+	uint64_t gauge;
+
 	nt_probes_stats(pr, stats);
+	/* in flight at the end: a gauge (the records still open) and a count (those a sampling window dropped) */
+	gauge = stats[ST_INFLIGHT_END] - pr->inflight_dropped;
 	for (int k = 0; k < ST_NR; k++)
 		stats[k] = stats[k] >= st->stats0[k] ? stats[k] - st->stats0[k] : 0;
+	/*
+	 * A record open when a file of the series ends completes in the next
+	 * one: only the last file counts those still open as in flight at
+	 * the end; each counts the windows' drops of its own time.
+	 */
+	stats[ST_INFLIGHT_END] = pr->inflight_dropped - st->dropped0 + (last ? gauge : 0);
 }
 
 /*
@@ -118,7 +129,7 @@ static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_hea
 	rec_flush(st);
 	if (st->werr)
 		return -1;
-	part_stats(st, pr, tr.stats);
+	part_stats(st, pr, tr.stats, false);
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	tr.records = st->written;
 	tr.lost_user = st->lost_user;
@@ -132,6 +143,7 @@ static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_hea
 		return -1;
 	}
 	nt_probes_stats(pr, st->stats0);
+	st->dropped0 = pr->inflight_dropped;
 	st->written = st->lost_user = 0;
 	part_path(st->path, sizeof(st->path), output, ++st->part);
 	if (nt_outfile_open(of, st->path, err, sizeof(err)) || nt_outfile_start(of, err, sizeof(err))) {
@@ -528,7 +540,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		nt_probes_stats(&pr, s2);
 		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, nt_lost_sum(s2) - lost_ticked);
 	}
-	part_stats(&st, &pr, tr.stats);
+	part_stats(&st, &pr, tr.stats, true);
 	if (cfg->bpf_stats) {
 		uint64_t ns, runs;
 
