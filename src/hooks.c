@@ -341,10 +341,15 @@ static const struct nt_hook_choice *find(const struct nt_hook_choice *c, int n, 
 	return NULL;
 }
 
-/* a stand-in is attached only where something it stands in for is missing from this kernel */
-static bool standin_needed(const struct nt_hook_choice *c, int n, const char *list)
+/*
+ * A stand-in is attached only where something it stands in for is missing
+ * from this kernel (need: true), and is no news where all of those that
+ * this role has attach (need: false, and at least one attaches).
+ */
+static bool standin_is(const struct nt_hook_choice *c, int n, const char *list, bool need)
 {
 	const char *p = list;
+	bool some = false;
 
 	while (p && *p) {
 		const char *e = strchr(p, ',');
@@ -355,10 +360,11 @@ static bool standin_needed(const struct nt_hook_choice *c, int n, const char *li
 		snprintf(name, sizeof(name), "%.*s", (int)len, p);
 		o = find(c, n, name);
 		if (o && o->attach == NT_AT_NONE && o->why != NT_WHY_ROLE && o->why != NT_WHY_MODULE)
-			return true;
+			return need;
+		some |= o && o->attach != NT_AT_NONE;
 		p = e ? e + 1 : NULL;
 	}
-	return false;
+	return need ? false : some;
 }
 
 void nt_hooks_decide(const struct nt_facts *f, struct nt_hook_choice *c, int n, int role, bool force_kprobe)
@@ -382,8 +388,15 @@ void nt_hooks_decide(const struct nt_facts *f, struct nt_hook_choice *c, int n, 
 		else
 			decide_fn(f, &c[i], force_kprobe);
 	}
+	/*
+	 * A stand-in whose functions all attach is not needed, attachable or
+	 * not (kernel_sendpage is gone from 6.5 on, where nothing is inlined
+	 * that it would stand in for): no news, and no loss to report.
+	 */
 	for (int i = 0; i < n; i++)
-		if (hooks[i].stands_in_for && c[i].attach != NT_AT_NONE && !standin_needed(c, n, hooks[i].stands_in_for)) {
+		if (hooks[i].stands_in_for && c[i].why != NT_WHY_ROLE && c[i].why != NT_WHY_MODULE &&
+		    (c[i].attach != NT_AT_NONE ? !standin_is(c, n, hooks[i].stands_in_for, true) :
+						 standin_is(c, n, hooks[i].stands_in_for, false))) {
 			c[i].attach = NT_AT_NONE;
 			c[i].why = NT_WHY_NOT_NEEDED;
 		}
