@@ -88,6 +88,26 @@ static __always_inline bool outside_window(__u64 now)
 	return win_p && (now + (__u64)win_phase) % win_p >= win_w;
 }
 
+/*
+ * A paused hook that creates records (nvme_setup_cmd, nvmet_req_init,
+ * block_rq_issue) arms every program itself when its event falls inside a
+ * window: user space arms ahead of each window, but a thread can wake late
+ * on a busy host, and the two hosts would then record different I/Os.  Only
+ * tracepoints create records, and they are attached while paused only where
+ * windows are close together (user space detaches them between windows far
+ * apart): that is where a paused run reads the clock.  0: run; 1: paused;
+ * 2: armed by this run (whose I/O's earlier events went unseen).
+ */
+static __always_inline int stays_paused(void)
+{
+	if (!paused)
+		return 0;
+	if (!win_p || outside_window(bpf_ktime_get_ns()))
+		return 1;
+	paused = 0;
+	return 2;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -626,18 +646,27 @@ int BPF_PROG(raw_tp_##tp, T0 a0)						\
 	return NONNULL(a0) ? handler(false, a0) : 0;				\
 }
 
-#define TP_HOOK2(tp, handler, T0, T1)						\
+/*
+ * The two-argument tracepoints are the ones that create records (see
+ * stays_paused); run_armed: whether the run that armed the programs still
+ * records its I/O (not where that I/O's earlier events were missed).
+ */
+#define TP_HOOK2(tp, handler, T0, T1, run_armed)				\
 SEC("tp_btf/" #tp)								\
 int BPF_PROG(tp_btf_##tp, T0 a0, T1 a1)						\
 {										\
-	if (paused)								\
+	int p = stays_paused();							\
+										\
+	if (p == 1 || (p == 2 && !(run_armed)))					\
 		return 0;							\
 	return NONNULL(a0) && NONNULL(a1) ? handler(true, a0, a1) : 0;		\
 }										\
 SEC("raw_tp/" #tp)								\
 int BPF_PROG(raw_tp_##tp, T0 a0, T1 a1)						\
 {										\
-	if (paused)								\
+	int p = stays_paused();							\
+										\
+	if (p == 1 || (p == 2 && !(run_armed)))					\
 		return 0;							\
 	return NONNULL(a0) && NONNULL(a1) ? handler(false, a0, a1) : 0;	\
 }
@@ -807,7 +836,7 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_btf_block_rq_issue)
 {
-	if (paused)
+	if (stays_paused() == 1)
 		return 0;
 	if (blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
@@ -817,7 +846,7 @@ int BPF_PROG(tp_btf_block_rq_issue)
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(raw_tp_block_rq_issue)
 {
-	if (paused)
+	if (stays_paused() == 1)
 		return 0;
 	if (blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
@@ -954,7 +983,8 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	return 0;
 }
 
-TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *)
+/* armed here, the I/O is whole: its earlier events (blk_start) do not need a hook */
+TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *, true)
 
 static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 {
@@ -1312,7 +1342,8 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	return 0;
 }
 
-TP_HOOK2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *)
+/* armed here, the command's arrival and pickup were not noted: that I/O is left out */
+TP_HOOK2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *, false)
 
 /* the request goes to the backend; for data that came after an R2T, note when it arrived */
 static __always_inline int on_exec(bool btf, struct nvmet_req *req)

@@ -379,8 +379,9 @@ static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now);
  * hooks stay attached, paused: detaching one is an ftrace update of every
  * traced function, millions of instructions per hook.  Arming (ahead of the
  * window: the BPF side creates records only inside the windows
- * nt_probes_set_windows gave it) attaches the tracepoints again, clears
- * what the last window left (nt_probes_forget), then lets the programs run.
+ * nt_probes_set_windows gave it) attaches the tracepoints again and lets
+ * the programs run; disarming clears what the window left
+ * (nt_probes_forget).
  */
 void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns)
 {
@@ -432,12 +433,20 @@ int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, bool deta
 	if (arm) {
 		if (p->tp_detached)
 			failed = tracepoints_attach(p, true);
-		nt_probes_forget(p, mono_now);
+		p->skel->bss->paused = 0;
+		return failed;
 	}
-	p->skel->bss->paused = !arm;
-	if (!arm && detach_tp)
+	/*
+	 * Disarmed, what the window left is cleared at once (not when the
+	 * next one is armed: a record-creating hook may arm the programs
+	 * itself, inside the window, before user space does; see the BPF
+	 * side's stays_paused).
+	 */
+	p->skel->bss->paused = 1;
+	nt_probes_forget(p, mono_now);
+	if (detach_tp)
 		tracepoints_attach(p, false);
-	return failed;
+	return 0;
 }
 
 /*

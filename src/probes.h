@@ -66,8 +66,8 @@ int nt_probes_queues(const struct nt_probes *p, struct nt_header *h);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
 /*
- * record --sample-by time: arm the programs ahead of a window (what the last
- * one left cleared) or pause them all after it, and with detach_tp also
+ * record --sample-by time: arm the programs ahead of a window, or pause them
+ * all after it (and clear what it left), and with detach_tp also
  * detach the tracepoint hooks (slow: for windows far apart); arming
  * attaches them again.  Returns how many tracepoint programs failed to
  * attach again.
