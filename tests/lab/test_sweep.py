@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Unit tests of tests/lab/sweep without a guest: reading a point's files, the table (text, CSV,
+JSON) and the HTML charts from fixture numbers, the HTML file's mode and .old copy, the argument
+errors, and that its stage list is docs/stages.md's.  Run by `make check`."""
+import csv
+import importlib.machinery
+import importlib.util
+import io
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+_loader = importlib.machinery.SourceFileLoader("sweep", os.path.join(HERE, "sweep"))
+_spec = importlib.util.spec_from_loader("sweep", _loader)
+sweep = importlib.util.module_from_spec(_spec)
+_loader.exec_module(sweep)
+
+ALL = [sweep.E2E] + sweep.STAGES
+
+
+def point(q, depth, iops, base, jobs=2, missing=()):
+    """a point whose stage s has p50 = base + index of s, p99 = 2 x p50"""
+    st = {s: None if s in missing else (base + i, 2 * (base + i)) for i, s in enumerate(ALL)}
+    return {"queues": q, "jobs": jobs, "iodepth": depth, "outstanding": jobs * depth, "iops": iops,
+            "ios": 4000, "fio_lat": (base * 3, base * 7), "records": 4000, "matched": 3990, "lost": 1,
+            "stages": st, "dir": "x"}
+
+
+POINTS = [point(2, 8, 18000.4, 200), point(1, 1, 12000, 10), point(1, 8, 15000, 100),
+          point(2, 1, 13000.6, 11, missing=("target_subsystem",))]
+
+
+class Text(unittest.TestCase):
+    def render(self):
+        buf = io.StringIO()
+        sweep.render_text(POINTS, buf, "a <title>")
+        return buf.getvalue()
+
+    def blocks(self):
+        """{queues: {row name: [cells]}}"""
+        out, cur = {}, None
+        for line in self.render().splitlines():
+            m = re.match(r"nr_io_queues=(\d+)$", line)
+            if m:
+                cur = out.setdefault(int(m.group(1)), {})
+            elif cur is not None and line.strip():
+                name = re.match(r"(.*?)\s{2,}", line).group(1)
+                cur[name] = line[len(name):].split()
+        return out
+
+    def test_one_block_per_queue_count_in_order(self):
+        t = self.render()
+        self.assertTrue(t.startswith("# a <title>\n"))
+        self.assertLess(t.index("nr_io_queues=1"), t.index("nr_io_queues=2"))
+        self.assertEqual(sorted(self.blocks()), [1, 2])
+
+    def test_every_stage_row_with_p50_p99_per_point(self):
+        b = self.blocks()
+        names = list(b[1])
+        self.assertEqual(names[:3], ["outstanding (jobs x qd)", "IOPS", "fio lat"])
+        self.assertEqual(names[3:3 + len(ALL)], ALL)
+        # columns ascend by outstanding I/O: 2 then 16
+        self.assertEqual(b[1]["outstanding (jobs x qd)"], ["2", "(2x1)", "16", "(2x8)"])
+        for i, s in enumerate(ALL):
+            self.assertEqual(b[1][s], [f"{10 + i:.2f}/{20 + 2 * i:.2f}",
+                                       f"{100 + i:.1f}/{200 + 2 * i:.1f}"])
+        self.assertEqual(b[2]["IOPS"], ["13001", "18000"])
+        self.assertEqual(b[2]["target_subsystem"][0], "-")      # not measured: a dash, not 0
+        i = ALL.index("target_subsystem")
+        self.assertEqual(b[2]["target_subsystem"][1], f"{200 + i:.1f}/{400 + 2 * i:.1f}")
+        self.assertEqual(b[1]["matched/I/Os"], ["3990/4000", "3990/4000"])
+        self.assertEqual(b[1]["lost records"], ["1", "1"])
+
+
+class Csv(unittest.TestCase):
+    def test_header_and_values(self):
+        buf = io.StringIO()
+        sweep.render_csv(POINTS, buf)
+        rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
+        self.assertEqual([(r["queues"], r["outstanding"]) for r in rows], [("1", "2"), ("1", "16"), ("2", "2"), ("2", "16")])
+        for s in ALL:
+            self.assertIn(f"{s}_p50_us", rows[0])
+            self.assertIn(f"{s}_p99_us", rows[0])
+        self.assertEqual(float(rows[1]["nvme_tcp_submission_p50_us"]), 100 + ALL.index("nvme_tcp_submission"))
+        self.assertEqual(float(rows[1]["nvme_tcp_submission_p99_us"]), 2 * (100 + ALL.index("nvme_tcp_submission")))
+        self.assertEqual(rows[2]["target_subsystem_p50_us"], "")
+        self.assertEqual(float(rows[3]["iops"]), 18000.4)
+        self.assertEqual(float(rows[0]["fio_lat_p99_us"]), 70)
+
+
+class Json(unittest.TestCase):
+    def test_points(self):
+        buf = io.StringIO()
+        sweep.render_json(POINTS, buf)
+        j = json.loads(buf.getvalue())["points"]
+        self.assertEqual([p["outstanding"] for p in j], [2, 16, 2, 16])
+        self.assertEqual(j[3]["stages"]["end_to_end"], {"p50_us": 200, "p99_us": 400})
+        self.assertIsNone(j[2]["stages"]["target_subsystem"])
+        self.assertEqual(j[0]["lost_records"], 1)
+
+
+class Html(unittest.TestCase):
+    def render(self, pts=POINTS, title="t <&> 'x'"):
+        buf = io.StringIO()
+        sweep.render_html(pts, buf, title)
+        return buf.getvalue()
+
+    def charts(self, h):
+        return re.findall(r"<svg.*?</svg>", h, re.S)
+
+    def test_self_contained_and_escaped(self):
+        h = self.render()
+        self.assertNotIn("<script", h.lower())
+        self.assertIsNone(re.search(r"(src|href)=", h))
+        self.assertIn("default-src 'none'", h)
+        self.assertIn("t &lt;&amp;&gt; &#39;x&#39;", h)
+        self.assertNotIn("t <&>", h)
+
+    def test_a_chart_for_iops_end_to_end_and_each_stage(self):
+        c = self.charts(self.render())
+        self.assertEqual(len(c), 2 + len(sweep.STAGES))
+        titles = [re.search(r"<title>(.*?)</title>", x).group(1) for x in c]
+        self.assertEqual(titles, ["IOPS", "end_to_end p50 and p99"] + sweep.STAGES)
+        # IOPS: one solid line per queue count; a stage: p50 solid and p99 dashed per queue count
+        self.assertEqual(c[0].count("<polyline"), 2)
+        self.assertEqual(c[0].count("stroke-dasharray"), 0)
+        for x in c[1:]:
+            self.assertEqual(x.count("<polyline"), 4, x[:200])
+            self.assertEqual(x.count("stroke-dasharray"), 2)
+
+    def lines(self, chart):
+        """{polyline title: [(x, y)...]}"""
+        out = {}
+        for pts, t in re.findall(r'<polyline[^>]*points="([^"]*)"><title>(.*?)</title>', chart):
+            out[t] = [tuple(float(v) for v in p.split(",")) for p in pts.split()]
+        return out
+
+    def test_lines_follow_the_numbers(self):
+        c = self.charts(self.render())
+        iops = self.lines(c[0])
+        q1, q2 = iops["nr_io_queues=1"], iops["nr_io_queues=2"]
+        self.assertEqual(len(q1), 2)
+        self.assertLess(q1[0][0], q1[1][0])              # x grows with outstanding
+        self.assertGreater(q1[0][1], q1[1][1])           # 15000 above 12000: smaller y
+        self.assertAlmostEqual(q1[0][0], q2[0][0])        # same outstanding, same x
+        # the y axis is linear from 0 to 20000 (18000.4 -> top 20000): frame y 24, height 150
+        self.assertAlmostEqual(q1[0][1], 24 + 150 - 12000 / 20000 * 150, places=1)
+        ts = self.lines(c[2 + sweep.STAGES.index("target_subsystem")])
+        self.assertEqual(len(ts["nr_io_queues=2 p50"]), 1)  # the point without the stage is left out
+        self.assertEqual(len(ts["nr_io_queues=1 p99"]), 2)
+
+    def test_one_point(self):
+        c = self.charts(self.render([point(1, 4, 1000, 5)]))
+        self.assertEqual(len(c), 2 + len(sweep.STAGES))
+        self.assertEqual(len(self.lines(c[0])["nr_io_queues=1"]), 1)
+
+    def test_axis(self):
+        self.assertEqual(sweep._axis(18000.4), (20000, 5000))
+        self.assertEqual(sweep._axis(4.09), (5, 1))
+        self.assertEqual(sweep._axis(100), (100, 20))
+        self.assertEqual(sweep._axis(0), (1.0, 0.2))
+
+
+class Files(unittest.TestCase):
+    def test_private_and_old_kept(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "s.html")
+            sweep.write_private(p, lambda f: f.write("one"))
+            self.assertEqual(stat.S_IMODE(os.stat(p).st_mode), 0o600)
+            sweep.write_private(p, lambda f: f.write("two"))
+            for path, want in ((p, "two"), (p + ".old", "one")):
+                with open(path) as f:
+                    self.assertEqual(f.read(), want)
+            self.assertEqual(stat.S_IMODE(os.stat(p).st_mode), 0o600)
+
+    def fixture(self, d, fio_error=0, groups=None):
+        fio = {"jobs": [{"error": fio_error, "read": {"iops": 1234.5, "total_ios": 40, "lat_ns": {
+            "percentile": {"50.000000": 60000, "99.000000": 90000}}}}]}
+        st = {s: {"p50_us": 1.0 + i, "p99_us": 2.0 + i} for i, s in enumerate(ALL)}
+        rep = {"matched": 39, "lost_records": 2, "groups": groups if groups is not None else [
+            {"op": "read", "device": "nsid1", "status": "ok", "count": 50, "stages": {}},
+            {"op": "read", "device": "nvme0n1", "status": "0x4004", "count": 90, "stages": {}},
+            {"op": "read", "device": "nvme0n1", "status": "ok", "count": 40, "stages": st}]}
+        for name, v in (("fio.json", fio), ("report.json", rep)):
+            with open(os.path.join(d, name), "w") as f:
+                json.dump(v, f)
+
+    def test_read_point(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.fixture(d)
+            p = sweep.read_point(d, 2, 2, 4)
+            self.assertEqual((p["outstanding"], p["iops"], p["ios"], p["records"], p["matched"], p["lost"]),
+                             (8, 1234.5, 40, 40, 39, 2))
+            self.assertEqual(p["stages"]["nvme_tcp_submission"], (1.0 + ALL.index("nvme_tcp_submission"),
+                                                                  2.0 + ALL.index("nvme_tcp_submission")))
+            self.assertEqual(p["fio_lat"], (60.0, 90.0))
+
+    def test_read_point_refuses(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.fixture(d, fio_error=5)
+            self.assertRaisesRegex(sweep.SweepError, "fio job errors", sweep.read_point, d, 1, 1, 1)
+            self.fixture(d, groups=[])
+            self.assertRaisesRegex(sweep.SweepError, "no read group", sweep.read_point, d, 1, 1, 1)
+            os.unlink(os.path.join(d, "report.json"))
+            self.assertRaisesRegex(sweep.SweepError, "report.json", sweep.read_point, d, 1, 1, 1)
+
+
+class Cli(unittest.TestCase):
+    def run_sweep(self, *args):
+        return subprocess.run([os.path.join(HERE, "sweep"), *args], capture_output=True, text=True, timeout=30)
+
+    def test_refusals_name_the_cause(self):
+        for args, says in ((["--depths", "0,2"], "--depths wants numbers 1-1024"),
+                           (["--queues", "x"], "--queues wants numbers"),
+                           (["--format", "xml"], "--format must be text, csv or json"),
+                           (["--clock", "virtual"], "--clock must be icount or host"),
+                           (["--ios", "-3"], "--ios wants a number"),
+                           (["--bogus"], "unknown argument '--bogus'"),
+                           (["--out"], "--out wants a value")):
+            p = self.run_sweep(*args, "--no-run")
+            self.assertEqual(p.returncode, 1, args)
+            self.assertEqual(p.stdout, "")
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertTrue(lines[0].startswith("sweep: FAILED at ") and says in lines[0], lines[0])
+
+    def test_no_run_renders_what_is_there(self):
+        with tempfile.TemporaryDirectory() as d:
+            pd = os.path.join(d, sweep.point_name(1, 2, 4))
+            os.makedirs(pd)
+            Files.fixture(None, pd)
+            p = self.run_sweep("--no-run", "--out", d, "--depths", "4", "--queues", "1", "--format", "csv",
+                               "--html", os.path.join(d, "s.html"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            rows = list(csv.DictReader(io.StringIO(p.stdout)))
+            self.assertEqual((rows[0]["outstanding"], rows[0]["iops"]), ("8", "1234.5"))
+            with open(os.path.join(d, "s.html")) as f:
+                self.assertEqual(len(re.findall("<svg", f.read())), 2 + len(sweep.STAGES))
+            p = self.run_sweep("--no-run", "--out", d, "--depths", "4,8", "--queues", "1")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("sweep: FAILED at q1-j2-d8: fio.json", p.stderr)
+
+
+class Stages(unittest.TestCase):
+    def test_the_ten_as_docs_stages_md_lists_them(self):
+        with open(os.path.join(TOP, "docs", "stages.md")) as f:
+            doc = f.read()
+        table = doc.split("<!-- stages-table: begin -->")[1].split("<!-- stages-table: end -->")[0]
+        rows = [l.split("|")[1].strip() for l in table.splitlines() if l.startswith("| ") and "---" not in l][1:]
+        ten = [r for r in rows if r not in ("blk_device", "remote", "target_residence", "end_to_end")]
+        self.assertEqual(sweep.STAGES, ten)
+        self.assertIn(sweep.E2E, rows)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
