@@ -106,10 +106,11 @@ $(OUTPUT)/tests/test_hooks: tests/unit/test_hooks.c $(OUTPUT)/libntcore.a $(SKEL
 	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka $(LDLIBS) -lm -lpthread
 
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
+# tests/lab/test_sweep.py: the lab sweep's table and charts from fixture numbers (python, no guest).
 check: $(TESTS)
 	$(Q)fail=0; for t in $(TESTS); do \
 		echo "== $$t"; NTBPF_TESTDATA=tests/unit $$t || fail=1; \
-	done; exit $$fail
+	done; echo "== tests/lab/test_sweep.py"; python3 tests/lab/test_sweep.py || fail=1; exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).

@@ -249,6 +249,35 @@ class Cli(unittest.TestCase):
             self.assertIn("sweep: FAILED at q1-j2-d8: fio.json", p.stderr)
 
 
+class Checks(unittest.TestCase):
+    """the sweep's lab checks on fixture points: each passes on numbers that meet it and fails on
+    numbers that do not"""
+    def test_grows_steady_fewer_queues(self):
+        c = sweep.CHECKS
+        c["stage_grows"](POINTS, "", queues=1, stage="end_to_end", factor=9.9)        # 10 -> 100
+        self.assertRaises(AssertionError, c["stage_grows"], POINTS, "", queues=1, stage="end_to_end", factor=10.1)
+        self.assertRaises(AssertionError, c["stage_steady"], POINTS, "", queues=2, stage="end_to_end", tol=0.1)
+        c["stage_steady"](POINTS, "", queues=2, stage="end_to_end", tol=18)            # 11 -> 200
+        c["fewer_queues_wait"]([point(1, 8, 1, 100), point(2, 8, 1, 10)], "", stage="end_to_end", factor=10)
+        self.assertRaises(AssertionError, c["fewer_queues_wait"], POINTS, "", stage="end_to_end", factor=1)
+        self.assertRaisesRegex(AssertionError, "no target_subsystem", c["stage_grows"], POINTS, "", queues=2,
+                               stage="target_subsystem", factor=1)
+        c["iops_grows"](POINTS, "", queues=1)
+        self.assertRaises(AssertionError, c["iops_grows"], [point(1, 1, 5, 1), point(1, 8, 5, 1)], "", queues=1)
+
+    def test_points_complete_and_table(self):
+        c = sweep.CHECKS
+        full = [dict(p, matched=4000, lost=0) for p in POINTS]
+        c["points_complete"](full, "", depths=[1, 8], queues=[1, 2])
+        self.assertRaisesRegex(AssertionError, "points", c["points_complete"], full, "", depths=[1, 4, 8], queues=[1, 2])
+        self.assertRaisesRegex(AssertionError, "matched 3990", c["points_complete"], POINTS, "", depths=[1, 8],
+                               queues=[1, 2], min_matched=1.0)
+        self.assertRaisesRegex(AssertionError, "IOPS 0", c["points_complete"], [dict(full[0], iops=0)] + full[1:], "",
+                               depths=[1, 8], queues=[1, 2])
+        c["table_complete"](full[:3], "")
+        self.assertRaisesRegex(AssertionError, "target_subsystem: cells", c["table_complete"], POINTS, "")
+
+
 class Stages(unittest.TestCase):
     def test_the_ten_as_docs_stages_md_lists_them(self):
         with open(os.path.join(TOP, "docs", "stages.md")) as f:
