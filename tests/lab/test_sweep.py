@@ -153,6 +153,15 @@ class Html(unittest.TestCase):
         self.assertAlmostEqual(q1[0][0], q2[0][0])        # same outstanding, same x
         # the y axis is linear from 0 to 20000 (18000.4 -> top 20000): frame y 24, height 150
         self.assertAlmostEqual(q1[0][1], 24 + 150 - 12000 / 20000 * 150, places=1)
+        # latencies on a decade scale: end_to_end p50 10 (q1, 2 outstanding) and 100 (q1, 16) one
+        # decade apart, p99 = 2 x p50 log10(2) of a decade above; the axis runs 1e1 .. 1e3
+        e2e = self.lines(c[1])
+        y10, y100 = e2e["nr_io_queues=1 p50"][0][1], e2e["nr_io_queues=1 p50"][1][1]
+        self.assertAlmostEqual(y10, 24 + 150, places=1)
+        self.assertAlmostEqual(y10 - y100, 150 / 2, places=1)
+        self.assertAlmostEqual(y10 - e2e["nr_io_queues=1 p99"][0][1], 150 / 2 * 0.30103, places=1)
+        self.assertIn("(us, log scale)", c[1])
+        self.assertNotIn("log scale", c[0])
         ts = self.lines(c[2 + sweep.STAGES.index("target_subsystem")])
         self.assertEqual(len(ts["nr_io_queues=2 p50"]), 1)  # the point without the stage is left out
         self.assertEqual(len(ts["nr_io_queues=1 p99"]), 2)
