@@ -243,7 +243,7 @@ class Cli(unittest.TestCase):
 
     def test_no_run_renders_what_is_there(self):
         with tempfile.TemporaryDirectory() as d:
-            pd = os.path.join(d, sweep.point_name(1, 2, 4))
+            pd = os.path.join(d, sweep.boot_name(1, 2), "d4")
             os.makedirs(pd)
             Files.fixture(None, pd)
             p = self.run_sweep("--no-run", "--out", d, "--depths", "4", "--queues", "1", "--format", "csv",
@@ -256,6 +256,61 @@ class Cli(unittest.TestCase):
             p = self.run_sweep("--no-run", "--out", d, "--depths", "4,8", "--queues", "1")
             self.assertEqual(p.returncode, 1)
             self.assertIn("sweep: FAILED at q1-j2-d8: fio.json", p.stderr)
+
+
+class Boots(unittest.TestCase):
+    """sweep() with a stand-in for tests/lab/run: one run per queue count, a --fio per depth, the
+    points renamed to dD, --resume skipping what is there, a failed run named"""
+    FAKE = """#!/bin/sh
+echo "$*" >> "$CALLS"
+out=; q=; n=0; prev=
+for a in "$@"; do
+  [ "$prev" = --out ] && out=$a; [ "$prev" = --queues ] && q=$a; [ "$prev" = --fio ] && n=$((n + 1)); prev=$a
+done
+[ "$q" = 9 ] && { echo "lab: FAILED at both:fio: fio exited with 1" >&2; exit 1; }
+fios=; for a in "$@"; do case $a in rw=*) fios="${fios:+$fios|}$a" ;; esac; done
+echo "lab: topology=one target=6.12 initiator=6.12 fio='$fios' queues=$q accel=tcg clock=icount" >&2
+i=1; while [ $i -le $n ]; do
+  d=$out; [ $n -gt 1 ] && d=$out/fio$i; mkdir -p $d; cp "$FIXTURE"/*.json $d/; i=$((i + 1))
+done
+echo "lab: ok in 1s -> $out" >&2
+"""
+
+    def test_one_boot_per_queue_count(self):
+        with tempfile.TemporaryDirectory() as t:
+            here = os.path.join(t, "lab")
+            os.makedirs(os.path.join(t, "fixture"))
+            os.makedirs(here)
+            with open(os.path.join(here, "run"), "w") as f:
+                f.write(self.FAKE)
+            os.chmod(os.path.join(here, "run"), 0o755)
+            Files.fixture(None, os.path.join(t, "fixture"))
+            os.environ["CALLS"], os.environ["FIXTURE"] = os.path.join(t, "calls"), os.path.join(t, "fixture")
+            old, sweep.HERE = sweep.HERE, here
+            try:
+                out = os.path.join(t, "out")
+                pts = sweep.sweep([1, 8], [1, 2], 2, 100, out=out, log=io.StringIO())
+                with open(os.environ["CALLS"]) as f:
+                    calls = f.read().splitlines()
+                self.assertEqual(len(calls), 2)
+                self.assertIn("--queues 1 --fio rw=randread bs=4k iodepth=1 numjobs=2", calls[0])
+                self.assertIn("--fio rw=randread bs=4k iodepth=8 numjobs=2 runtime=1 number_ios=100", calls[0])
+                self.assertTrue(calls[1].endswith(f"--out {out}/q2-j2"), calls[1])
+                self.assertEqual([(p["queues"], p["outstanding"]) for p in pts], [(1, 2), (1, 16), (2, 2), (2, 16)])
+                self.assertTrue(os.path.isfile(os.path.join(out, "q2-j2", "d8", "report.json")))
+                self.assertFalse(os.path.exists(os.path.join(out, "q2-j2", "fio1")))
+                sweep.sweep([1, 8], [1, 2], 2, 100, out=out, resume=True, log=io.StringIO())
+                with open(os.environ["CALLS"]) as f:
+                    self.assertEqual(len(f.read().splitlines()), 2)     # nothing ran again
+                sweep.sweep([1, 8], [1, 2], 2, 200, out=out, resume=True, log=io.StringIO())
+                with open(os.environ["CALLS"]) as f:
+                    self.assertEqual(len(f.read().splitlines()), 4)     # other fio words: both again
+                pts = sweep.sweep([4], [3], 1, 100, out=out, log=io.StringIO())   # one depth: no fio1
+                self.assertEqual(pts[0]["outstanding"], 4)
+                self.assertRaisesRegex(sweep.SweepError, "^q9-j2: both:fio: fio exited with 1$", sweep.sweep,
+                                       [1], [9], 2, 100, out=out, log=io.StringIO())
+            finally:
+                sweep.HERE = old
 
 
 class Checks(unittest.TestCase):
