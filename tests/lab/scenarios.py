@@ -25,6 +25,10 @@ REFUSALS = [
     (["--topology", "one", "--clock", "icount", "--accel", "kvm", "--out", "/nonexistent"],
      "--clock icount is a TCG mode"),
     (["--clock", "virtual", "--out", "/nonexistent"], "--clock must be host or icount"),
+    (["--topology", "two", "--fio", "rw=read", "--fio", "rw=write", "--out", "/nonexistent"],
+     "several --fio need --topology one"),
+    (["--live", "--fio", "rw=read", "--fio", "rw=write", "--out", "/nonexistent"],
+     "several --fio work with record only"),
 ]
 
 # Checks every scenario with both hosts recording gets.
