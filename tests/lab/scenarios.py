@@ -258,7 +258,7 @@ SCENARIOS = [
 #   1 queue:  2 -> 16 outstanding: IOPS 12903 -> 18182, end_to_end p50 59.3 -> 275.5 us,
 #             nvmet_tcp_completion p50 6.93 -> 60.5, nvme_tcp_completion p50 2.82 -> 28.4 us
 #   2 queues: 2 -> 16 outstanding: IOPS 14981 -> 15038, end_to_end p50 51.58 -> 51.58 us
-# Three more runs (boots per point and per queue count): the same p50s within 3 % (end_to_end
+# Four more runs (boots per point and per queue count): the same p50s within 3 % (end_to_end
 # 269.3-275.5 at 16 on 1 queue, 51.58 on 2), IOPS at 16 on 1 queue 14930-18182 in five runs: IOPS, the p99s
 # and the p50s of nvme_tcp_submission (1.4 or 7.5 us at 2: which path the median I/O took) and
 # the nstack stages vary with how the two vCPUs interleave, so the checks stay off them
