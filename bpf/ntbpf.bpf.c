@@ -38,6 +38,7 @@ const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq)
 const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
 const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
 const volatile bool kernel_agg = false;	/* histograms in the kernel instead of per-I/O records */
+const volatile bool kh_by_queue = false;	/* kernel_agg: a group per NVMe queue too, with its depths */
 /* the -d filters (dev_t, kernel encoding): a scan of ndevs constants is cheaper than a hash lookup */
 const volatile __u32 ndevs = 0;
 const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
@@ -353,6 +354,11 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 	k.bytes = r->bytes;
 	k.op = r->op;
 	k.role = r->role;
+	if (kh_by_queue && (r->flags & NTBPF_F_NVME)) {
+		k.queue = 1;
+		k.ctrl = r->ctrl;
+		k.qid = r->qid;
+	}
 	h = bpf_map_lookup_elem(&khist, &k);
 	if (!h) {
 		struct nt_kh_gval *z = bpf_map_lookup_elem(&khist_zero, &zero);
@@ -367,6 +373,11 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 		}
 	}
 	h->ios++;
+	if (kh_by_queue && r->depth) {
+		h->dep_n++;
+		h->dep_sum += r->depth;
+		h->dep_b[NT_BOUND(nt_kh_bucket(r->depth), NT_KH_DEP_NB)]++;
+	}
 	NT_UNROLL
 	for (int i = 0; i < NT_KH_SLOTS; i++) {
 		int s = nt_kh_slot_stage(role, i);

@@ -157,6 +157,7 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q(&p->facts);
 	skel->rodata->rec_role = p->role;
 	skel->rodata->kernel_agg = o->kernel_agg;
+	skel->rodata->kh_by_queue = o->kernel_agg && o->kh_by_queue;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
 	/* only the fentry/fexit pairs use entry_ts; with no task storage they are never chosen */
 	if (p->no_task_storage)

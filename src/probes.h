@@ -43,6 +43,7 @@ struct nt_probe_opts {
 	bool force_kprobe;
 	bool bpf_stats;
 	bool kernel_agg;		/* histograms in the kernel, no per-I/O records */
+	bool kh_by_queue;		/* kernel_agg: a group per NVMe queue too, with its depths */
 	bool verbose;
 	bool quiet;			/* no warning per refused hook (probe shows them) */
 	const struct nt_facts *facts;	/* already read (probe), or NULL: read them */

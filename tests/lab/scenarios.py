@@ -229,6 +229,14 @@ SCENARIOS = [
     {"name": "one-6.1-live-local",
      "args": ["--topology", "one", "--kernel", "6.1", "--live-local", "--fio", QD1],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False})]},
+    # live --group-by queue, histograms in the kernel: 2 jobs x QD8 on 2 queues, a group per queue
+    # with its io_cpu, TCP ends and depths every interval
+    {"name": "one-6.12-live-local-queues",
+     "args": ["--topology", "one", "--kernel", "6.12", "--queues", "2", "--live-local",
+              "--record-args", "--group-by dev,queue",
+              "--fio", "rw=randread bs=4k iodepth=8 numjobs=2 runtime=6"],
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}),
+                ("live_queues", {"n": 2, "max_depth": 16})]},
     # queue depth: 2 jobs x QD16 on 2 queues; cids recur fast, responses share skbs
     # both hosts' queue lists (io_cpu, TCP ends) and depths; with 2 queues for 2 jobs, --diagnose
     # must not say too_few_queues (docs/diagnose.md) ...
