@@ -69,10 +69,10 @@ __u64 nover;	/* requests in the inflight hash */
 __u64 win_t0;
 /*
  * record --sample-by time, between windows: every program returns at once.
- * Nothing is detached: detaching a function hook is an ftrace update of
- * millions of instructions, and attaching or detaching a tracepoint waits
- * for an RCU grace period (30-380 ms of guest time on a busy lab guest),
- * too slow and too late for windows of milliseconds.
+ * Where windows are far apart user space also detaches the tracepoint hooks
+ * (an RCU grace period: 30-380 ms of guest time on a busy lab guest), and
+ * where they are seconds apart the function hooks too (an ftrace update of
+ * millions of instructions, and RCU-tasks grace periods) (src/sampling.h).
  */
 __u32 paused;
 /*
@@ -83,6 +83,12 @@ __u32 paused;
  */
 __u64 win_p, win_w;
 __s64 win_phase;
+/*
+ * User space is attaching the hooks detached between windows: no program
+ * arms the others until every hook is back (a record would miss the events
+ * of the hooks still to come).
+ */
+__u32 arming;
 
 static __always_inline bool outside_window(__u64 now)
 {
@@ -103,7 +109,7 @@ static __always_inline int stays_paused(void)
 {
 	if (!paused)
 		return 0;
-	if (!win_p || outside_window(bpf_ktime_get_ns()))
+	if (!win_p || arming || outside_window(bpf_ktime_get_ns()))
 		return 1;
 	paused = 0;
 	return 2;

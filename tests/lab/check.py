@@ -313,6 +313,25 @@ def sampling_windows(d, window_ms, n, slack_ms=1):
     return f"{total} records, all inside {window_ms} ms windows (one in {n})"
 
 
+def windows_detached(d, what, min_windows=2):
+    """record --sample by time: both recorders say what they detached between windows (WHAT,
+    as the summary line words it) and armed at least min_windows windows; with -v, how long
+    arming took (attaching what was detached)"""
+    import re
+    out = []
+    for role in ("initiator", "target"):
+        log = open(os.path.join(d, f"record-{role}.log")).read()
+        m = re.search(r"ntbpf record: (\d+) sampling windows of \d+ ms \(between them ([^)]*)\)", log)
+        assert m, f"record-{role}.log has no sampling windows line"
+        assert m.group(2) == what, f"{role}: between windows '{m.group(2)}', want '{what}'"
+        assert int(m.group(1)) >= min_windows, f"{role}: {m.group(1)} windows, want {min_windows}+"
+        armed = [float(x) for x in re.findall(r"window armed at [\d.]+ s \(wall clock\) in ([\d.]+) ms", log)]
+        out.append(f"{role} {m.group(1)} windows" + (f", armed in up to {max(armed):.0f} ms" if armed else ""))
+    assert "did not attach again" not in open(os.path.join(d, "record-initiator.log")).read() + \
+        open(os.path.join(d, "record-target.log")).read(), "a hook did not attach again at a window"
+    return f"{what}: " + "; ".join(out)
+
+
 def functions_attached_as(d, kinds=("kprobe", "kretprobe")):
     """every function hook that attached used one of these attach types"""
     rep = load(d, "report.json")
@@ -601,7 +620,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed,
-                                  finding, live_queues)}
+                                  finding, live_queues, windows_detached)}
 
 
 def run_checks(d, checks, out=sys.stdout):
