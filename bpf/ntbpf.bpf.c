@@ -38,6 +38,7 @@ const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq)
 const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
 const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
 const volatile bool kernel_agg = false;	/* histograms in the kernel instead of per-I/O records */
+const volatile bool kh_by_queue = false;	/* kernel_agg: a group per NVMe queue too, with its depths */
 /* the -d filters (dev_t, kernel encoding): a scan of ndevs constants is cheaper than a hash lookup */
 const volatile __u32 ndevs = 0;
 const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
@@ -68,10 +69,10 @@ __u64 nover;	/* requests in the inflight hash */
 __u64 win_t0;
 /*
  * record --sample-by time, between windows: every program returns at once.
- * Nothing is detached: detaching a function hook is an ftrace update of
- * millions of instructions, and attaching or detaching a tracepoint waits
- * for an RCU grace period (30-380 ms of guest time on a busy lab guest),
- * too slow and too late for windows of milliseconds.
+ * Where windows are far apart user space also detaches the tracepoint hooks
+ * (an RCU grace period: 30-380 ms of guest time on a busy lab guest), and
+ * where they are seconds apart the function hooks too (an ftrace update of
+ * millions of instructions, and RCU-tasks grace periods) (src/sampling.h).
  */
 __u32 paused;
 /*
@@ -82,6 +83,12 @@ __u32 paused;
  */
 __u64 win_p, win_w;
 __s64 win_phase;
+/*
+ * User space is attaching the hooks detached between windows: no program
+ * arms the others until every hook is back (a record would miss the events
+ * of the hooks still to come).
+ */
+__u32 arming;
 
 static __always_inline bool outside_window(__u64 now)
 {
@@ -102,7 +109,7 @@ static __always_inline int stays_paused(void)
 {
 	if (!paused)
 		return 0;
-	if (!win_p || outside_window(bpf_ktime_get_ns()))
+	if (!win_p || arming || outside_window(bpf_ktime_get_ns()))
 		return 1;
 	paused = 0;
 	return 2;
@@ -353,6 +360,11 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 	k.bytes = r->bytes;
 	k.op = r->op;
 	k.role = r->role;
+	if (kh_by_queue && (r->flags & NTBPF_F_NVME)) {
+		k.queue = 1;
+		k.ctrl = r->ctrl;
+		k.qid = r->qid;
+	}
 	h = bpf_map_lookup_elem(&khist, &k);
 	if (!h) {
 		struct nt_kh_gval *z = bpf_map_lookup_elem(&khist_zero, &zero);
@@ -367,6 +379,11 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 		}
 	}
 	h->ios++;
+	if (kh_by_queue && r->depth) {
+		h->dep_n++;
+		h->dep_sum += r->depth;
+		h->dep_b[NT_BOUND(nt_kh_bucket(r->depth), NT_KH_DEP_NB)]++;
+	}
 	NT_UNROLL
 	for (int i = 0; i < NT_KH_SLOTS; i++) {
 		int s = nt_kh_slot_stage(role, i);

@@ -223,6 +223,13 @@ static void rec_salvage(struct rec_state *st, struct nt_outfile *of, struct nt_t
 	}
 }
 
+/* what sampling windows detach between them (sampling.h) */
+static const char *const detach_text[] = {
+	[NT_DETACH_NONE] = "every hook paused",
+	[NT_DETACH_TP] = "tracepoint hooks detached, function hooks paused",
+	[NT_DETACH_ALL] = "every hook detached",
+};
+
 static const char *window_text(const struct nt_config *cfg, char *buf, size_t len)
 {
 	snprintf(buf, len, " in %u ms windows, one in %u", cfg->sample_window_ms, cfg->sample);
@@ -324,6 +331,24 @@ static void *windows_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * The gap between windows from which the function hooks are detached too
+ * (sampling.h): NT_DETACH_FN_GAP_NS, or NTBPF_DETACH_FN_GAP_MS, a test knob
+ * (the lab's windows are short), ignored unless a whole number of ms.
+ */
+static uint64_t fn_gap_ns(void)
+{
+	const char *e = getenv("NTBPF_DETACH_FN_GAP_MS");
+	unsigned long long ms;
+	char *end;
+
+	if (!e || !*e || *e == '-' || strlen(e) > 9)
+		return NT_DETACH_FN_GAP_NS;
+	errno = 0;
+	ms = strtoull(e, &end, 10);
+	return errno || *end ? NT_DETACH_FN_GAP_NS : ms * 1000000ull;
+}
+
 static int windows_start(struct windows_run *wr)
 {
 	uint64_t mono = nt_clock_ns(CLOCK_MONOTONIC), now = nt_clock_ns(CLOCK_REALTIME);
@@ -403,7 +428,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct rusage ru_start = { 0 };
 	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
 	bool windowed = cfg->sample > 1 && cfg->sample_window_ms, win_running = false;
-	struct windows_run wr = { .pr = &pr, .w = nt_windows_of(cfg->sample, cfg->sample_window_ms),
+	struct windows_run wr = { .pr = &pr, .w = nt_windows_with(cfg->sample, cfg->sample_window_ms, fn_gap_ns()),
 				  .verbose = cfg->verbose };
 	struct nt_probe_opts po = { .sample = windowed ? 1 : cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats,
@@ -617,11 +642,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (st.part)
 			fprintf(stderr, "ntbpf record: a series of %u files, %s.0000 to %s\n", st.part + 1, cfg->output, st.path);
 		if (windowed)
-			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms; %" PRIu64 " I/Os in flight "
-				"when a window closed (counted as in flight at the end)\n", wr.nwindows,
-				cfg->sample_window_ms, pr.inflight_dropped);
+			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms (between them %s); %" PRIu64
+				" I/Os in flight when a window closed (counted as in flight at the end)\n", wr.nwindows,
+				cfg->sample_window_ms, detach_text[nt_windows_detach(&wr.w)], pr.inflight_dropped);
 		if (windowed && wr.reattach_failed)
-			fprintf(stderr, "ntbpf record: warning: %" PRIu64 " times a tracepoint hook did not attach "
+			fprintf(stderr, "ntbpf record: warning: %" PRIu64 " times a hook did not attach "
 				"again at a window: its events are missing from that window\n", wr.reattach_failed);
 	}
 	if (st.werr && child > 0 && !child_done)

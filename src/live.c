@@ -65,6 +65,11 @@ struct nt_live {
 	uint64_t dropped;		/* records over the caps here (this host's and the peer's) */
 };
 
+void nt_live_set_local(struct nt_live *l, const struct nt_header *local)
+{
+	l->local.hdr = *local;	/* shares the caller's arrays, as nt_live_new */
+}
+
 struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header *local)
 {
 	struct nt_live *l = calloc(1, sizeof(*l));
@@ -289,6 +294,25 @@ uint64_t nt_kh_ios(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, 
 	return ios;
 }
 
+uint64_t nt_kh_depth_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, uint64_t *sum,
+			      uint64_t *b)
+{
+	uint64_t n = 0;
+
+	*sum = 0;
+	for (int c = 0; c < ncpu; c++) {
+		n += now[c].dep_n - prev[c].dep_n;
+		*sum += now[c].dep_sum - prev[c].dep_sum;
+	}
+	if (!n)
+		return 0;
+	memset(b, 0, NT_KH_DEP_NB * sizeof(*b));
+	for (int c = 0; c < ncpu; c++)
+		for (uint32_t k = 0; k < NT_KH_DEP_NB; k++)
+			b[k] += (uint32_t)(now[c].dep_b[k] - prev[c].dep_b[k]);
+	return n;
+}
+
 uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, int slot,
 			     uint64_t *count, uint64_t *sum, uint64_t *b)
 {
@@ -307,4 +331,35 @@ uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gv
 			b[k] += (uint32_t)(n[k] - t[k]);
 	}
 	return *count;
+}
+
+uint64_t nt_kh_add_group(struct nt_report *rep, const struct nt_kh_gkey *key, const struct nt_kh_gval *now,
+			 const struct nt_kh_gval *prev, int ncpu, uint64_t *b)
+{
+	struct nt_kh_key hk = { .dev = key->dev, .bytes = key->bytes, .op = key->op, .role = key->role,
+				.queue = key->queue, .ctrl = key->ctrl, .qid = key->qid };
+	uint64_t ios = nt_kh_ios(now, prev, ncpu);
+
+	if (!ios)
+		return 0;
+	memset(b, 0, NT_KH_NB * sizeof(*b));
+	b[0] = ios;
+	hk.stage = NT_ST_NR;	/* the group's I/O count */
+	nt_report_add_kh(rep, &hk, b, ios, 0);
+	if (key->queue) {
+		uint64_t sum, n = nt_kh_depth_interval(now, prev, ncpu, &sum, b);
+
+		hk.stage = NT_KH_DEPTH;
+		if (n)
+			nt_report_add_kh(rep, &hk, b, n, sum);
+	}
+	for (int i = 0; i < NT_KH_SLOTS && nt_kh_slot_stage(key->role, i) != NT_KH_NONE; i++) {
+		uint64_t count, sum;
+
+		if (!nt_kh_slot_interval(now, prev, ncpu, i, &count, &sum, b))
+			continue;
+		hk.stage = nt_kh_slot_stage(key->role, i);
+		nt_report_add_kh(rep, &hk, b, count, sum);
+	}
+	return ios;
 }

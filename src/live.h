@@ -38,6 +38,8 @@ void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct n
 						       const struct nt_interval_info *info), void *ctx);
 /* now, "HH:MM:SS" (text), or RFC 3339 with milliseconds and zone (JSON Lines): 0, or -1 if it does not fit */
 int nt_time_label(char *buf, size_t len, bool rfc3339);
+/* the local header again (the caller's arrays moved: --group-by queue reads the queues every interval) */
+void nt_live_set_local(struct nt_live *l, const struct nt_header *local);
 /* records held per interval and waiting from the peer, each (default NT_STREAM_MAX_RECS); more are dropped */
 void nt_live_set_cap(struct nt_live *l, size_t max_recs);
 /* initiator: read the target's record stream from ADDR:PORT (a thread; reconnects); key NULL: none */
@@ -54,5 +56,14 @@ uint64_t nt_kh_ios(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, 
 /* slot i: values added, their sum and the buckets (NT_KH_NB, zeroed first); the count */
 uint64_t nt_kh_slot_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, int slot,
 			     uint64_t *count, uint64_t *sum, uint64_t *b);
+/*
+ * One group's interval into rep: its I/O count, (queue groups) its depths,
+ * each stage's histogram; b: scratch of NT_KH_NB.  The group's I/Os.
+ */
+uint64_t nt_kh_add_group(struct nt_report *rep, const struct nt_kh_gkey *key, const struct nt_kh_gval *now,
+			 const struct nt_kh_gval *prev, int ncpu, uint64_t *b);
+/* the queue depths the group's I/Os saw (NT_KH_DEP_NB buckets, zeroed first); how many */
+uint64_t nt_kh_depth_interval(const struct nt_kh_gval *now, const struct nt_kh_gval *prev, int ncpu, uint64_t *sum,
+			      uint64_t *b);
 
 #endif

@@ -95,7 +95,7 @@ static struct kh_group *kh_group(struct kh_state *k, const struct nt_kh_gkey *ke
  * Each group's value holds every stage of its role (ntbpf_kh.h): each slot
  * becomes the interval's histogram of one stage, the I/O count the
  * group's NT_ST_NR entry, as the report expects.  The differences with the
- * last interval are live.c's (nt_kh_ios, nt_kh_slot_interval: unit-tested).
+ * last interval are live.c's (nt_kh_add_group: unit-tested).
  */
 static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const struct nt_report_opts *o, FILE *out,
 		    double secs, uint64_t lost)
@@ -109,9 +109,7 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 	nt_time_label(when, sizeof(when), o->format != NT_FMT_TEXT);
 	nt_report_begin(&rep, local, 1, o);
 	while (!bpf_map_get_next_key(fd, first ? NULL : &prev, &key)) {
-		struct nt_kh_key hk = { .dev = key.dev, .bytes = key.bytes, .op = key.op, .role = key.role };
 		struct kh_group *g;
-		uint64_t ios = 0;
 
 		first = false;
 		prev = key;
@@ -119,21 +117,7 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 			continue;
 		if (bpf_map_lookup_elem(fd, &key, k->pcpu) || !(g = kh_group(k, &key)))
 			continue;
-		ios = nt_kh_ios(k->pcpu, g->prev, k->ncpu);
-		if (!ios)
-			continue;
-		memset(k->b, 0, sizeof(k->b));
-		k->b[0] = ios;
-		hk.stage = NT_ST_NR;	/* the group's I/O count */
-		nt_report_add_kh(&rep, &hk, k->b, ios, 0);
-		for (int i = 0; i < NT_KH_SLOTS && nt_kh_slot_stage(key.role, i) != NT_KH_NONE; i++) {
-			uint64_t count, sum;
-
-			if (!nt_kh_slot_interval(k->pcpu, g->prev, k->ncpu, i, &count, &sum, k->b))
-				continue;
-			hk.stage = nt_kh_slot_stage(key.role, i);
-			nt_report_add_kh(&rep, &hk, k->b, count, sum);
-		}
+		nt_kh_add_group(&rep, &key, k->pcpu, g->prev, k->ncpu, k->b);
 		memcpy(g->prev, k->pcpu, k->ncpu * sizeof(*k->pcpu));
 	}
 	nt_report_finish(&rep);
@@ -142,6 +126,22 @@ static void kh_tick(struct kh_state *k, int fd, struct nt_input *local, const st
 }
 
 /* ---- "ntbpf live" ---- */
+
+/*
+ * --group-by queue: each queue's facts (io_cpu, TCP ends, RX queue), read
+ * again every interval, since the BPF side learns a queue at its first I/O.
+ * The header's arrays may move: whoever holds a copy of it takes it again.
+ */
+static void refresh_queues(const struct nt_probes *pr, struct nt_header *h)
+{
+	for (uint32_t i = 0; i < h->nctrls; i++) {
+		free(h->ctrls[i].queues);
+		h->ctrls[i].queues = NULL;
+		h->ctrls[i].nqueues = 0;
+	}
+	if (nt_probes_queues(pr, h) < 0)
+		fprintf(stderr, "ntbpf live: warning: out of memory reading the queues\n");
+}
 
 struct live_state {
 	struct nt_live *l;
@@ -184,7 +184,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_probes pr = { 0 };
 	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
-				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records };
+				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records,
+				    .kh_by_queue = !!(cfg->group_by & NT_GB_QUEUE) };
 	struct kh_state *kh = NULL;
 	struct nt_report_opts ko;
 	struct nt_input local = { .path = "live" };
@@ -270,7 +271,9 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	nt_report_interval_header(stdout, &ko);	/* CSV: the header line, once */
 	/* one interval's lines: from the in-kernel histograms, or from the records */
 #define print_tick(secs, lost)								\
-	(po.kernel_agg ? kh_tick(kh, nt_probes_khist_fd(&pr), &local, &ko, stdout, secs, lost) \
+	((cfg->group_by & NT_GB_QUEUE) ? (refresh_queues(&pr, &hdr), local.hdr = hdr,		\
+					   nt_live_set_local(st.l, &hdr)) : (void)0,		\
+	 po.kernel_agg ? kh_tick(kh, nt_probes_khist_fd(&pr), &local, &ko, stdout, secs, lost) \
 		       : nt_live_tick(st.l, stdout, secs, lost))
 	t_last = nt_clock_ns(CLOCK_MONOTONIC);
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);

@@ -157,6 +157,7 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q(&p->facts);
 	skel->rodata->rec_role = p->role;
 	skel->rodata->kernel_agg = o->kernel_agg;
+	skel->rodata->kh_by_queue = o->kernel_agg && o->kh_by_queue;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
 	/* only the fentry/fexit pairs use entry_ts; with no task storage they are never chosen */
 	if (p->no_task_storage)
@@ -372,16 +373,16 @@ static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now);
 
 /*
  * record --sample-by time.  Disarming pauses every program (they return at
- * once).  Where windows are far apart (detach_tp), it also detaches the
- * tracepoint hooks, whose dispatch every I/O would otherwise still pay
- * between windows; that waits for an RCU grace period (up to hundreds of
- * ms on a busy host), which only the windows' thread waits for.  Function
- * hooks stay attached, paused: detaching one is an ftrace update of every
- * traced function, millions of instructions per hook.  Arming (ahead of the
- * window: the BPF side creates records only inside the windows
- * nt_probes_set_windows gave it) attaches the tracepoints again and lets
- * the programs run; disarming clears what the window left
- * (nt_probes_forget).
+ * once).  Where windows are far apart (sampling.h: NT_DETACH_TP), it also
+ * detaches the tracepoint hooks, whose dispatch every I/O would otherwise
+ * still pay between windows; that waits for an RCU grace period (up to
+ * hundreds of ms on a busy host), which only the windows' thread waits for.
+ * Where they are seconds apart (NT_DETACH_ALL), the function hooks go too:
+ * detaching and attaching one is an ftrace update of every traced function,
+ * millions of instructions per hook, which pays only there.  Arming (ahead
+ * of the window: the BPF side creates records only inside the windows
+ * nt_probes_set_windows gave it) attaches them again and lets the programs
+ * run; disarming clears what the window left (nt_probes_forget).
  */
 void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns)
 {
@@ -397,42 +398,57 @@ static bool is_tracepoint(const struct nt_hook_choice *c)
 	return c->attach == NT_AT_TP_BTF || c->attach == NT_AT_RAW_TP;
 }
 
-/* attach (or detach) the tracepoint hooks that attached at the start; how many failed */
-static int tracepoints_attach(struct nt_probes *p, bool attach)
+/*
+ * attach (or detach) the hooks that attached at the start: the tracepoint
+ * hooks, or (all) every hook; how many failed.  Where all go, the
+ * tracepoints (which create records, and arm the programs themselves when
+ * their event falls in a window: see the BPF side's stays_paused) are
+ * detached first and attached last, so that no record is created while the
+ * function hooks that add its later events are away.  (Detaching a function
+ * hook waits for RCU-tasks grace periods: seconds on a busy lab guest.)
+ */
+static int hooks_attach(struct nt_probes *p, bool attach, bool all)
 {
 	int failed = 0;
 
-	for (int i = 0; i < p->nhooks; i++) {
-		char names[2][96];
-		int k = p->attach_err[i] || !is_tracepoint(&p->choice[i]) ? 0 : nt_hook_progs(&p->choice[i], names);
+	/* tracepoints (tp 1) only, or: attaching, functions then tracepoints; detaching, the reverse */
+	for (int pass = 0; pass < (all ? 2 : 1); pass++)
+		for (int i = 0; i < p->nhooks; i++) {
+			bool tp = !all || (attach ? pass == 1 : pass == 0);
+			char names[2][96];
+			int k = p->attach_err[i] || is_tracepoint(&p->choice[i]) != tp ? 0
+										 : nt_hook_progs(&p->choice[i], names);
 
-		for (int j = 0; j < k; j++) {
-			struct bpf_program *prog;
+			for (int j = 0; j < k; j++) {
+				struct bpf_program *prog;
 
-			if (!attach) {
-				bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
-				continue;
+				if (!attach) {
+					bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
+					continue;
+				}
+				if (p->links[i][j])
+					continue;
+				prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
+				p->links[i][j] = prog ? bpf_program__attach(prog) : NULL;
+				failed += !p->links[i][j];
 			}
-			if (p->links[i][j])
-				continue;
-			prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
-			p->links[i][j] = prog ? bpf_program__attach(prog) : NULL;
-			failed += !p->links[i][j];
 		}
-	}
-	p->tp_detached = !attach;
+	p->detached = attach ? NT_DETACH_NONE : all ? NT_DETACH_ALL : NT_DETACH_TP;
 	return failed;
 }
 
-int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, bool detach_tp)
+int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, enum nt_detach detach)
 {
 	int failed = 0;
 
 	if (!p->skel->bss)
 		return 0;
 	if (arm) {
-		if (p->tp_detached)
-			failed = tracepoints_attach(p, true);
+		if (p->detached != NT_DETACH_NONE) {
+			p->skel->bss->arming = 1;	/* no run arms the programs before all are back */
+			failed = hooks_attach(p, true, p->detached == NT_DETACH_ALL);
+			p->skel->bss->arming = 0;
+		}
 		p->skel->bss->paused = 0;
 		return failed;
 	}
@@ -444,8 +460,8 @@ int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, bool deta
 	 */
 	p->skel->bss->paused = 1;
 	nt_probes_forget(p, mono_now);
-	if (detach_tp)
-		tracepoints_attach(p, false);
+	if (detach != NT_DETACH_NONE)
+		hooks_attach(p, false, detach == NT_DETACH_ALL);
 	return 0;
 }
 

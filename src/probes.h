@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include "hooks.h"
 #include "recfile.h"
+#include "sampling.h"
 #include "sysinfo.h"
 
 #define NT_MAX_HOOKS 32
@@ -33,7 +34,7 @@ struct nt_probes {
 	int stats_fd;			/* BPF_ENABLE_STATS while >= 0 */
 	bool no_task_storage;		/* kernel before 5.11: entry_ts not created, functions as kprobes */
 	uint64_t inflight_dropped;	/* records in flight when a sampling window closed */
-	bool tp_detached;		/* between sampling windows: tracepoint hooks detached */
+	enum nt_detach detached;	/* between sampling windows: what is detached (sampling.h) */
 };
 
 struct nt_probe_opts {
@@ -43,6 +44,7 @@ struct nt_probe_opts {
 	bool force_kprobe;
 	bool bpf_stats;
 	bool kernel_agg;		/* histograms in the kernel, no per-I/O records */
+	bool kh_by_queue;		/* kernel_agg: a group per NVMe queue too, with its depths */
 	bool verbose;
 	bool quiet;			/* no warning per refused hook (probe shows them) */
 	const struct nt_facts *facts;	/* already read (probe), or NULL: read them */
@@ -67,12 +69,11 @@ int nt_probes_queues(const struct nt_probes *p, struct nt_header *h);
 void nt_probes_detach(struct nt_probes *p);
 /*
  * record --sample-by time: arm the programs ahead of a window, or pause them
- * all after it (and clear what it left), and with detach_tp also
- * detach the tracepoint hooks (slow: for windows far apart); arming
- * attaches them again.  Returns how many tracepoint programs failed to
- * attach again.
+ * all after it (and clear what it left), and detach the tracepoint hooks
+ * or all hooks (detach: slow, for windows far apart); arming attaches them
+ * again.  Returns how many programs failed to attach again.
  */
-int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, bool detach_tp);
+int nt_probes_window(struct nt_probes *p, bool arm, uint64_t mono_now, enum nt_detach detach);
 /* the windows in which the BPF side creates records: the first len of every period of CLOCK_MONOTONIC + phase */
 void nt_probes_set_windows(struct nt_probes *p, uint64_t period_ns, uint64_t len_ns, int64_t phase_ns);
 /* BPF counters, in-flight records and skipped program runs into t->stats */

@@ -189,13 +189,33 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uint64_t *buckets, uint64_t count,
 		     uint64_t sum)
 {
-	struct ntbpf_rec r = { .role = k->role, .op = k->op, .bytes = k->bytes, .dev = k->dev };
+	struct ntbpf_rec r = { .role = k->role, .op = k->op, .bytes = k->bytes, .dev = k->dev,
+			       .flags = k->queue ? NTBPF_F_NVME : 0, .ctrl = k->ctrl, .qid = k->qid };
 	struct nt_group *g = group_for(rep, &r);
 	uint64_t seen = 0;
 
 	if (!g)
 		return -1;
 	g->used = true;
+	if (k->stage == NT_KH_DEPTH) {
+		/*
+		 * the queue's depths (buckets of nt_kh_bucket: exact under 64):
+		 * count, sum and the largest, as its bucket's lowest value
+		 */
+		int side = k->role == NTBPF_ROLE_TARGET;
+
+		g->dep_n[side] += count;
+		g->dep_sum[side] += sum;
+		for (uint32_t b = NT_KH_DEP_NB; b-- > 0;)
+			if (buckets[b]) {
+				uint64_t v = nt_kh_low(b);
+
+				if (v > g->dep_max[side])
+					g->dep_max[side] = v > UINT16_MAX ? UINT16_MAX : (uint32_t)v;
+				break;
+			}
+		return 0;
+	}
 	if (k->stage >= NT_ST_NR) {
 		g->count += count;
 		g->bytes += count * k->bytes;

@@ -17,10 +17,30 @@ struct nt_windows {
 	uint64_t lead_ns;	/* the hooks are armed this long before a window and paused this
 				 * long after it (the recorder adapts it to how long arming takes;
 				 * the BPF side keeps the edges) */
+	uint64_t fn_gap_ns;	/* the gap from which function hooks are detached too */
 };
+
+/*
+ * What is detached between windows.  Tracepoint hooks: where the gap between
+ * two windows is at least NT_DETACH_GAP_NS; detaching waits for an RCU grace
+ * period (tens to hundreds of ms), which must end long before the next
+ * window; nearer windows only pause the programs.  Function hooks too: where
+ * the gap is at least fn_gap_ns (NT_DETACH_FN_GAP_NS unless the recorder's
+ * test knob says otherwise).  Attaching and detaching a function hook is an
+ * ftrace update of every traced function (on the lab's 6.12 guest ~370 M
+ * instructions per window cycle for ~11 hooks, and RCU-tasks grace periods:
+ * detaching took 2.5-5 s there), which pays where windows are seconds apart:
+ * attached, each costs its dispatch on every I/O.  From 10 s: --sample 1000
+ * (100 ms windows in 100 s), not --sample 100 (in 10 s: a gap of 9.9 s).
+ */
+enum nt_detach { NT_DETACH_NONE, NT_DETACH_TP, NT_DETACH_ALL };
+#define NT_DETACH_GAP_NS 1000000000ull
+#define NT_DETACH_FN_GAP_NS 10000000000ull
 
 /* windows of window_ms, one in every n (n < 2 counts as 2) */
 struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms);
+/* the same, function hooks detached from a gap of fn_gap_ns */
+struct nt_windows nt_windows_with(uint32_t n, uint32_t window_ms, uint64_t fn_gap_ns);
 /*
  * Whether wall-clock time real_ns lies in a window or within the lead
  * before or after one (armed); *start_ns: that window's start, else the
@@ -28,13 +48,6 @@ struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms);
  * or a lead before the next one).
  */
 bool nt_window_at(const struct nt_windows *w, uint64_t real_ns, uint64_t *start_ns, uint64_t *next_ns);
-/*
- * Whether the tracepoint hooks are detached between windows: where the gap
- * between two windows is at least NT_DETACH_GAP_NS.  Detaching waits for an
- * RCU grace period (tens to hundreds of ms), which must end long before
- * the next window; nearer windows only pause the programs.
- */
-#define NT_DETACH_GAP_NS 1000000000ull
-bool nt_windows_detach(const struct nt_windows *w);
+enum nt_detach nt_windows_detach(const struct nt_windows *w);
 
 #endif

@@ -37,28 +37,39 @@ extern const int8_t nt_stage_at_row[NT_ST_NR];
  */
 __u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in);
 
-/* one in-kernel histogram as the report takes it: a group (op, size, device) and a stage */
+/*
+ * one in-kernel histogram as the report takes it: a group (op, size, device,
+ * and with queue set an NVMe queue: ctrl, qid) and a stage
+ */
 struct nt_kh_key {
 	__u32 dev;
 	__u32 bytes;
 	__u8 op;
-	__u8 stage;	/* enum nt_stage, or NT_ST_NR for the group's I/O count */
+	__u8 stage;	/* enum nt_stage, NT_ST_NR for the group's I/O count, NT_KH_DEPTH its queue depths */
 	__u8 role;
-	__u8 pad;
+	__u8 queue;
+	__u16 ctrl;
+	__u16 qid;
 };
+#define NT_KH_DEPTH (NT_ST_NR + 1)
 
-/* the midpoint of bucket b (user space turns buckets back into values) */
-static inline __u64 nt_kh_value(__u32 b)
+/* the lowest value of bucket b */
+static inline __u64 nt_kh_low(__u32 b)
 {
-	__u32 e, sub;
-	__u64 lo;
+	__u32 e;
 
 	if (b < NT_KH_SUB)
 		return b;
 	e = b / NT_KH_SUB + NT_KH_SUB_BITS - 1;
-	sub = b % NT_KH_SUB;
-	lo = ((__u64)(NT_KH_SUB + sub)) << (e - NT_KH_SUB_BITS);
-	return lo + ((1ull << (e - NT_KH_SUB_BITS)) >> 1);
+	return ((__u64)(NT_KH_SUB + b % NT_KH_SUB)) << (e - NT_KH_SUB_BITS);
+}
+
+/* the midpoint of bucket b (user space turns buckets back into values) */
+static inline __u64 nt_kh_value(__u32 b)
+{
+	if (b < NT_KH_SUB)
+		return b;
+	return nt_kh_low(b) + ((1ull << (b / NT_KH_SUB - 1)) >> 1);
 }
 
 

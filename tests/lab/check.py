@@ -313,6 +313,25 @@ def sampling_windows(d, window_ms, n, slack_ms=1):
     return f"{total} records, all inside {window_ms} ms windows (one in {n})"
 
 
+def windows_detached(d, what, min_windows=2):
+    """record --sample by time: both recorders say what they detached between windows (WHAT,
+    as the summary line words it) and armed at least min_windows windows; with -v, how long
+    arming took (attaching what was detached)"""
+    import re
+    out = []
+    for role in ("initiator", "target"):
+        log = open(os.path.join(d, f"record-{role}.log")).read()
+        m = re.search(r"ntbpf record: (\d+) sampling windows of \d+ ms \(between them ([^)]*)\)", log)
+        assert m, f"record-{role}.log has no sampling windows line"
+        assert m.group(2) == what, f"{role}: between windows '{m.group(2)}', want '{what}'"
+        assert int(m.group(1)) >= min_windows, f"{role}: {m.group(1)} windows, want {min_windows}+"
+        armed = [float(x) for x in re.findall(r"window armed at [\d.]+ s \(wall clock\) in ([\d.]+) ms", log)]
+        out.append(f"{role} {m.group(1)} windows" + (f", armed in up to {max(armed):.0f} ms" if armed else ""))
+    assert "did not attach again" not in open(os.path.join(d, "record-initiator.log")).read() + \
+        open(os.path.join(d, "record-target.log")).read(), "a hook did not attach again at a window"
+    return f"{what}: " + "; ".join(out)
+
+
 def functions_attached_as(d, kinds=("kprobe", "kretprobe")):
     """every function hook that attached used one of these attach types"""
     rep = load(d, "report.json")
@@ -565,6 +584,27 @@ def queues_listed(d, n=None, max_depth=None):
                      for q, v in sorted(seen["initiator"].items()))
 
 
+def live_queues(d, n, max_depth):
+    """live --group-by queue (histograms in the kernel): over the intervals, n queues of the
+    initiator, each with its io_cpu and TCP ends (read every interval) and a depth: at least 1,
+    at most max_depth, the requests fio can have outstanding"""
+    seen = {}
+    for j in _live(d):
+        for g in j["groups"]:
+            q = g.get("queue")
+            assert q is not None, f"a group without a queue: {g}"
+            if q == "-":
+                continue
+            assert g["io_cpu"] is not None and g["local"] and g["remote"], f"queue {q}: no facts: {g}"
+            assert g["depth_max"] and 1 <= g["depth_max"] <= max_depth, f"queue {q}: depth_max {g['depth_max']}"
+            assert 1 <= g["depth_mean"] <= g["depth_max"], f"queue {q}: depth_mean {g['depth_mean']}"
+            s = seen.setdefault(q, [0, 0, g["io_cpu"], g["local"]])
+            s[0] += g["count"]
+            s[1] = max(s[1], g["depth_max"])
+    assert len(seen) == n, f"queues {sorted(seen)}, want {n}"
+    return "; ".join(f"{q} io_cpu {v[2]} {v[3]}: {v[0]} I/Os, depth max {v[1]}" for q, v in sorted(seen.items()))
+
+
 def finding(d, kind, present=True):
     """ntbpf report --diagnose names kind among its findings (present) or not"""
     rep = _report(d, "--diagnose")
@@ -580,7 +620,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed,
-                                  finding)}
+                                  finding, live_queues, windows_detached)}
 
 
 def run_checks(d, checks, out=sys.stdout):

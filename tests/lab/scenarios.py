@@ -199,6 +199,19 @@ SCENARIOS = [
      "checks": [("fio_ok", {}), ("sampled_fraction", {"n": 10}), ("no_lost_records", {}),
                 ("target_records", {}), ("matched_fraction", {"min": 0.98}),
                 ("stages_sum_to_end_to_end", {}), ("sampling_windows", {"window_ms": 10, "n": 10})]},
+    # windows seconds apart detach the function hooks too (from a gap of 10 s; here, by the test
+    # knob, from 1.5 s: 1 s windows in 5 s, armed 1 s ahead): attached again before each window,
+    # functions first, the tracepoints that create records last, and no program arms the others
+    # before all are back; detached in the reverse order.  fio at a fixed rate: the instruction
+    # clock skips idle time, so 16 virtual seconds are quick
+    {"name": "one-6.12-icount-randread-sample5-detach-all",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--sample", "5",
+              "--record-args", "--sample-window 1000 -v", "--detach-fn-gap", "1500",
+              "--fio", "rw=randread bs=4k iodepth=4 numjobs=1 runtime=16 rate_iops=2000 cpus_allowed=0"],
+     "checks": [("fio_ok", {}), ("sampled_fraction", {"n": 5}), ("no_lost_records", {}),
+                ("target_records", {}), ("matched_fraction", {"min": 0.98}),
+                ("stages_sum_to_end_to_end", {}), ("sampling_windows", {"window_ms": 1000, "n": 5}),
+                ("windows_detached", {"what": "every hook detached", "min_windows": 3})]},
     # kprobes instead of fentry (kernels that refuse fentry), on 6.1's kernel_sendpage path too
     {"name": "one-6.1-randrw-kprobe",
      "args": ["--topology", "one", "--kernel", "6.1", "--record-args", "--kprobe",
@@ -233,6 +246,14 @@ SCENARIOS = [
     {"name": "one-6.1-live-local",
      "args": ["--topology", "one", "--kernel", "6.1", "--live-local", "--fio", QD1],
      "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False})]},
+    # live --group-by queue, histograms in the kernel: 2 jobs x QD8 on 2 queues, a group per queue
+    # with its io_cpu, TCP ends and depths every interval
+    {"name": "one-6.12-live-local-queues",
+     "args": ["--topology", "one", "--kernel", "6.12", "--queues", "2", "--live-local",
+              "--record-args", "--group-by dev,queue",
+              "--fio", "rw=randread bs=4k iodepth=8 numjobs=2 runtime=6"],
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}),
+                ("live_queues", {"n": 2, "max_depth": 16})]},
     # queue depth: 2 jobs x QD16 on 2 queues; cids recur fast, responses share skbs
     # both hosts' queue lists (io_cpu, TCP ends) and depths; with 2 queues for 2 jobs, --diagnose
     # must not say too_few_queues (docs/diagnose.md) ...

@@ -484,6 +484,85 @@ static void test_kh_wraparound(void **state)
 	free(b);
 }
 
+/*
+ * live --group-by queue with histograms in the kernel: a group per NVMe
+ * queue, with the interval's depths (mean, and the largest as its bucket's
+ * lowest value: exact under 64) and the queue's facts from the header
+ */
+static void test_kh_by_queue(void **state)
+{
+	struct nt_config cfg = cfg_for("text");
+	struct nt_kh_gval *now = calloc(2, sizeof(*now)), *prev = calloc(2, sizeof(*prev));
+	uint64_t *b = calloc(NT_KH_NB, sizeof(*b));
+	struct nt_kh_gkey k1 = { .dev = 259u << 20, .bytes = 4096, .op = NTBPF_OP_READ, .role = NTBPF_ROLE_INITIATOR,
+				 .queue = 1, .ctrl = 0, .qid = 1 };
+	struct nt_kh_gkey k2 = k1;
+	struct nt_input in = { .path = "live" };
+	struct nt_report_opts o;
+	struct nt_queue_info *q;
+	struct nt_ctrl_info *c;
+	struct nt_interval_info info = { 0 };
+	struct nt_report rep;
+	char *out;
+	size_t len;
+	FILE *f;
+
+	nt_header_init(&in.hdr, NTBPF_ROLE_INITIATOR);
+	snprintf(in.hdr.devs[0], sizeof(in.hdr.devs[0]), "nvme0n1");
+	c = nt_header_add_ctrl(&in.hdr);
+	c->instance = 0;
+	q = nt_ctrl_add_queue(c);
+	q->qid = 1;
+	q->io_cpu = 3;
+	snprintf(q->saddr, sizeof(q->saddr), "10.0.0.1");
+	q->sport = 40001;
+	snprintf(q->daddr, sizeof(q->daddr), "10.0.0.2");
+	q->dport = 4420;
+	cfg.group_by |= NT_GB_QUEUE;
+	nt_report_opts_of(&cfg, &o);
+	nt_report_begin(&rep, &in, 1, &o);
+	/* queue 1: 30 I/Os on CPU 0, 10 on CPU 1; depths 1 x10, 40 x20 (bucket of 40 is exact), 70 x10 (in 70-71) */
+	now[0].ios = 30;
+	now[1].ios = 10;
+	now[0].dep_n = 30;
+	now[0].dep_sum = 10 * 1 + 20 * 40;
+	now[0].dep_b[nt_kh_bucket(1)] = 10;
+	now[0].dep_b[nt_kh_bucket(40)] = 20;
+	now[1].dep_n = 10;
+	now[1].dep_sum = 10 * 70;
+	now[1].dep_b[nt_kh_bucket(70)] = 10;
+	now[0].count[0] = 30;
+	now[0].sum[0] = 30 * 5000;
+	now[0].b[0][nt_kh_bucket(5000)] = 30;
+	now[1].count[0] = 10;
+	now[1].sum[0] = 10 * 5000;
+	now[1].b[0][nt_kh_bucket(5000)] = 10;
+	assert_int_equal(nt_kh_add_group(&rep, &k1, now, prev, 2, b), 40);
+	/* queue 2 (no facts in the header): 5 I/Os, no depth known */
+	memset(now, 0, 2 * sizeof(*now));
+	now[1].ios = 5;
+	k2.qid = 2;
+	assert_int_equal(nt_kh_add_group(&rep, &k2, now, prev, 2, b), 5);
+	/* nothing new: no group */
+	assert_int_equal(nt_kh_add_group(&rep, &k2, prev, prev, 2, b), 0);
+	nt_report_finish(&rep);
+	f = open_memstream(&out, &len);
+	nt_report_print_interval(f, &rep, "12:00:00", 1.0, &info);
+	fclose(f);
+	assert_non_null(strstr(out, "queue=nvme0q1 I/Os=40 IOPS=40"));
+	assert_non_null(strstr(out, "queue: io_cpu=3 local=10.0.0.1:40001 remote=10.0.0.2:4420 rx_queue=- "
+				    "depth(mean/max)=37.8/70\n"));
+	assert_non_null(strstr(out, "queue=nvme0q2 I/Os=5 IOPS=5"));
+	assert_non_null(strstr(out, "queue: io_cpu=- local=- remote=- rx_queue=-\n"));
+	free(out);
+	nt_report_free(&rep);
+	nt_header_free(&in.hdr);
+	nt_config_free(&cfg);
+	free(now);
+	free(prev);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +570,7 @@ int main(void)
 		cmocka_unit_test(test_local_hist),
 		cmocka_unit_test(test_local_csv),
 		cmocka_unit_test(test_kh_wraparound),
+		cmocka_unit_test(test_kh_by_queue),
 		cmocka_unit_test(test_golden_local_text),
 		cmocka_unit_test(test_peer_stream_pairs),
 		cmocka_unit_test(test_peer_drops_and_returns),

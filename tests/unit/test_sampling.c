@@ -22,24 +22,41 @@ static void test_windows_of(void **state)
 
 /*
  * Tracepoints are detached between windows only where the gap leaves time
- * for an RCU grace period: the default (100 ms in 10 s) and the cost
- * model's (20 ms in 2 s, 2 ms in 2 s) do; 10 ms in 100 ms only pauses.
+ * for an RCU grace period: the cost model's (20 ms in 2 s, 2 ms in 2 s) and
+ * the default of --sample 100 (100 ms in 10 s) do; 10 ms in 100 ms only
+ * pauses.  Function hooks too from a gap of 10 s: --sample 1000's 100 ms
+ * in 100 s, with a lead of 1 s (attaching them took up to 600 ms on a busy
+ * lab guest).
  */
 static void test_windows_detach(void **state)
 {
-	struct nt_windows w = nt_windows_of(100, 100);
+	struct nt_windows w = nt_windows_of(1000, 100);
 
-	assert_true(nt_windows_detach(&w));
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_ALL);
+	assert_int_equal(w.lead_ns, 1000 * MS);
+	w = nt_windows_of(100, 100);		/* a gap of 9.9 s */
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_TP);
+	assert_int_equal(w.lead_ns, 50 * MS);
+	w = nt_windows_of(1000, 20);		/* the cost model's period of 20 s */
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_ALL);
 	w = nt_windows_of(100, 20);
-	assert_true(nt_windows_detach(&w));
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_TP);
 	w = nt_windows_of(1000, 2);
-	assert_true(nt_windows_detach(&w));
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_TP);
 	w = nt_windows_of(10, 10);
-	assert_false(nt_windows_detach(&w));
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_NONE);
 	w = nt_windows_of(2, 999);		/* a gap of 999 ms */
-	assert_false(nt_windows_detach(&w));
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_NONE);
 	w = nt_windows_of(2, 1000);		/* exactly the threshold */
-	assert_true(nt_windows_detach(&w));
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_TP);
+	w = nt_windows_of(2, 10000);		/* exactly the functions' threshold */
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_ALL);
+	/* the test knob: from 1.5 s; never under the tracepoints' 1 s */
+	w = nt_windows_with(20, 100, 1500 * MS);
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_ALL);
+	assert_int_equal(w.lead_ns, 475 * MS);	/* a quarter of the 1.9 s gap */
+	w = nt_windows_with(10, 10, 0);
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_NONE);
 }
 
 /*
