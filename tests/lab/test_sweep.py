@@ -218,6 +218,13 @@ class Files(unittest.TestCase):
             self.assertRaisesRegex(sweep.SweepError, "fio job errors", sweep.read_point, d, 1, 1, 1)
             self.fixture(d, groups=[])
             self.assertRaisesRegex(sweep.SweepError, "no read group", sweep.read_point, d, 1, 1, 1)
+            self.fixture(d, groups=[{"op": "read", "device": "nvme0n1", "status": "ok", "count": 1,
+                                     "stages": {"end_to_end": {"p50_us": 1}}}])
+            self.assertRaisesRegex(sweep.SweepError, "not as fio and ntbpf write them .KeyError: 'p99_us'",
+                                   sweep.read_point, d, 1, 1, 1)
+            with open(os.path.join(d, "fio.json"), "w") as f:
+                f.write('{"jobs": [7]}')
+            self.assertRaisesRegex(sweep.SweepError, "AttributeError", sweep.read_point, d, 1, 1, 1)
             os.unlink(os.path.join(d, "report.json"))
             self.assertRaisesRegex(sweep.SweepError, "report.json", sweep.read_point, d, 1, 1, 1)
 
