@@ -16,11 +16,6 @@
 #define SEG_WINDOW 1000000	/* a segment's offset is searched +-1 ms around the last one's */
 #define SEG_SAMPLES 512		/* ... from this many of its I/Os (the first: SAMPLE_INITS) */	/* slack for stand-in boundaries when fitting windows */
 
-static inline bool seen(const struct ntbpf_rec *r, int ev)
-{
-	return r->ev_mask & (1u << ev);
-}
-
 static uint64_t at(const struct ntbpf_rec *r, int ev)
 {
 	return r->t0 + r->ev[ev];
@@ -34,31 +29,33 @@ static uint64_t at(const struct ntbpf_rec *r, int ev)
  */
 void nt_rec_window(const struct ntbpf_rec *r, uint64_t *lo, uint64_t *hi)
 {
-	static const int init_lo[] = { EV_I_CMD_SENT, EV_I_QUEUE_RQ, EV_I_BLK_ISSUE };
-	static const int init_hi[] = { EV_I_RESP_ARRIVE, EV_I_RESP_PROC, EV_I_NVME_DONE, EV_I_BLK_DONE };
-	static const int tgt_hi[] = { EV_T_RESP_SENT, EV_T_RESP_QUEUED, EV_T_SUBSYS_DONE, EV_T_REQ_INIT };
-	size_t i;
+	/*
+	 * Each list's events in the order of the event numbers, so the first
+	 * seen is the highest (or lowest) bit of the mask: no loop per record.
+	 */
+	_Static_assert(EV_I_CMD_SENT > EV_I_QUEUE_RQ && EV_I_QUEUE_RQ > EV_I_BLK_ISSUE, "init_lo order");
+	_Static_assert(EV_I_RESP_ARRIVE < EV_I_RESP_PROC && EV_I_RESP_PROC < EV_I_NVME_DONE &&
+		       EV_I_NVME_DONE < EV_I_BLK_DONE, "init_hi order");
+	_Static_assert(EV_T_RESP_SENT > EV_T_RESP_QUEUED && EV_T_RESP_QUEUED > EV_T_SUBSYS_DONE &&
+		       EV_T_SUBSYS_DONE > EV_T_REQ_INIT, "tgt_hi order");
+	const uint32_t init_lo = 1u << EV_I_CMD_SENT | 1u << EV_I_QUEUE_RQ | 1u << EV_I_BLK_ISSUE;
+	const uint32_t init_hi = 1u << EV_I_RESP_ARRIVE | 1u << EV_I_RESP_PROC | 1u << EV_I_NVME_DONE |
+				 1u << EV_I_BLK_DONE;
+	const uint32_t tgt_hi = 1u << EV_T_RESP_SENT | 1u << EV_T_RESP_QUEUED | 1u << EV_T_SUBSYS_DONE |
+				1u << EV_T_REQ_INIT;
+	uint32_t m;
 
 	*lo = r->t0;
 	*hi = r->t0;
 	if (r->role == NTBPF_ROLE_TARGET) {
-		for (i = 0; i < sizeof(tgt_hi) / sizeof(tgt_hi[0]); i++)
-			if (seen(r, tgt_hi[i])) {
-				*hi = at(r, tgt_hi[i]);
-				break;
-			}
+		if ((m = r->ev_mask & tgt_hi))
+			*hi = at(r, 31 - __builtin_clz(m));
 		return;
 	}
-	for (i = 0; i < sizeof(init_lo) / sizeof(init_lo[0]); i++)
-		if (seen(r, init_lo[i])) {
-			*lo = at(r, init_lo[i]);
-			break;
-		}
-	for (i = 0; i < sizeof(init_hi) / sizeof(init_hi[0]); i++)
-		if (seen(r, init_hi[i])) {
-			*hi = at(r, init_hi[i]);
-			break;
-		}
+	if ((m = r->ev_mask & init_lo))
+		*lo = at(r, 31 - __builtin_clz(m));
+	if ((m = r->ev_mask & init_hi))
+		*hi = at(r, __builtin_ctz(m));
 }
 
 #define KEY_BITS 48

@@ -188,11 +188,55 @@ __u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *sta
 				vals[st_] = (S)->v[nt_sum_slot[st_]];		\
 	} while (0)
 
+/*
+ * nt_host_fast() straight into the role's slots (no array between: the
+ * packing's wide loads stalled on its narrow stores), where there is no R2T
+ * move either.  What it writes is what the general path below writes.  1,
+ * or 0: take the general path (slots may be half written: it writes them all).
+ */
+static inline __attribute__((always_inline)) int sum_fast(const struct ntbpf_rec *r, int role, struct nt_sum *s)
+{
+	__u32 need = 0, mask = 0;
+	__s64 bad = 0;
+
+#pragma GCC unroll 16
+	for (int st = 0; st < NT_ST_NR; st++)
+		if (nt_spans[st].role == role && st != NT_ST_BLK_DEVICE)
+			need |= 1u << nt_spans[st].from | 1u << nt_spans[st].to;
+	if ((r->ev_mask & need) != need || nt_r2t_adj(r))
+		return 0;
+#pragma GCC unroll 16
+	for (int st = 0; st < NT_ST_NR; st++) {
+		__s64 d;
+
+		if (nt_spans[st].role != role)
+			continue;
+		if (st == NT_ST_BLK_DEVICE) {
+			s->v[nt_sum_slot[st]] = 0;
+			continue;
+		}
+		d = (__s64)r->ev[nt_spans[st].to] - (__s64)r->ev[nt_spans[st].from];
+		bad |= d;
+		s->v[nt_sum_slot[st]] = (uint32_t)d;
+		mask |= 1u << st;
+	}
+	if (bad < 0)
+		return 0;
+	s->mask = (uint16_t)mask;
+	s->stand_in = 0;
+	s->depth = r->depth;
+	return 1;
+}
+
 void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
 {
 	__u64 raw[NT_ST_NR] = { 0 };
 	__u32 mask = 0, si = 0;
 
+	if (r->role == role &&
+	    (role == NTBPF_ROLE_INITIATOR ? sum_fast(r, NTBPF_ROLE_INITIATOR, s) :
+	     role == NTBPF_ROLE_TARGET && sum_fast(r, NTBPF_ROLE_TARGET, s)))
+		return;
 	if (r->role == role)
 		mask = nt_host_raw(r, raw, &si);
 	if (role == NTBPF_ROLE_INITIATOR)
