@@ -1074,6 +1074,14 @@ static int sm_targets(struct sm *s, int64_t until)
 		}
 		r = s->tr++;
 		s->trn--;
+		if (s->trn > 8 && s->tr[8].role == NTBPF_ROLE_TARGET) {
+			/* where a record read soon goes in its key's list: out of cache since that list last grew */
+			const struct ntbpf_rec *a = &s->tr[8];
+			uint32_t kid = key_find(&s->keys, mkkey(a->ctrl, a->qid, a->cid));
+
+			if (kid < s->skcap && s->sk[kid].n < s->sk[kid].cap)
+				__builtin_prefetch(&s->sk[kid].v[s->sk[kid].n], 1);
+		}
 		side = nt_mitem_of(r, s->ts->hdr, &x, &nc);
 		s->tpos++;
 		if (side == NT_SIDE_ADMIN) {
