@@ -793,6 +793,8 @@ void nt_match_free(struct nt_matching *m)
 
 /* ---- streaming (nt_smatch_run): one initiator file against one target file ---- */
 
+#define LOOKAHEAD 16	/* > the distance sm_targets looks ahead */
+
 /* a target record is let go this far below the earliest start a query can still have */
 #define HORIZON_SLACK (2 * SEG_WINDOW + TOLERANCE_NS)
 
@@ -834,6 +836,9 @@ struct sm {
 	const struct fleet_run *fl;	/* one run of a fleet (nt_smatch_fleet), else NULL */
 	const struct nt_ssrc *scout;	/* the target's source that can read again (sm_scout) */
 	uint64_t ipos, tpos;		/* position in its file of the next record read */
+	/* target records looked ahead at, by position % LOOKAHEAD: key + 1 (0: none) and its id */
+	uint64_t la_key[LOOKAHEAD];
+	uint32_t la_kid[LOOKAHEAD];
 	size_t posoff;			/* fleet: where in a slot the record's position is kept */
 };
 
@@ -1019,9 +1024,15 @@ static int ring_grow(struct sm *s)
 /* hold a target item, in lo order within its key (file order is completion order: nearly sorted) */
 static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r)
 {
-	uint32_t kid = key_add(&s->keys, x->kq & KEY_MASK), j;
+	uint32_t la = (uint32_t)(s->tpos - 1) % LOOKAHEAD, kid, j;
 	struct skey *k;
 	uint64_t p;
+
+	/* its key's id, found when it was looked ahead at (sm_targets), else now */
+	if (s->la_key[la] == (x->kq & KEY_MASK) + 1 && s->la_kid[la] != NT_NO_KEY)
+		kid = s->la_kid[la];
+	else
+		kid = key_add(&s->keys, x->kq & KEY_MASK);
 
 	if (kid == NT_NO_KEY || !(k = skey_of(&s->sk, &s->skcap, kid)))
 		return -1;
@@ -1077,8 +1088,11 @@ static int sm_targets(struct sm *s, int64_t until)
 		if (s->trn > 8 && s->tr[8].role == NTBPF_ROLE_TARGET) {
 			/* where a record read soon goes in its key's list: out of cache since that list last grew */
 			const struct ntbpf_rec *a = &s->tr[8];
-			uint32_t kid = key_find(&s->keys, mkkey(a->ctrl, a->qid, a->cid));
+			uint64_t key = mkkey(a->ctrl, a->qid, a->cid);
+			uint32_t kid = key_find(&s->keys, key), la = (uint32_t)(s->tpos + 9) % LOOKAHEAD;
 
+			s->la_key[la] = key + 1;	/* sm_hold takes its id from here */
+			s->la_kid[la] = kid;
 			if (kid < s->skcap && s->sk[kid].n < s->sk[kid].cap)
 				__builtin_prefetch(&s->sk[kid].v[s->sk[kid].n], 1);
 		}
@@ -1436,18 +1450,40 @@ static int sm_pair_ready(struct sm *s, bool final)
 	while (s->ph < s->sf) {
 		const struct nt_mitem *x = &s->ib[s->ph];
 
-		/* the partners of the next ones come from W ago: out of cache (only a hint, never read) */
+		/*
+		 * The partners of the next ones come from W ago: out of cache
+		 * (only hints, never read).  In steps: a key's state 16 ahead,
+		 * its list 8 ahead (the search reads v[cur - 1] to v[cur + 1]:
+		 * the partner is usually the one after the last), the partner's
+		 * payload and dead flag 4 ahead.
+		 */
+		if (s->ph + 16 < s->sf && s->ib[s->ph + 16].kid != NT_NO_KEY)
+			__builtin_prefetch(&s->sk[s->ib[s->ph + 16].idx]);
 		if (s->ph + 8 < s->sf && s->ib[s->ph + 8].kid != NT_NO_KEY) {
 			const struct skey *k = &s->sk[s->ib[s->ph + 8].idx];
 
-			if (k->cur < k->n)
-				__builtin_prefetch(&k->v[k->cur]);
+			if (k->cur < k->n) {
+				const char *a = (const char *)&k->v[k->cur > k->head ? k->cur - 1 : k->cur];
+				const char *b = (const char *)&k->v[k->cur + 1 < k->n ? k->cur + 2 : k->n] - 1;
+
+				__builtin_prefetch(a);
+				__builtin_prefetch(b);
+				if (b - a >= 64)
+					__builtin_prefetch(a + 64);
+			}
 		}
 		if (s->ph + 4 < s->sf && s->ib[s->ph + 4].kid != NT_NO_KEY) {
 			const struct skey *k = &s->sk[s->ib[s->ph + 4].idx];
+			uint32_t j = k->cur + 1 < k->n ? k->cur + 1 : k->cur;
 
-			if (k->cur < k->n && s->rcap)
-				__builtin_prefetch(ring_at(s, ring_pos(s, &k->v[k->cur])));
+			if (j < k->n && s->rcap) {
+				uint64_t p = ring_pos(s, &k->v[j]);
+				const unsigned char *t = ring_at(s, p);
+
+				__builtin_prefetch(t);
+				__builtin_prefetch(t + s->psz - 1);
+				__builtin_prefetch(&s->dead[p & (s->rcap - 1)], 1);
+			}
 		}
 		bool ready = final || x->kid == NT_NO_KEY || (s->ns && s->seg[s->ns - 1].at > (int64_t)x->lo) ||
 			     s->sf - s->ph > 4 * SEG_INITS;
