@@ -95,7 +95,7 @@ struct keys {
 	size_t cap, n;
 };
 
-static size_t key_slot(const struct keys *k, uint64_t key)
+static inline size_t key_slot(const struct keys *k, uint64_t key)
 {
 	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (k->cap - 1);
 
@@ -143,7 +143,7 @@ static uint32_t key_add(struct keys *k, uint64_t key)
 	return k->id[h];
 }
 
-static uint32_t key_find(const struct keys *k, uint64_t key)
+static inline uint32_t key_find(const struct keys *k, uint64_t key)
 {
 	size_t h;
 
@@ -464,9 +464,18 @@ again:
 }
 
 /* controller instance -> cntlid, from the initiator file's header */
-static bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cntlid)
+static inline bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cntlid)
 {
-	const struct nt_ctrl_info *c = nt_header_ctrl(h, instance);	/* by hash */
+	const struct nt_ctrl_info *c = NULL;
+
+	/* a few controllers (the usual host): the first of that instance, as nt_header_ctrl finds it, inline */
+	if (h->nctrls <= 4) {
+		for (uint32_t k = 0; k < h->nctrls && !c; k++)
+			if (h->ctrls[k].instance == instance)
+				c = &h->ctrls[k];
+	} else {
+		c = nt_header_ctrl(h, instance);	/* by hash */
+	}
 
 	if (c)
 		*cntlid = c->cntlid;
