@@ -652,9 +652,13 @@ static bool dec_exception(struct dcol *c, uint64_t *off)
 		for (i = 0; i < n_; i++, at_ += b_) {				\
 			uint64_t off_ = ld64(p_ + (at_ >> 3)) >> (at_ & 7) & emask_;	\
 										\
-			if (__builtin_expect(off_ == esc_, 0) &&		\
-			    !dec_exception(c_, &off_))				\
-				return "bad record encoding: bad exception";	\
+			if (__builtin_expect(off_ == esc_, 0)) {		\
+				uint64_t o_ = off_;	/* off_ stays in a register */	\
+										\
+				if (!dec_exception(c_, &o_))			\
+					return "bad record encoding: bad exception";	\
+				off_ = o_;					\
+			}							\
 			val = base_ + off_;					\
 			body;							\
 		}								\
