@@ -293,7 +293,7 @@ static uint64_t to_wall_of(const struct nt_report *rep, const struct ntbpf_rec *
 /* one side's depth (0: initiator, 1: target) and the stage that waits behind it (stage's value if present) */
 static void add_depth(struct nt_group *g, int side, uint16_t depth, uint32_t mask, const uint64_t *vals, int stage)
 {
-	int b = 0;
+	int b;
 
 	if (!depth)
 		return;
@@ -303,8 +303,9 @@ static void add_depth(struct nt_group *g, int side, uint16_t depth, uint32_t mas
 		g->dep_max[side] = depth;
 	if (!(mask & (1u << stage)))
 		return;
-	while (b < NT_DEP_BUCKETS - 1 && depth >> (b + 1))
-		b++;
+	b = 31 - __builtin_clz(depth);	/* floor(log2(depth)): depth is not 0 here */
+	if (b > NT_DEP_BUCKETS - 1)
+		b = NT_DEP_BUCKETS - 1;
 	g->dep_bn[side][b]++;
 	g->dep_bsum[side][b] += vals[stage];
 }
