@@ -153,22 +153,22 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 {
 	struct nt_group *g;
 	struct gkey key;
-	int i;
+	int i, c = r->role & 3;
 
 	key_of(rep, r, &key);
-	/* records come in runs of the same group: try the last one first */
-	if (rep->last_group < rep->ngroups && same_group(&rep->groups[rep->last_group], &key))
-		return &rep->groups[rep->last_group];
+	/* each side's records come in runs of the same group (the sides alternate): try its last one first */
+	if (rep->last_group[c] < rep->ngroups && same_group(&rep->groups[rep->last_group[c]], &key))
+		return &rep->groups[rep->last_group[c]];
 	for (i = 0; i < rep->ngroups; i++)
 		if (same_group(&rep->groups[i], &key)) {
-			rep->last_group = i;
+			rep->last_group[c] = i;
 			return &rep->groups[i];
 		}
 	g = realloc(rep->groups, (rep->ngroups + 1) * sizeof(*g));
 	if (!g)
 		return NULL;
 	rep->groups = g;
-	rep->last_group = rep->ngroups;
+	rep->last_group[c] = rep->ngroups;
 	g = &rep->groups[rep->ngroups++];
 	memset(g, 0, sizeof(*g));
 	g->op = key.op;
@@ -871,7 +871,7 @@ void nt_report_finish(struct nt_report *rep)
 		rep->groups[n++] = rep->groups[i];
 	}
 	rep->ngroups = n;
-	rep->last_group = 0;
+	memset(rep->last_group, 0, sizeof(rep->last_group));
 	if (rep->ngroups > 1)
 		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
 }
