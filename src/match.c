@@ -950,22 +950,28 @@ static int sm_all_alone(struct sm *s, const struct nt_ssrc *src)
 	return 0;
 }
 
-/* key id kid's entry in a per-key array, made if new (zeroed); NULL: out of memory */
-static struct skey *skey_of(struct skey **sk, size_t *skcap, uint32_t kid)
+/* room in a per-key array for key id kid (the new entries zeroed): 0, or -1 */
+static __attribute__((noinline)) int skeys_grow(struct skey **sk, size_t *skcap, uint32_t kid)
 {
-	if (kid >= *skcap) {
-		size_t ncap = *skcap ? *skcap * 2 : 1024;
-		struct skey *p;
+	size_t ncap = *skcap ? *skcap * 2 : 1024;
+	struct skey *p;
 
-		while (ncap <= kid)
-			ncap *= 2;
-		p = realloc(*sk, ncap * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + *skcap, 0, (ncap - *skcap) * sizeof(*p));
-		*sk = p;
-		*skcap = ncap;
-	}
+	while (ncap <= kid)
+		ncap *= 2;
+	p = realloc(*sk, ncap * sizeof(*p));
+	if (!p)
+		return -1;
+	memset(p + *skcap, 0, (ncap - *skcap) * sizeof(*p));
+	*sk = p;
+	*skcap = ncap;
+	return 0;
+}
+
+/* key id kid's entry in a per-key array, made if new (zeroed); NULL: out of memory.  Inline: twice per I/O */
+static inline struct skey *skey_of(struct skey **sk, size_t *skcap, uint32_t kid)
+{
+	if (__builtin_expect(kid >= *skcap, 0) && skeys_grow(sk, skcap, kid))
+		return NULL;
 	return &(*sk)[kid];
 }
 
