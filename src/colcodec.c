@@ -652,9 +652,13 @@ static bool dec_exception(struct dcol *c, uint64_t *off)
 		for (i = 0; i < n_; i++, at_ += b_) {				\
 			uint64_t off_ = ld64(p_ + (at_ >> 3)) >> (at_ & 7) & emask_;	\
 										\
-			if (__builtin_expect(off_ == esc_, 0) &&		\
-			    !dec_exception(c_, &off_))				\
-				return "bad record encoding: bad exception";	\
+			if (__builtin_expect(off_ == esc_, 0)) {		\
+				uint64_t o_ = off_;	/* off_ stays in a register */	\
+										\
+				if (!dec_exception(c_, &o_))			\
+					return "bad record encoding: bad exception";	\
+				off_ = o_;					\
+			}							\
 			val = base_ + off_;					\
 			body;							\
 		}								\
@@ -667,6 +671,26 @@ static bool col_place(struct dcol *c, uint32_t n, struct cur *bits)
 	c->next = 0;
 	c->p = cur_take(bits, ((uint64_t)n * c->b + 7) / 8);
 	return c->p != NULL;
+}
+
+/*
+ * A record starts as the template (zero after its prefix), in seven 16-byte
+ * copies written out: a memset of the tail compiled to rep stos, whose
+ * start-up cost per record was a fifth of decoding.
+ */
+static inline __attribute__((always_inline)) void rec_from(struct ntbpf_rec *d, const struct ntbpf_rec *tmpl)
+{
+	_Static_assert(REC_SIZE == 7 * 16, "rec_from copies 7 x 16 bytes");
+	uint8_t *p = (uint8_t *)d;
+	const uint8_t *q = (const uint8_t *)tmpl;
+
+	memcpy(p, q, 16);
+	memcpy(p + 16, q + 16, 16);
+	memcpy(p + 32, q + 32, 16);
+	memcpy(p + 48, q + 48, 16);
+	memcpy(p + 64, q + 64, 16);
+	memcpy(p + 80, q + 80, 16);
+	memcpy(p + 96, q + 96, 16);
 }
 
 /* Scratch space of the decoder, cap entries each. */
@@ -850,17 +874,14 @@ const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const ui
 		uint32_t *slots = s->slots + i0, *last = s->last + i0, *mask = s->mask + i0;
 		struct ntbpf_rec *r = recs + i0;
 
-		/* two fixed-size copies: gcc inlines them (not rep movs) */
 		if (const_mask) {
 			COL_FOR(C_T0, m, x, {
-				memcpy(&r[i], &tmpl, REC_PREFIX);
-				memset((uint8_t *)&r[i] + REC_PREFIX, 0, REC_SIZE - REC_PREFIX);
+				rec_from(&r[i], &tmpl);
 				r[i].t0 = t += x;
 			});
 		} else {
 			COL_FOR(C_T0, m, x, {
-				memcpy(&r[i], &tmpl, REC_PREFIX);
-				memset((uint8_t *)&r[i] + REC_PREFIX, 0, REC_SIZE - REC_PREFIX);
+				rec_from(&r[i], &tmpl);
 				r[i].t0 = t += x;
 				r[i].ev_mask = mask[i];
 			});

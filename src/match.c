@@ -16,11 +16,6 @@
 #define SEG_WINDOW 1000000	/* a segment's offset is searched +-1 ms around the last one's */
 #define SEG_SAMPLES 512		/* ... from this many of its I/Os (the first: SAMPLE_INITS) */	/* slack for stand-in boundaries when fitting windows */
 
-static inline bool seen(const struct ntbpf_rec *r, int ev)
-{
-	return r->ev_mask & (1u << ev);
-}
-
 static uint64_t at(const struct ntbpf_rec *r, int ev)
 {
 	return r->t0 + r->ev[ev];
@@ -34,31 +29,33 @@ static uint64_t at(const struct ntbpf_rec *r, int ev)
  */
 void nt_rec_window(const struct ntbpf_rec *r, uint64_t *lo, uint64_t *hi)
 {
-	static const int init_lo[] = { EV_I_CMD_SENT, EV_I_QUEUE_RQ, EV_I_BLK_ISSUE };
-	static const int init_hi[] = { EV_I_RESP_ARRIVE, EV_I_RESP_PROC, EV_I_NVME_DONE, EV_I_BLK_DONE };
-	static const int tgt_hi[] = { EV_T_RESP_SENT, EV_T_RESP_QUEUED, EV_T_SUBSYS_DONE, EV_T_REQ_INIT };
-	size_t i;
+	/*
+	 * Each list's events in the order of the event numbers, so the first
+	 * seen is the highest (or lowest) bit of the mask: no loop per record.
+	 */
+	_Static_assert(EV_I_CMD_SENT > EV_I_QUEUE_RQ && EV_I_QUEUE_RQ > EV_I_BLK_ISSUE, "init_lo order");
+	_Static_assert(EV_I_RESP_ARRIVE < EV_I_RESP_PROC && EV_I_RESP_PROC < EV_I_NVME_DONE &&
+		       EV_I_NVME_DONE < EV_I_BLK_DONE, "init_hi order");
+	_Static_assert(EV_T_RESP_SENT > EV_T_RESP_QUEUED && EV_T_RESP_QUEUED > EV_T_SUBSYS_DONE &&
+		       EV_T_SUBSYS_DONE > EV_T_REQ_INIT, "tgt_hi order");
+	const uint32_t init_lo = 1u << EV_I_CMD_SENT | 1u << EV_I_QUEUE_RQ | 1u << EV_I_BLK_ISSUE;
+	const uint32_t init_hi = 1u << EV_I_RESP_ARRIVE | 1u << EV_I_RESP_PROC | 1u << EV_I_NVME_DONE |
+				 1u << EV_I_BLK_DONE;
+	const uint32_t tgt_hi = 1u << EV_T_RESP_SENT | 1u << EV_T_RESP_QUEUED | 1u << EV_T_SUBSYS_DONE |
+				1u << EV_T_REQ_INIT;
+	uint32_t m;
 
 	*lo = r->t0;
 	*hi = r->t0;
 	if (r->role == NTBPF_ROLE_TARGET) {
-		for (i = 0; i < sizeof(tgt_hi) / sizeof(tgt_hi[0]); i++)
-			if (seen(r, tgt_hi[i])) {
-				*hi = at(r, tgt_hi[i]);
-				break;
-			}
+		if ((m = r->ev_mask & tgt_hi))
+			*hi = at(r, 31 - __builtin_clz(m));
 		return;
 	}
-	for (i = 0; i < sizeof(init_lo) / sizeof(init_lo[0]); i++)
-		if (seen(r, init_lo[i])) {
-			*lo = at(r, init_lo[i]);
-			break;
-		}
-	for (i = 0; i < sizeof(init_hi) / sizeof(init_hi[0]); i++)
-		if (seen(r, init_hi[i])) {
-			*hi = at(r, init_hi[i]);
-			break;
-		}
+	if ((m = r->ev_mask & init_lo))
+		*lo = at(r, 31 - __builtin_clz(m));
+	if ((m = r->ev_mask & init_hi))
+		*hi = at(r, __builtin_ctz(m));
 }
 
 #define KEY_BITS 48
@@ -98,7 +95,7 @@ struct keys {
 	size_t cap, n;
 };
 
-static size_t key_slot(const struct keys *k, uint64_t key)
+static inline size_t key_slot(const struct keys *k, uint64_t key)
 {
 	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (k->cap - 1);
 
@@ -146,7 +143,7 @@ static uint32_t key_add(struct keys *k, uint64_t key)
 	return k->id[h];
 }
 
-static uint32_t key_find(const struct keys *k, uint64_t key)
+static inline uint32_t key_find(const struct keys *k, uint64_t key)
 {
 	size_t h;
 
@@ -467,9 +464,18 @@ again:
 }
 
 /* controller instance -> cntlid, from the initiator file's header */
-static bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cntlid)
+static inline bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cntlid)
 {
-	const struct nt_ctrl_info *c = nt_header_ctrl(h, instance);	/* by hash */
+	const struct nt_ctrl_info *c = NULL;
+
+	/* a few controllers (the usual host): the first of that instance, as nt_header_ctrl finds it, inline */
+	if (h->nctrls <= 4) {
+		for (uint32_t k = 0; k < h->nctrls && !c; k++)
+			if (h->ctrls[k].instance == instance)
+				c = &h->ctrls[k];
+	} else {
+		c = nt_header_ctrl(h, instance);	/* by hash */
+	}
 
 	if (c)
 		*cntlid = c->cntlid;
@@ -796,6 +802,8 @@ void nt_match_free(struct nt_matching *m)
 
 /* ---- streaming (nt_smatch_run): one initiator file against one target file ---- */
 
+#define LOOKAHEAD 16	/* > the distance sm_targets looks ahead */
+
 /* a target record is let go this far below the earliest start a query can still have */
 #define HORIZON_SLACK (2 * SEG_WINDOW + TOLERANCE_NS)
 
@@ -837,6 +845,9 @@ struct sm {
 	const struct fleet_run *fl;	/* one run of a fleet (nt_smatch_fleet), else NULL */
 	const struct nt_ssrc *scout;	/* the target's source that can read again (sm_scout) */
 	uint64_t ipos, tpos;		/* position in its file of the next record read */
+	/* target records looked ahead at, by position % LOOKAHEAD: key + 1 (0: none) and its id */
+	uint64_t la_key[LOOKAHEAD];
+	uint32_t la_kid[LOOKAHEAD];
 	size_t posoff;			/* fleet: where in a slot the record's position is kept */
 };
 
@@ -939,22 +950,28 @@ static int sm_all_alone(struct sm *s, const struct nt_ssrc *src)
 	return 0;
 }
 
-/* key id kid's entry in a per-key array, made if new (zeroed); NULL: out of memory */
-static struct skey *skey_of(struct skey **sk, size_t *skcap, uint32_t kid)
+/* room in a per-key array for key id kid (the new entries zeroed): 0, or -1 */
+static __attribute__((noinline)) int skeys_grow(struct skey **sk, size_t *skcap, uint32_t kid)
 {
-	if (kid >= *skcap) {
-		size_t ncap = *skcap ? *skcap * 2 : 1024;
-		struct skey *p;
+	size_t ncap = *skcap ? *skcap * 2 : 1024;
+	struct skey *p;
 
-		while (ncap <= kid)
-			ncap *= 2;
-		p = realloc(*sk, ncap * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + *skcap, 0, (ncap - *skcap) * sizeof(*p));
-		*sk = p;
-		*skcap = ncap;
-	}
+	while (ncap <= kid)
+		ncap *= 2;
+	p = realloc(*sk, ncap * sizeof(*p));
+	if (!p)
+		return -1;
+	memset(p + *skcap, 0, (ncap - *skcap) * sizeof(*p));
+	*sk = p;
+	*skcap = ncap;
+	return 0;
+}
+
+/* key id kid's entry in a per-key array, made if new (zeroed); NULL: out of memory.  Inline: twice per I/O */
+static inline struct skey *skey_of(struct skey **sk, size_t *skcap, uint32_t kid)
+{
+	if (__builtin_expect(kid >= *skcap, 0) && skeys_grow(sk, skcap, kid))
+		return NULL;
 	return &(*sk)[kid];
 }
 
@@ -1022,9 +1039,15 @@ static int ring_grow(struct sm *s)
 /* hold a target item, in lo order within its key (file order is completion order: nearly sorted) */
 static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r)
 {
-	uint32_t kid = key_add(&s->keys, x->kq & KEY_MASK), j;
+	uint32_t la = (uint32_t)(s->tpos - 1) % LOOKAHEAD, kid, j;
 	struct skey *k;
 	uint64_t p;
+
+	/* its key's id, found when it was looked ahead at (sm_targets), else now */
+	if (s->la_key[la] == (x->kq & KEY_MASK) + 1 && s->la_kid[la] != NT_NO_KEY)
+		kid = s->la_kid[la];
+	else
+		kid = key_add(&s->keys, x->kq & KEY_MASK);
 
 	if (kid == NT_NO_KEY || !(k = skey_of(&s->sk, &s->skcap, kid)))
 		return -1;
@@ -1077,6 +1100,17 @@ static int sm_targets(struct sm *s, int64_t until)
 		}
 		r = s->tr++;
 		s->trn--;
+		if (s->trn > 8 && s->tr[8].role == NTBPF_ROLE_TARGET) {
+			/* where a record read soon goes in its key's list: out of cache since that list last grew */
+			const struct ntbpf_rec *a = &s->tr[8];
+			uint64_t key = mkkey(a->ctrl, a->qid, a->cid);
+			uint32_t kid = key_find(&s->keys, key), la = (uint32_t)(s->tpos + 9) % LOOKAHEAD;
+
+			s->la_key[la] = key + 1;	/* sm_hold takes its id from here */
+			s->la_kid[la] = kid;
+			if (kid < s->skcap && s->sk[kid].n < s->sk[kid].cap)
+				__builtin_prefetch(&s->sk[kid].v[s->sk[kid].n], 1);
+		}
 		side = nt_mitem_of(r, s->ts->hdr, &x, &nc);
 		s->tpos++;
 		if (side == NT_SIDE_ADMIN) {
@@ -1431,18 +1465,40 @@ static int sm_pair_ready(struct sm *s, bool final)
 	while (s->ph < s->sf) {
 		const struct nt_mitem *x = &s->ib[s->ph];
 
-		/* the partners of the next ones come from W ago: out of cache (only a hint, never read) */
+		/*
+		 * The partners of the next ones come from W ago: out of cache
+		 * (only hints, never read).  In steps: a key's state 16 ahead,
+		 * its list 8 ahead (the search reads v[cur - 1] to v[cur + 1]:
+		 * the partner is usually the one after the last), the partner's
+		 * payload and dead flag 4 ahead.
+		 */
+		if (s->ph + 16 < s->sf && s->ib[s->ph + 16].kid != NT_NO_KEY)
+			__builtin_prefetch(&s->sk[s->ib[s->ph + 16].idx]);
 		if (s->ph + 8 < s->sf && s->ib[s->ph + 8].kid != NT_NO_KEY) {
 			const struct skey *k = &s->sk[s->ib[s->ph + 8].idx];
 
-			if (k->cur < k->n)
-				__builtin_prefetch(&k->v[k->cur]);
+			if (k->cur < k->n) {
+				const char *a = (const char *)&k->v[k->cur > k->head ? k->cur - 1 : k->cur];
+				const char *b = (const char *)&k->v[k->cur + 1 < k->n ? k->cur + 2 : k->n] - 1;
+
+				__builtin_prefetch(a);
+				__builtin_prefetch(b);
+				if (b - a >= 64)
+					__builtin_prefetch(a + 64);
+			}
 		}
 		if (s->ph + 4 < s->sf && s->ib[s->ph + 4].kid != NT_NO_KEY) {
 			const struct skey *k = &s->sk[s->ib[s->ph + 4].idx];
+			uint32_t j = k->cur + 1 < k->n ? k->cur + 1 : k->cur;
 
-			if (k->cur < k->n && s->rcap)
-				__builtin_prefetch(ring_at(s, ring_pos(s, &k->v[k->cur])));
+			if (j < k->n && s->rcap) {
+				uint64_t p = ring_pos(s, &k->v[j]);
+				const unsigned char *t = ring_at(s, p);
+
+				__builtin_prefetch(t);
+				__builtin_prefetch(t + s->psz - 1);
+				__builtin_prefetch(&s->dead[p & (s->rcap - 1)], 1);
+			}
 		}
 		bool ready = final || x->kid == NT_NO_KEY || (s->ns && s->seg[s->ns - 1].at > (int64_t)x->lo) ||
 			     s->sf - s->ph > 4 * SEG_INITS;

@@ -153,22 +153,22 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 {
 	struct nt_group *g;
 	struct gkey key;
-	int i;
+	int i, c = r->role & 3;
 
 	key_of(rep, r, &key);
-	/* records come in runs of the same group: try the last one first */
-	if (rep->last_group < rep->ngroups && same_group(&rep->groups[rep->last_group], &key))
-		return &rep->groups[rep->last_group];
+	/* each side's records come in runs of the same group (the sides alternate): try its last one first */
+	if (rep->last_group[c] < rep->ngroups && same_group(&rep->groups[rep->last_group[c]], &key))
+		return &rep->groups[rep->last_group[c]];
 	for (i = 0; i < rep->ngroups; i++)
 		if (same_group(&rep->groups[i], &key)) {
-			rep->last_group = i;
+			rep->last_group[c] = i;
 			return &rep->groups[i];
 		}
 	g = realloc(rep->groups, (rep->ngroups + 1) * sizeof(*g));
 	if (!g)
 		return NULL;
 	rep->groups = g;
-	rep->last_group = rep->ngroups;
+	rep->last_group[c] = rep->ngroups;
 	g = &rep->groups[rep->ngroups++];
 	memset(g, 0, sizeof(*g));
 	g->op = key.op;
@@ -243,9 +243,13 @@ uint32_t nt_rec_end(const struct ntbpf_rec *r)
 {
 	uint32_t end = 0;
 
-	for (uint32_t left = r->ev_mask & ((1u << NTBPF_MAX_EV) - 1); left; left &= left - 1)
-		if (r->ev[__builtin_ctz(left)] > end)
-			end = r->ev[__builtin_ctz(left)];
+	/* every slot, masked, without a branch (the compiler may vectorize it): once per record */
+#pragma GCC unroll 16
+	for (int i = 0; i < NTBPF_MAX_EV; i++) {
+		uint32_t v = r->ev_mask >> i & 1 ? r->ev[i] : 0;
+
+		end = v > end ? v : end;
+	}
 	return end;
 }
 
@@ -313,7 +317,7 @@ static uint64_t to_wall_of(const struct nt_report *rep, const struct ntbpf_rec *
 /* one side's depth (0: initiator, 1: target) and the stage that waits behind it (stage's value if present) */
 static void add_depth(struct nt_group *g, int side, uint16_t depth, uint32_t mask, const uint64_t *vals, int stage)
 {
-	int b = 0;
+	int b;
 
 	if (!depth)
 		return;
@@ -323,8 +327,9 @@ static void add_depth(struct nt_group *g, int side, uint16_t depth, uint32_t mas
 		g->dep_max[side] = depth;
 	if (!(mask & (1u << stage)))
 		return;
-	while (b < NT_DEP_BUCKETS - 1 && depth >> (b + 1))
-		b++;
+	b = 31 - __builtin_clz(depth);	/* floor(log2(depth)): depth is not 0 here */
+	if (b > NT_DEP_BUCKETS - 1)
+		b = NT_DEP_BUCKETS - 1;
 	g->dep_bn[side][b]++;
 	g->dep_bsum[side][b] += vals[stage];
 }
@@ -886,7 +891,7 @@ void nt_report_finish(struct nt_report *rep)
 		rep->groups[n++] = rep->groups[i];
 	}
 	rep->ngroups = n;
-	rep->last_group = 0;
+	memset(rep->last_group, 0, sizeof(rep->last_group));
 	if (rep->ngroups > 1)
 		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
 }

@@ -92,7 +92,7 @@ struct nt_report {
 	uint64_t outside_pairs, outside_init;	/* ... of which matched, initiator only */
 	uint32_t stages_seen;		/* mask of stages with any value */
 	int ngroups;
-	int last_group;			/* group_for's one-entry cache (index) */
+	int last_group[4];		/* group_for's one-entry cache (index) per role (& 3) */
 	struct nt_group *groups;
 	struct nt_matching m;
 };

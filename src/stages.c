@@ -87,6 +87,18 @@ int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns)
  * Every stage one host's record gives.  Returns the mask of stages set in
  * vals; *stand_in gets those computed with a stand-in boundary.
  */
+/* the events the fast paths need for every stage of role but blk_device: unrolled, a constant */
+static inline __attribute__((always_inline)) __u32 fast_need(int role)
+{
+	__u32 need = 0;
+
+#pragma GCC unroll 16
+	for (int s = 0; s < NT_ST_NR; s++)
+		if (nt_spans[s].role == role && s != NT_ST_BLK_DEVICE)
+			need |= 1u << nt_spans[s].from | 1u << nt_spans[s].to;
+	return need;
+}
+
 /*
  * The report's common case, without a branch per stage: every stage of the
  * role has its own two events (no stand-in) and they are in order.  Both
@@ -96,13 +108,9 @@ int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns)
  */
 static inline int nt_host_fast(const struct ntbpf_rec *r, int role, __u64 raw[NT_ST_NR], __u32 *maskp)
 {
-	__u32 need = 0, mask = 0;
+	__u32 need = fast_need(role), mask = 0;
 	__s64 bad = 0;
 
-#pragma GCC unroll 16
-	for (int s = 0; s < NT_ST_NR; s++)
-		if (nt_spans[s].role == role && s != NT_ST_BLK_DEVICE)
-			need |= 1u << nt_spans[s].from | 1u << nt_spans[s].to;
 	if ((r->ev_mask & need) != need)
 		return 0;
 #pragma GCC unroll 16
@@ -188,7 +196,44 @@ __u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *sta
 				vals[st_] = (S)->v[nt_sum_slot[st_]];		\
 	} while (0)
 
-void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
+/*
+ * nt_host_fast() straight into the role's slots (no array between: the
+ * packing's wide loads stalled on its narrow stores), where there is no R2T
+ * move either.  What it writes is what the general path below writes.  1,
+ * or 0: take the general path (slots may be half written: it writes them all).
+ */
+static inline __attribute__((always_inline)) int sum_fast(const struct ntbpf_rec *r, int role, struct nt_sum *s)
+{
+	__u32 need = fast_need(role), mask = 0;
+	__s64 bad = 0;
+
+	if ((r->ev_mask & need) != need || nt_r2t_adj(r))
+		return 0;
+#pragma GCC unroll 16
+	for (int st = 0; st < NT_ST_NR; st++) {
+		__s64 d;
+
+		if (nt_spans[st].role != role)
+			continue;
+		if (st == NT_ST_BLK_DEVICE) {
+			s->v[nt_sum_slot[st]] = 0;
+			continue;
+		}
+		d = (__s64)r->ev[nt_spans[st].to] - (__s64)r->ev[nt_spans[st].from];
+		bad |= d;
+		s->v[nt_sum_slot[st]] = (uint32_t)d;
+		mask |= 1u << st;
+	}
+	if (bad < 0)
+		return 0;
+	s->mask = (uint16_t)mask;
+	s->stand_in = 0;
+	s->depth = r->depth;
+	return 1;
+}
+
+/* nt_sum_of's general path, out of line: the fast one needs no stack array (zeroing it was rep stos) */
+static __attribute__((noinline)) void sum_general(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
 {
 	__u64 raw[NT_ST_NR] = { 0 };
 	__u32 mask = 0, si = 0;
@@ -202,6 +247,15 @@ void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
 	s->mask = (uint16_t)mask;
 	s->stand_in = (uint16_t)si;
 	s->depth = r->role == role ? r->depth : 0;
+}
+
+void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s)
+{
+	if (r->role == role &&
+	    (role == NTBPF_ROLE_INITIATOR ? sum_fast(r, NTBPF_ROLE_INITIATOR, s) :
+	     role == NTBPF_ROLE_TARGET && sum_fast(r, NTBPF_ROLE_TARGET, s)))
+		return;
+	sum_general(r, role, s);
 }
 
 uint32_t nt_sum_combine(const struct nt_sum *si, const struct nt_sum *st, uint64_t vals[NT_ST_NR], uint32_t *stand_in,
