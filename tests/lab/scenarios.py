@@ -62,6 +62,12 @@ def netem(baseline, crossings, delay_us):
                               "max_us": crossings * delay_us // 10})]
 
 
+def findings(present=(), absent=()):
+    """ntbpf report --diagnose (docs/diagnose.md) names each kind of present and none of absent"""
+    return ([("finding", {"kind": k}) for k in present] +
+            [("finding", {"kind": k, "present": False}) for k in absent])
+
+
 def exact(baseline, stage, delay_us, ops=("read", "write"), others_us=5):
     """On the instruction clock a delay D moves its own stage's median by D (+-3 %), each op's
     groups on their own, and no other stage by more than a few us.  Measured on 6.12, fio pinned
@@ -102,18 +108,24 @@ SCENARIOS = [
     # data, response).  A large delay per topology stays on the host clock above.
     {"name": "one-6.12-icount-randrw-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--fio", IC_RW],
-     "checks": BASIC + QD1_LAT + [("ops_present", {"ops": ["read", "write"]})]},
+     # the control of the diagnosis rules provoked below: nothing stands out
+     "checks": BASIC + QD1_LAT + [("ops_present", {"ops": ["read", "write"]})] +
+     findings(absent=("network", "target_device", "target_cpu", "initiator_cpu"))},
     {"name": "one-6.12-icount-randrw-netem-300us",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--netem-delay", "300us",
               "--fio", IC_RW],
-     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "network_transmission", 2 * 300)},
+     # --diagnose: network (94 % of end_to_end), and not the device (the control of target_device)
+     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "network_transmission", 2 * 300) +
+     findings(present=("network",), absent=("target_device",))},
     {"name": "one-6.12-icount-randrw-device-100us",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--device-delay", "100us",
               "--fio", IC_RW],
-     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "target_subsystem", 100)},
+     # --diagnose: target_device (target_subsystem 68 % of end_to_end), not the network
+     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "target_subsystem", 100) +
+     findings(present=("target_device",), absent=("network",))},
     {"name": "one-6.12-icount-write128k",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--fio", IC_W128],
-     "checks": BASIC},
+     "checks": BASIC + findings(absent=("network",))},
     {"name": "one-6.12-icount-write128k-netem-300us",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--netem-delay", "300us",
               "--fio", IC_W128],
@@ -126,7 +138,19 @@ SCENARIOS = [
      # 30.4 or 76.4 us, one value per run (network p50 50.6, 53.6 or 99.6 us; tests/lab/README.md):
      # CI once measured +1256.1 us against such a baseline
      "checks": BASIC + exact("one-6.12-icount-write128k", "network_transmission", 4 * 300,
-                             ops=("write",), others_us=15)},
+                             ops=("write",), others_us=15) + findings(present=("network",))},
+    # queue_imbalance: 2 I/O queues, fio pinned to CPU 0, so every I/O goes to queue 1 (CPU 0's)
+    # and queue 2 stays idle (the recorder lists it from sysfs queue_count); the control spreads
+    # 2 jobs over both CPUs, one queue each
+    {"name": "one-6.12-icount-randread-q2-cpu0",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--queues", "2",
+              "--fio", "rw=randread bs=4k iodepth=4 numjobs=1 runtime=1 number_ios=2000 cpus_allowed=0"],
+     "checks": BASIC + [("queues_listed", {"n": 1, "max_depth": 4})] + findings(present=("queue_imbalance",))},
+    {"name": "one-6.12-icount-randread-q2-split",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--queues", "2",
+              "--fio", "rw=randread bs=4k iodepth=4 numjobs=2 runtime=1 number_ios=1000 cpus_allowed=0-1"
+                       " cpus_allowed_policy=split"],
+     "checks": BASIC + [("queues_listed", {"n": 2, "max_depth": 4})] + findings(absent=("queue_imbalance",))},
     # 7.2 (Debian unstable, split packaging, virtio built in): two hosts, and a 7.2 initiator
     # against a 6.1 target
     {"name": "two-7.2-randread-qd1",
