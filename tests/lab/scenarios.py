@@ -25,6 +25,10 @@ REFUSALS = [
     (["--topology", "one", "--clock", "icount", "--accel", "kvm", "--out", "/nonexistent"],
      "--clock icount is a TCG mode"),
     (["--clock", "virtual", "--out", "/nonexistent"], "--clock must be host or icount"),
+    (["--topology", "one", "--target-cpu-hog", "0", "--out", "/nonexistent"],
+     "--target-cpu-hog needs --topology two (one guest: --cpu-hog)"),
+    (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
+     "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
 
 # Checks every scenario with both hosts recording gets.
@@ -85,8 +89,10 @@ SCENARIOS = [
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
+    # (also the control of initiator_cpu below: the initiator's stages ~25 % of end_to_end)
     {"name": "two-6.12-randread-qd1",
-     "args": ["--topology", "two", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
+     "args": ["--topology", "two", "--kernel", "6.12", "--fio", QD1],
+     "checks": BASIC + QD1_LAT + findings(absent=("initiator_cpu",))},
     # QD1: every I/O saw a depth of 1 on both hosts (6.1's target ends I/Os through kernel_sendpage)
     {"name": "one-6.1-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.1", "--fio", QD1],
@@ -98,6 +104,16 @@ SCENARIOS = [
     {"name": "two-6.12-randread-netem-50ms",
      "args": ["--topology", "two", "--kernel", "6.12", "--netem-delay", "50ms", "--fio", QD1],
      "checks": BASIC + netem("two-6.12-randread-qd1", 1, 50000)},
+    # initiator_cpu: a real-time busy loop on the initiator's io_cpu (CPU 0; --cpu-hog: ~300
+    # shell iterations busy, 1 ms asleep), fio on CPU 1: io_work waits for it to sleep, both to
+    # send each command (nvme_tcp_submission) and to take each response (nstack_completion).
+    # Two guests on the host clock: in one guest on the instruction clock the hog stalled the
+    # other vCPU too (tests/lab/README.md).  Bounded by an I/O count: under host load ~7 the run
+    # made 13 I/Os a second (74 % of end_to_end), idle 55 (72 %)
+    {"name": "two-6.12-randread-qd1-initiator-hog",
+     "args": ["--topology", "two", "--kernel", "6.12", "--cpu-hog", "0:300:1000",
+              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=20 number_ios=250 cpus_allowed=1"],
+     "checks": BASIC + findings(present=("initiator_cpu",), absent=("target_cpu", "too_few_queues"))},
     {"name": "one-6.12-randread-netem-25ms",
      "args": ["--topology", "one", "--kernel", "6.12", "--netem-delay", "25ms", "--fio", QD1],
      "checks": BASIC + netem("one-6.12-randread-qd1", 2, 25000)},
@@ -125,7 +141,7 @@ SCENARIOS = [
      findings(present=("target_device",), absent=("network",))},
     {"name": "one-6.12-icount-write128k",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--fio", IC_W128],
-     "checks": BASIC + findings(absent=("network",))},
+     "checks": BASIC + findings(absent=("network", "target_cpu"))},
     {"name": "one-6.12-icount-write128k-netem-300us",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--netem-delay", "300us",
               "--fio", IC_W128],
@@ -139,6 +155,14 @@ SCENARIOS = [
      # CI once measured +1256.1 us against such a baseline
      "checks": BASIC + exact("one-6.12-icount-write128k", "network_transmission", 4 * 300,
                              ops=("write",), others_us=15) + findings(present=("network",))},
+    # target_cpu: 128 KiB reads at QD1, where the target's own work per I/O on the emulated CPU
+    # (nvmet_tcp_submission 155 us, nvmet_tcp_completion 75 us) is 67 % of end_to_end; the
+    # 4k baseline (36 %) and the 128k writes (40 %) are its controls
+    {"name": "one-6.12-icount-read128k",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount",
+              "--fio", "rw=randread bs=128k iodepth=1 numjobs=1 runtime=1 number_ios=300 cpus_allowed=0"
+                       " iomem=mmaphuge:/dev/hugepages/fio"],
+     "checks": BASIC + findings(present=("target_cpu",), absent=("initiator_cpu", "network"))},
     # queue_imbalance: 2 I/O queues, fio pinned to CPU 0, so every I/O goes to queue 1 (CPU 0's)
     # and queue 2 stays idle (the recorder lists it from sysfs queue_count); the control spreads
     # 2 jobs over both CPUs, one queue each
