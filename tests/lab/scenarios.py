@@ -27,6 +27,7 @@ REFUSALS = [
     (["--clock", "virtual", "--out", "/nonexistent"], "--clock must be host or icount"),
     (["--topology", "one", "--target-cpu-hog", "0", "--out", "/nonexistent"],
      "--target-cpu-hog needs --topology two (one guest: --cpu-hog)"),
+    (["--device-depth", "0", "--out", "/nonexistent"], "--device-depth wants a number of requests (1-9999)"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
