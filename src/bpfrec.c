@@ -375,16 +375,22 @@ static void windows_stop(struct windows_run *wr)
 /*
  * The queues' facts are known at the end (the BPF side reads each queue's
  * connection at its first recorded I/O): into the header, which is
- * rewritten in place in the room it was written with.  Queues that do not
- * fit are left out, and said so.
+ * rewritten in place in the room it was written with; on the initiator
+ * also the controllers' queues no recorded I/O went to (sysfs queue_count),
+ * with nothing known of them.  Queues that do not fit are left out, and
+ * said so.
  */
 static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FILE *f, uint64_t hdr_len)
 {
 	uint32_t cut = 0;
-	int n = nt_probes_queues(pr, hdr), rc;
+	int n = nt_probes_queues(pr, hdr), idle = 0, rc;
 
 	if (n < 0)
 		fprintf(stderr, "ntbpf record: warning: out of memory reading the queues: the header lists none\n");
+	/* and the initiator's queues no recorded I/O went to (queue_imbalance counts them) */
+	else if (hdr->role == NTBPF_ROLE_INITIATOR && (idle = nt_sys_nvme_idle_queues("", hdr)) < 0)
+		fprintf(stderr, "ntbpf record: warning: out of memory listing the idle queues: the header lists "
+			"the queues with I/O only\n");
 	for (;;) {
 		uint32_t i = hdr->nctrls;
 
@@ -403,7 +409,7 @@ static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FIL
 			strerror(-rc));
 	else if (cut)
 		fprintf(stderr, "ntbpf record: warning: %u of %d queues did not fit into the header's room: "
-			"not listed\n", cut, n);
+			"not listed\n", cut, n + (idle > 0 ? idle : 0));
 }
 
 /* room in the header for the queue list: about 100 bytes a queue, a queue per CPU per controller */

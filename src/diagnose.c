@@ -60,6 +60,43 @@ static void add_queue(struct agg *a, const struct nt_report *rep, const struct n
 		a->q[k].wait += nt_hist_mean(h) * h->count;
 }
 
+/*
+ * The queues the inputs' headers list that no I/O of the report went to,
+ * with 0 I/Os: of the controllers that carried some (a controller the
+ * report's filters left out is not this run's), so that one busy queue of
+ * two is told from one queue.
+ */
+static void add_idle_queues(struct agg *a, const struct nt_report *rep)
+{
+	int nq = a->nq;
+
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+		int role = h->role == NTBPF_ROLE_TARGET ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR;
+
+		for (uint32_t c = 0; c < h->nctrls; c++) {
+			const struct nt_ctrl_info *ci = &h->ctrls[c];
+			uint16_t ctrl = role == NTBPF_ROLE_INITIATOR ? (uint16_t)ci->instance : ci->cntlid;
+			bool busy = false;
+
+			if (role == NTBPF_ROLE_INITIATOR && ci->instance < 0)
+				continue;
+			for (int k = 0; k < nq && !busy; k++)
+				busy = a->q[k].role == role && a->q[k].ctrl == ctrl;
+			for (uint32_t j = 0; busy && ci->queues && j < ci->nqueues; j++) {
+				int k;
+
+				for (k = 0; k < a->nq; k++)
+					if (a->q[k].role == role && a->q[k].ctrl == ctrl && a->q[k].qid == ci->queues[j].qid)
+						break;
+				if (k < a->nq || a->nq == MAXQ)
+					continue;
+				a->q[a->nq++] = (struct qagg){ role, ctrl, ci->queues[j].qid, ci->queues[j].io_cpu, 0, 0 };
+			}
+		}
+	}
+}
+
 static void aggregate(const struct nt_report *rep, struct agg *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -96,6 +133,7 @@ static void aggregate(const struct nt_report *rep, struct agg *a)
 	}
 	for (int s = 0; s < NT_ST_NR; s++)
 		a->mean[s] = a->n[s] ? a->sum[s] / a->n[s] : 0;
+	add_idle_queues(a, rep);
 }
 
 /*

@@ -203,6 +203,55 @@ int nt_sys_nvme_ctrls(const char *root, struct nt_header *h)
 	return n;
 }
 
+static int cmp_qid(const void *a, const void *b)
+{
+	const struct nt_queue_info *x = a, *y = b;
+
+	return (int)x->qid - (int)y->qid;
+}
+
+int nt_sys_nvme_idle_queues(const char *root, struct nt_header *h)
+{
+	char path[512], buf[32];
+	int added = 0;
+
+	for (uint32_t i = 0; i < h->nctrls; i++) {
+		struct nt_ctrl_info *c = &h->ctrls[i];
+		unsigned long qc;
+		char *end;
+
+		if (c->instance < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/sys/class/nvme/nvme%d/queue_count", root, c->instance);
+		if (read_line(path, buf, sizeof(buf)))
+			continue;	/* gone, or not exposed: the queues seen are all it lists */
+		qc = strtoul(buf, &end, 10);
+		if (end == buf || qc > 65536)
+			continue;
+		for (unsigned long qid = 1; qid < qc; qid++) {
+			struct nt_queue_info *q;
+			uint32_t k;
+
+			for (k = 0; c->queues && k < c->nqueues; k++)
+				if (c->queues[k].qid == qid)
+					break;
+			if (c->queues && k < c->nqueues)
+				continue;
+			q = nt_ctrl_add_queue(c);
+			if (!q)
+				return -1;
+			memset(q, 0, sizeof(*q));
+			q->qid = (uint16_t)qid;
+			q->io_cpu = -1;
+			q->rx_queue = -1;
+			added++;
+		}
+		if (c->queues && c->nqueues > 1)
+			qsort(c->queues, c->nqueues, sizeof(*c->queues), cmp_qid);
+	}
+	return added;
+}
+
 int nt_sys_module_loaded(const char *root, const char *name)
 {
 	char path[512];

@@ -34,6 +34,13 @@ void nt_dev_to_header(const struct nt_devset *ds, struct nt_header *h);
 void nt_sys_identity(struct nt_header *h, int argc, char **argv);
 /* NVMe over TCP controllers of this host from <root>/sys/class/nvme (initiator) */
 int nt_sys_nvme_ctrls(const char *root, struct nt_header *h);
+/*
+ * The initiator's I/O queues no recorded I/O went to: qid 1 .. queue_count - 1 (sysfs queue_count
+ * counts the admin queue) of each controller in h with an instance, added with nothing known
+ * (io_cpu and rx_queue -1, no connection) and each controller's queues sorted by qid: a report
+ * can then tell one busy queue of two from a single queue.  Added count, or -1 out of memory.
+ */
+int nt_sys_nvme_idle_queues(const char *root, struct nt_header *h);
 /* clock_gettime(c) in ns (CLOCK_MONOTONIC is bpf_ktime_get_ns's clock) */
 uint64_t nt_clock_ns(clockid_t c);
 /* ask for transparent huge pages on [p, p + len) before it is first written (large arrays: a

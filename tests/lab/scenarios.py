@@ -29,6 +29,11 @@ REFUSALS = [
      "several --fio need --topology one"),
     (["--live", "--fio", "rw=read", "--fio", "rw=write", "--out", "/nonexistent"],
      "several --fio work with record only"),
+    (["--topology", "one", "--target-cpu-hog", "0", "--out", "/nonexistent"],
+     "--target-cpu-hog needs --topology two (one guest: --cpu-hog)"),
+    (["--device-depth", "0", "--out", "/nonexistent"], "--device-depth wants a number of requests (1-9999)"),
+    (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
+     "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
 
 # Checks every scenario with both hosts recording gets.
@@ -66,6 +71,12 @@ def netem(baseline, crossings, delay_us):
                               "max_us": crossings * delay_us // 10})]
 
 
+def findings(present=(), absent=()):
+    """ntbpf report --diagnose (docs/diagnose.md) names each kind of present and none of absent"""
+    return ([("finding", {"kind": k}) for k in present] +
+            [("finding", {"kind": k, "present": False}) for k in absent])
+
+
 def exact(baseline, stage, delay_us, ops=("read", "write"), others_us=5):
     """On the instruction clock a delay D moves its own stage's median by D (+-3 %), each op's
     groups on their own, and no other stage by more than a few us.  Measured on 6.12, fio pinned
@@ -83,8 +94,10 @@ SCENARIOS = [
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
+    # (also the control of initiator_cpu below: the initiator's stages ~25 % of end_to_end)
     {"name": "two-6.12-randread-qd1",
-     "args": ["--topology", "two", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
+     "args": ["--topology", "two", "--kernel", "6.12", "--fio", QD1],
+     "checks": BASIC + QD1_LAT + findings(absent=("initiator_cpu",))},
     # QD1: every I/O saw a depth of 1 on both hosts (6.1's target ends I/Os through kernel_sendpage)
     {"name": "one-6.1-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.1", "--fio", QD1],
@@ -96,6 +109,16 @@ SCENARIOS = [
     {"name": "two-6.12-randread-netem-50ms",
      "args": ["--topology", "two", "--kernel", "6.12", "--netem-delay", "50ms", "--fio", QD1],
      "checks": BASIC + netem("two-6.12-randread-qd1", 1, 50000)},
+    # initiator_cpu: a real-time busy loop on the initiator's io_cpu (CPU 0; --cpu-hog: ~300
+    # shell iterations busy, 1 ms asleep), fio on CPU 1: io_work waits for it to sleep, both to
+    # send each command (nvme_tcp_submission) and to take each response (nstack_completion).
+    # Two guests on the host clock: in one guest on the instruction clock the hog stalled the
+    # other vCPU too (tests/lab/README.md).  Bounded by an I/O count: under host load ~7 the run
+    # made 13 I/Os a second (74 % of end_to_end), idle 55 (72 %)
+    {"name": "two-6.12-randread-qd1-initiator-hog",
+     "args": ["--topology", "two", "--kernel", "6.12", "--cpu-hog", "0:300:1000",
+              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=20 number_ios=250 cpus_allowed=1"],
+     "checks": BASIC + findings(present=("initiator_cpu",), absent=("target_cpu", "too_few_queues"))},
     {"name": "one-6.12-randread-netem-25ms",
      "args": ["--topology", "one", "--kernel", "6.12", "--netem-delay", "25ms", "--fio", QD1],
      "checks": BASIC + netem("one-6.12-randread-qd1", 2, 25000)},
@@ -106,18 +129,24 @@ SCENARIOS = [
     # data, response).  A large delay per topology stays on the host clock above.
     {"name": "one-6.12-icount-randrw-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--fio", IC_RW],
-     "checks": BASIC + QD1_LAT + [("ops_present", {"ops": ["read", "write"]})]},
+     # the control of the diagnosis rules provoked below: nothing stands out
+     "checks": BASIC + QD1_LAT + [("ops_present", {"ops": ["read", "write"]})] +
+     findings(absent=("network", "target_device", "target_cpu", "initiator_cpu"))},
     {"name": "one-6.12-icount-randrw-netem-300us",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--netem-delay", "300us",
               "--fio", IC_RW],
-     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "network_transmission", 2 * 300)},
+     # --diagnose: network (94 % of end_to_end), and not the device (the control of target_device)
+     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "network_transmission", 2 * 300) +
+     findings(present=("network",), absent=("target_device",))},
     {"name": "one-6.12-icount-randrw-device-100us",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--device-delay", "100us",
               "--fio", IC_RW],
-     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "target_subsystem", 100)},
+     # --diagnose: target_device (target_subsystem 68 % of end_to_end), not the network
+     "checks": BASIC + exact("one-6.12-icount-randrw-qd1", "target_subsystem", 100) +
+     findings(present=("target_device",), absent=("network",))},
     {"name": "one-6.12-icount-write128k",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--fio", IC_W128],
-     "checks": BASIC},
+     "checks": BASIC + findings(absent=("network", "target_cpu"))},
     {"name": "one-6.12-icount-write128k-netem-300us",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--netem-delay", "300us",
               "--fio", IC_W128],
@@ -130,7 +159,27 @@ SCENARIOS = [
      # 30.4 or 76.4 us, one value per run (network p50 50.6, 53.6 or 99.6 us; tests/lab/README.md):
      # CI once measured +1256.1 us against such a baseline
      "checks": BASIC + exact("one-6.12-icount-write128k", "network_transmission", 4 * 300,
-                             ops=("write",), others_us=15)},
+                             ops=("write",), others_us=15) + findings(present=("network",))},
+    # target_cpu: 128 KiB reads at QD1, where the target's own work per I/O on the emulated CPU
+    # (nvmet_tcp_submission 155 us, nvmet_tcp_completion 75 us) is 67 % of end_to_end; the
+    # 4k baseline (36 %) and the 128k writes (40 %) are its controls
+    {"name": "one-6.12-icount-read128k",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount",
+              "--fio", "rw=randread bs=128k iodepth=1 numjobs=1 runtime=1 number_ios=300 cpus_allowed=0"
+                       " iomem=mmaphuge:/dev/hugepages/fio"],
+     "checks": BASIC + findings(present=("target_cpu",), absent=("initiator_cpu", "network"))},
+    # queue_imbalance: 2 I/O queues, fio pinned to CPU 0, so every I/O goes to queue 1 (CPU 0's)
+    # and queue 2 stays idle (the recorder lists it from sysfs queue_count); the control spreads
+    # 2 jobs over both CPUs, one queue each
+    {"name": "one-6.12-icount-randread-q2-cpu0",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--queues", "2",
+              "--fio", "rw=randread bs=4k iodepth=4 numjobs=1 runtime=1 number_ios=2000 cpus_allowed=0"],
+     "checks": BASIC + [("queues_listed", {"n": 1, "max_depth": 4})] + findings(present=("queue_imbalance",))},
+    {"name": "one-6.12-icount-randread-q2-split",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--queues", "2",
+              "--fio", "rw=randread bs=4k iodepth=4 numjobs=2 runtime=1 number_ios=1000 cpus_allowed=0-1"
+                       " cpus_allowed_policy=split"],
+     "checks": BASIC + [("queues_listed", {"n": 2, "max_depth": 4})] + findings(absent=("queue_imbalance",))},
     # 7.2 (Debian unstable, split packaging, virtio built in): two hosts, and a 7.2 initiator
     # against a 6.1 target
     {"name": "two-7.2-randread-qd1",

@@ -27,6 +27,8 @@ struct shape {
 	uint32_t blk_sub, sub, net, nstack_sub, nvmet_sub, tsub, nvmet_comp, nstack_comp, nvme_comp, blk_comp;
 	int nq;			/* I/O queues */
 	int hot;		/* > 0: this percentage of I/Os go to queue 1, the rest round-robin */
+	int busy;		/* > 0: the I/Os go to queues 1..busy only; the header lists the others with
+				 * nothing known, as the recorder lists the queues no I/O went to */
 	bool one_cpu;		/* every queue's io_work on CPU 0 (else queue q on CPU q) */
 	int depth;		/* initiator depth: 1 + k % depth */
 	uint32_t sub_per_depth;	/* nvme_tcp_submission grows by this per request in flight */
@@ -49,7 +51,7 @@ static void header(struct nt_header *h, int role, const struct shape *sh)
 
 		assert_non_null(qi);
 		qi->qid = q;
-		qi->io_cpu = sh->one_cpu ? 0 : q - 1;
+		qi->io_cpu = sh->busy && q > sh->busy ? -1 : sh->one_cpu ? 0 : q - 1;
 	}
 }
 
@@ -71,7 +73,7 @@ static int diagnose(const struct shape *sh, struct nt_finding *f, size_t nrec, c
 	synth_init(&s);
 	for (size_t k = 0; k < nrec; k++) {
 		struct ntbpf_rec *i = &ri[k], *g = &rt[k];
-		uint16_t q = sh->hot && (int)(k % 100) < sh->hot ? 0 : k % sh->nq;
+		uint16_t q = sh->busy ? k % sh->busy : sh->hot && (int)(k % 100) < sh->hot ? 0 : k % sh->nq;
 		uint16_t d = 1 + k % sh->depth, td = 1 + (k / 3) % sh->tdepth;
 		const int64_t off = 7777777;	/* synth.h: the target's clock ahead */
 		uint64_t t, qrq, sent, arr, pick, exec, done, rs, back, proc, nd;
@@ -231,6 +233,25 @@ static void test_queue_imbalance(void **state)
 	assert_true(has(x->evidence, "all 4 queues' io_work runs on CPU 0"));
 	/* control: round-robin over 4 queues on 4 CPUs (base) */
 	assert_null(run(&base, "queue_imbalance"));
+	/* every I/O on queue 1 of 2: the idle queue has no group, only the header's entry
+	 * (the lab's fio pinned to one CPU of two); controls: the controller's only queue, and
+	 * both queues busy */
+	{
+		static const struct { int nq, busy; bool fires; } c[] = { { 2, 1, true }, { 1, 1, false },
+									    { 2, 2, false } };
+
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			sh = base;
+			sh.nq = c[i].nq;
+			sh.busy = c[i].busy;
+			x = run(&sh, "queue_imbalance");
+			assert_int_equal(x != NULL, c[i].fires);
+		}
+		sh.nq = 2;
+		sh.busy = 1;
+		assert_true(has(run(&sh, "queue_imbalance")->evidence,
+				"queue 1 carries 100% of the I/Os of 2 queues (2000 of 2000; even: 50%)"));
+	}
 }
 
 static void test_target_device(void **state)
