@@ -540,6 +540,11 @@ static __always_inline void q_conn(struct qstate *s, struct sock *sk, __u16 qid,
 		m = BPF_CORE_READ(sk, __sk_common.skc_rx_queue_mapping);
 		s->rx_queue = m == 0xffff ? -1 : (__s16)m;	/* NO_QUEUE_MAPPING */
 	}
+	s->tx_queue = -1;
+	if (bpf_core_field_exists(sk->__sk_common.skc_tx_queue_mapping)) {
+		m = BPF_CORE_READ(sk, __sk_common.skc_tx_queue_mapping);
+		s->tx_queue = m == 0xffff ? -1 : (__s16)m;
+	}
 }
 
 /*

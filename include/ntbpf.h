@@ -149,7 +149,8 @@ struct qstate {
 	__u16 sport;	/* local port */
 	__u16 dport;	/* remote port */
 	__u16 family;	/* AF_INET 2, AF_INET6 10; 0: no connection seen */
-	__u16 pad;
+	__s16 tx_queue;	/* skc_tx_queue_mapping: the NIC TX queue the connection sends on (set where the
+			 * device has several: XPS or a hash), -1 unknown */
 	__s32 inflight;	/* recorded requests in flight (depth), 0 after a sampling window's forget */
 	__u32 pad2;
 };

@@ -536,6 +536,7 @@ static int queue_to_header(int role, const struct qstate *q, struct nt_header *h
 	qi->qid = q->qid;
 	qi->io_cpu = q->io_cpu;
 	qi->rx_queue = q->rx_queue;
+	qi->tx_queue = q->tx_queue;
 	qi->sport = q->sport;
 	qi->dport = q->dport;
 	if (!inet_ntop(af, q->saddr, qi->saddr, sizeof(qi->saddr)))

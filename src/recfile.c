@@ -343,7 +343,7 @@ struct nt_queue_info *nt_ctrl_add_queue(struct nt_ctrl_info *c)
 
 	q = array_add((void **)&c->queues, &c->nqueues, sizeof(*c->queues));
 	if (q)
-		q->io_cpu = q->rx_queue = -1;
+		q->io_cpu = q->rx_queue = q->tx_queue = -1;
 	return q;
 }
 
@@ -480,6 +480,10 @@ static void enc_ctrl(struct buf *b, const struct nt_ctrl_info *c)
 	buf_u32(b, c->queues ? c->nqueues : 0);
 	for (i = 0; c->queues && i < c->nqueues; i++)
 		buf_u32(b, (uint32_t)c->queues[i].rx_queue);
+	/* and after that: each queue's NIC TX queue */
+	buf_u32(b, c->queues ? c->nqueues : 0);
+	for (i = 0; c->queues && i < c->nqueues; i++)
+		buf_u32(b, (uint32_t)c->queues[i].tx_queue);
 	tlv_end(b, at);
 }
 
@@ -857,6 +861,13 @@ static int dec_ctrl(struct nt_header *h, struct cur *v, uint32_t *nqueues)
 
 		for (i = 0; i < nrx && i < c->nqueues && v->len >= 4; i++)
 			c->queues[i].rx_queue = (int32_t)cur_u32(v);
+	}
+	/* appended after those: the TX queues (a file without them: -1) */
+	if (!v->bad && v->len >= 4) {
+		uint32_t ntx = cur_u32(v);
+
+		for (i = 0; i < ntx && i < c->nqueues && v->len >= 4; i++)
+			c->queues[i].tx_queue = (int32_t)cur_u32(v);
 	}
 	return 0;
 }

@@ -46,6 +46,7 @@ struct nt_queue_info {
 	char daddr[48];		/* remote address */
 	uint16_t dport;
 	int32_t rx_queue;	/* sk_rx_queue_mapping: NIC RX queue of the connection, -1 unknown */
+	int32_t tx_queue;	/* sk_tx_queue_mapping: NIC TX queue of the connection, -1 unknown */
 };
 
 struct nt_ctrl_info {

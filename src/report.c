@@ -1003,7 +1003,7 @@ static void endpoint(const char *addr, uint16_t port, char *buf, size_t len)
 
 /* a queue group's facts, as the outputs print them */
 struct qfacts {
-	int io_cpu, rx_queue;		/* -1 unknown */
+	int io_cpu, rx_queue, tx_queue;	/* -1 unknown */
 	char local[80], remote[80];	/* "" unknown */
 	double dmean[2];		/* depth: initiator, target; 0 none */
 	uint32_t dmax[2];
@@ -1016,6 +1016,7 @@ static void qfacts_of(const struct nt_report *rep, const struct nt_group *g, str
 	memset(f, 0, sizeof(*f));
 	f->io_cpu = q ? q->io_cpu : -1;
 	f->rx_queue = q ? q->rx_queue : -1;
+	f->tx_queue = q ? q->tx_queue : -1;
 	if (q) {
 		endpoint(q->saddr, q->sport, f->local, sizeof(f->local));
 		endpoint(q->daddr, q->dport, f->remote, sizeof(f->remote));
@@ -1285,6 +1286,10 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 			fprintf(out, " rx_queue=%d", f.rx_queue);
 		else
 			fputs(" rx_queue=-", out);
+		if (f.tx_queue >= 0)
+			fprintf(out, " tx_queue=%d", f.tx_queue);
+		else
+			fputs(" tx_queue=-", out);
 		for (int k = 0; k < 2; k++)
 			if (g->dep_n[k])
 				fprintf(out, " %s=%.1f/%u", k ? "target_depth(mean/max)" : "depth(mean/max)", f.dmean[k],
@@ -1468,6 +1473,10 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 				fprintf(out, ", \"rx_queue\": %d", f.rx_queue);
 			else
 				fputs(", \"rx_queue\": null", out);
+			if (f.tx_queue >= 0)
+				fprintf(out, ", \"tx_queue\": %d", f.tx_queue);
+			else
+				fputs(", \"tx_queue\": null", out);
 			for (int k = 0; k < 2; k++)
 				if (g->dep_n[k])
 					fprintf(out, ", \"%sdepth_mean\": %.2f, \"%sdepth_max\": %u", k ? "target_" : "",
@@ -1670,7 +1679,9 @@ static void csv_header(FILE *out, const struct nt_report_opts *o, bool timed)
 	/* added later: after the percentiles, so that columns keep their places */
 	fprintf(out, ",min_us,max_us,status,span_s,iops,mb_s");
 	/* --group-by queue's facts, empty elsewhere */
-	fprintf(out, ",io_cpu,local,remote,rx_queue,depth_mean,depth_max,target_depth_mean,target_depth_max\n");
+	fprintf(out, ",io_cpu,local,remote,rx_queue,depth_mean,depth_max,target_depth_mean,target_depth_max");
+	/* added later still: at the end */
+	fprintf(out, ",tx_queue\n");
 }
 
 /* a row's queue columns (empty but for --group-by queue), and its end */
@@ -1679,7 +1690,7 @@ static void csv_queue(FILE *out, const struct nt_report *rep, const struct nt_gr
 	struct qfacts f;
 
 	if (!(rep->o->group_by & NT_GB_QUEUE) || !g->has_queue) {
-		fputs(",,,,,,,,\n", out);
+		fputs(",,,,,,,,,\n", out);
 		return;
 	}
 	qfacts_of(rep, g, &f);
@@ -1698,6 +1709,9 @@ static void csv_queue(FILE *out, const struct nt_report *rep, const struct nt_gr
 			fprintf(out, ",%.2f,%u", f.dmean[k], f.dmax[k]);
 		else
 			fputs(",,", out);
+	fputc(',', out);
+	if (f.tx_queue >= 0)
+		fprintf(out, "%d", f.tx_queue);
 	fputc('\n', out);
 }
 

@@ -244,6 +244,7 @@ int nt_sys_nvme_idle_queues(const char *root, struct nt_header *h)
 			q->qid = (uint16_t)qid;
 			q->io_cpu = -1;
 			q->rx_queue = -1;
+			q->tx_queue = -1;
 			added++;
 		}
 		if (c->queues && c->nqueues > 1)

@@ -570,6 +570,8 @@ def queues_listed(d, n=None, max_depth=None):
             continue
         role = "target" if g["queue"].startswith("cntlid") else "initiator"
         assert g["io_cpu"] is not None and g["local"] and g["remote"], f"queue {g['queue']}: no header facts: {g}"
+        # the NIC queues: the lab's devices (lo, a one-queue virtio-net) set no TX mapping; keys there
+        assert "rx_queue" in g and "tx_queue" in g, f"queue {g['queue']}: no NIC queue keys: {g}"
         key = "target_depth_max" if role == "target" else "depth_max"
         assert g[key] and g[key] >= 1, f"queue {g['queue']}: no depth"
         for k in ("depth_max", "target_depth_max"):

@@ -422,7 +422,7 @@ static void test_local_csv(void **state)
 	fclose(m);
 	assert_string_equal(hdr, "time,interval_s,op,size,device,queue,group_count,stage,count,avg_us,p50_us,p99_us,"
 			    "min_us,max_us,status,span_s,iops,mb_s,io_cpu,local,remote,rx_queue,depth_mean,depth_max,"
-			    "target_depth_mean,target_depth_max\n");
+			    "target_depth_mean,target_depth_max,tx_queue\n");
 	l = local_live(&cfg, &h, 250);
 	setenv("TZ", "IST-5:30", 1);
 	tzset();
@@ -550,10 +550,10 @@ static void test_kh_by_queue(void **state)
 	nt_report_print_interval(f, &rep, "12:00:00", 1.0, &info);
 	fclose(f);
 	assert_non_null(strstr(out, "queue=nvme0q1 I/Os=40 IOPS=40"));
-	assert_non_null(strstr(out, "queue: io_cpu=3 local=10.0.0.1:40001 remote=10.0.0.2:4420 rx_queue=- "
+	assert_non_null(strstr(out, "queue: io_cpu=3 local=10.0.0.1:40001 remote=10.0.0.2:4420 rx_queue=- tx_queue=- "
 				    "depth(mean/max)=37.8/70\n"));
 	assert_non_null(strstr(out, "queue=nvme0q2 I/Os=5 IOPS=5"));
-	assert_non_null(strstr(out, "queue: io_cpu=- local=- remote=- rx_queue=-\n"));
+	assert_non_null(strstr(out, "queue: io_cpu=- local=- remote=- rx_queue=- tx_queue=-\n"));
 	free(out);
 	nt_report_free(&rep);
 	nt_header_free(&in.hdr);

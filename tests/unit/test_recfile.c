@@ -175,6 +175,7 @@ static void header_full(struct nt_header *h)
 			fill_str(q->daddr, sizeof(q->daddr), "fd00::2", j);
 			q->dport = 4420;
 			q->rx_queue = j == 1 ? -1 : (int32_t)(j * 3);
+			q->tx_queue = j == 2 ? -1 : (int32_t)(j * 5 + 1);
 		}
 	}
 }
@@ -228,6 +229,7 @@ static void assert_header_equal(const struct nt_header *a, const struct nt_heade
 			assert_string_equal(p->daddr, q->daddr);
 			assert_int_equal(p->dport, q->dport);
 			assert_int_equal(p->rx_queue, q->rx_queue);
+			assert_int_equal(p->tx_queue, q->tx_queue);
 		}
 	}
 }
@@ -1767,6 +1769,7 @@ static void test_header_rewrite(void **state)
 		q->qid = i;
 		q->io_cpu = i % 2;
 		q->rx_queue = i == 4 ? -1 : (int32_t)i;
+		q->tx_queue = i == 1 ? -1 : (int32_t)(i + 10);
 		snprintf(q->saddr, sizeof(q->saddr), "10.0.0.1");
 		snprintf(q->daddr, sizeof(q->daddr), "10.0.0.2");
 		q->sport = 40000 + i;
@@ -1793,6 +1796,8 @@ static void test_header_rewrite(void **state)
 	assert_int_equal(got.ctrls[0].nqueues, 4);
 	assert_int_equal(got.ctrls[0].queues[3].rx_queue, -1);
 	assert_int_equal(got.ctrls[0].queues[2].rx_queue, 3);
+	assert_int_equal(got.ctrls[0].queues[0].tx_queue, -1);
+	assert_int_equal(got.ctrls[0].queues[2].tx_queue, 13);
 	for (n = 0; nt_reader_next(rd, &r); n++)
 		assert_rec_equal(&r, &recs[n]);
 	assert_int_equal(n, 300);

@@ -257,7 +257,7 @@ static void test_values(void **state)
 	assert_non_null(strstr(s, "read,4096,loop0,-,1,end_to_end,1,"));
 	{
 		/*
-		 * min_us,max_us,status,span_s,iops,mb_s, then the 8 queue columns (empty: not
+		 * min_us,max_us,status,span_s,iops,mb_s, then the 9 queue columns (empty: not
 		 * grouped by queue); one I/O every 100 us from t0 = 1 s
 		 */
 		double mn, mx, span, iops, mbs;
@@ -265,9 +265,9 @@ static void test_values(void **state)
 		const char *row = strstr(s, "read,4096,nvme0n1,-,1196,end_to_end,1196,");
 
 		assert_non_null(row);
-		/* the six after the 14th comma from the end of the row */
+		/* the six after the 15th comma from the end of the row */
 		row = strchr(row, '\n');
-		for (int commas = 0; commas < 14; row--)
+		for (int commas = 0; commas < 15; row--)
 			commas += row[-1] == ',';
 		row++;
 		assert_int_equal(sscanf(row, "%lf,%lf,%31[^,],%lf,%lf,%lf", &mn, &mx, status, &span, &iops, &mbs), 6);
@@ -278,7 +278,7 @@ static void test_values(void **state)
 		assert_true(mbs > iops * 4096 / 1e6 * 0.999 && mbs < iops * 4096 / 1e6 * 1.001);
 		assert_true(mn >= 20.2 && mn < mx && mx >= 2000);	/* the tail: i % 97 == 0 adds 2 ms */
 	}
-	assert_non_null(strstr(s, ",blk:10,0.000000,,,,,,,,,,\n"));	/* one I/O: no rate; no queue */
+	assert_non_null(strstr(s, ",blk:10,0.000000,,,,,,,,,,,\n"));	/* one I/O: no rate; no queue */
 	for (line = s; (line = strchr(line, '\n')); line++)
 		n++;
 	assert_int_equal(n, 1 + 7 * 3);	/* header + 4 groups and 3 of failed I/Os x 3 stages */
@@ -363,6 +363,7 @@ static struct nt_writer *open_host(FILE *f, int role)
 		q->qid = k;
 		q->io_cpu = k - 1;
 		q->rx_queue = k == 3 ? -1 : k;
+		q->tx_queue = k == 1 ? -1 : k + 4;
 		snprintf(q->saddr, sizeof(q->saddr), role == NTBPF_ROLE_TARGET ? "10.0.0.2" : "10.0.0.1");
 		snprintf(q->daddr, sizeof(q->daddr), role == NTBPF_ROLE_TARGET ? "10.0.0.1" : "10.0.0.2");
 		q->sport = role == NTBPF_ROLE_TARGET ? 4420 : 40000 + k - 1;
