@@ -220,7 +220,7 @@ static const struct argp_option record_opts[] = {
 	  "every I/O of one time window in N, the hooks armed only then (see --sample-by)", 0 },
 	{ "sample-by", OPT_SAMPLE_BY, "time|io", 0, "time (default): windows of --sample-window ms, one in every N, "
 	  "chosen from the wall clock, so hosts whose clocks agree (NTP) choose the same; between windows the "
-	  "tracepoint hooks are detached (windows 1 s apart or more) and the function hooks return at once.  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
+	  "tracepoint hooks are detached (windows 1 s apart or more) and the function hooks return at once, or are detached too (windows 10 s apart or more).  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
 	  "pays their dispatch; needs no clock agreement)", 0 },
 	{ "sample-window", OPT_SAMPLE_WINDOW, "MS", 0, "Length of a --sample-by time window (default 100 ms; "
 	  "1 to 60000)", 0 },
