@@ -333,8 +333,9 @@ static void *windows_thread(void *arg)
 
 /*
  * The gap between windows from which the function hooks are detached too
- * (sampling.h): NT_DETACH_FN_GAP_NS, or NTBPF_DETACH_FN_GAP_MS, a test knob
- * (the lab's windows are short), ignored unless a whole number of ms.
+ * under --sample-detach all (sampling.h): NT_DETACH_FN_GAP_NS, or
+ * NTBPF_DETACH_FN_GAP_MS, a test knob (the lab's windows are short), ignored
+ * unless a whole number of ms.
  */
 static uint64_t fn_gap_ns(void)
 {
@@ -435,7 +436,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	uint64_t cpu_start = 0;
 	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
 	bool windowed = cfg->sample > 1 && cfg->sample_window_ms, win_running = false;
-	struct windows_run wr = { .pr = &pr, .w = nt_windows_with(cfg->sample, cfg->sample_window_ms, fn_gap_ns()),
+	struct windows_run wr = { .pr = &pr, .w = nt_windows_with(cfg->sample, cfg->sample_window_ms,
+								 cfg->sample_detach_all ? fn_gap_ns() : UINT64_MAX),
 				  .verbose = cfg->verbose };
 	struct nt_probe_opts po = { .sample = windowed ? 1 : cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats,

@@ -30,6 +30,7 @@ struct parse_ctx {
 	bool help;	/* only printing help: stay quiet about missing arguments */
 	bool pcts_given;
 	int sample_by;			/* record --sample-by: 0 not given, 1 time, 2 io */
+	bool sample_detach;		/* record --sample-detach given */
 	uint32_t sample_window_ms;	/* record --sample-window, 0 not given */
 };
 
@@ -191,7 +192,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 /* ---- record ---- */
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
-       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_HIST,
+       OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_SAMPLE_DETACH, OPT_HIST,
        OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE, OPT_DIAGNOSE };
 
 static const char record_doc[] =
@@ -220,10 +221,14 @@ static const struct argp_option record_opts[] = {
 	  "every I/O of one time window in N, the hooks armed only then (see --sample-by)", 0 },
 	{ "sample-by", OPT_SAMPLE_BY, "time|io", 0, "time (default): windows of --sample-window ms, one in every N, "
 	  "chosen from the wall clock, so hosts whose clocks agree (NTP) choose the same; between windows the "
-	  "tracepoint hooks are detached (windows 1 s apart or more) and the function hooks return at once, or are detached too (windows 10 s apart or more).  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
+	  "tracepoint hooks are detached (windows 1 s apart or more) and the function hooks return at once "
+	  "(see --sample-detach).  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
 	  "pays their dispatch; needs no clock agreement)", 0 },
 	{ "sample-window", OPT_SAMPLE_WINDOW, "MS", 0, "Length of a --sample-by time window (default 100 ms; "
 	  "1 to 60000)", 0 },
+	{ "sample-detach", OPT_SAMPLE_DETACH, "tracepoints|all", 0, "What --sample-by time detaches between windows: "
+	  "tracepoints (default), or all: the function hooks too where windows are 10 s apart or more "
+	  "(cheapest between windows, but lab guests crashed while hooks were attached and detached: see README)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
@@ -298,6 +303,14 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		}
 		pc->sample_by = strcmp(arg, "time") ? 2 : 1;
 		break;
+	case OPT_SAMPLE_DETACH:
+		if (strcmp(arg, "tracepoints") && strcmp(arg, "all")) {
+			fail(pc, "bad --sample-detach '%s' (want tracepoints or all)", arg);
+			return EINVAL;
+		}
+		cfg->sample_detach_all = !strcmp(arg, "all");
+		pc->sample_detach = true;
+		break;
 	case OPT_SAMPLE_WINDOW: {
 		char *end;
 		unsigned long v;
@@ -324,6 +337,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		}
 		if (pc->sample_by == 2 && pc->sample_window_ms) {
 			fail(pc, "--sample-window goes with --sample-by time, not io");
+			return EINVAL;
+		}
+		if (pc->sample_by == 2 && pc->sample_detach) {
+			fail(pc, "--sample-detach goes with --sample-by time, not io");
 			return EINVAL;
 		}
 		cfg->sample_window_ms = pc->sample_by == 2 ? 0 :

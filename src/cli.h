@@ -37,6 +37,8 @@ struct nt_config {
 	uint32_t sample;		/* 1 = every I/O */
 	uint32_t sample_window_ms;	/* record: --sample N in windows of this many ms, one in every N
 					 * (hooks attached only then); 0 = --sample-by io: a per-I/O hash */
+	bool sample_detach_all;		/* record --sample-detach all: function hooks too, between windows
+					 * 10 s apart or more (default: tracepoints only) */
 	char **cmd_argv;		/* after "--", NULL-terminated; NULL if none */
 	uint64_t rotate_bytes, rotate_ns;	/* record --rotate: a new file of the series after this much (0: none) */
 	double interval;		/* record --interval / live [interval]: seconds, 0 = none */

@@ -25,8 +25,10 @@ struct nt_windows {
  * two windows is at least NT_DETACH_GAP_NS; detaching waits for an RCU grace
  * period (tens to hundreds of ms), which must end long before the next
  * window; nearer windows only pause the programs.  Function hooks too: where
- * the gap is at least fn_gap_ns (NT_DETACH_FN_GAP_NS unless the recorder's
- * test knob says otherwise).  Attaching and detaching a function hook is an
+ * the gap is at least fn_gap_ns (record --sample-detach all:
+ * NT_DETACH_FN_GAP_NS unless the recorder's test knob says otherwise; by
+ * default UINT64_MAX, never: lab guests crashed in runs that attached and
+ * detached them, see the README).  Attaching and detaching a function hook is an
  * ftrace update of every traced function (on the lab's 6.12 guest ~370 M
  * instructions per window cycle for ~11 hooks, and RCU-tasks grace periods:
  * detaching took 2.5-5 s there), which pays where windows are seconds apart:

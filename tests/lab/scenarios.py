@@ -257,7 +257,7 @@ SCENARIOS = [
     # fio at a fixed rate: the instruction clock skips idle time, so 31 virtual seconds are quick
     {"name": "one-6.12-icount-randread-sample10-detach-all",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--sample", "10",
-              "--record-args", "--sample-window 1000 -v", "--detach-fn-gap", "1500",
+              "--record-args", "--sample-window 1000 --sample-detach all -v", "--detach-fn-gap", "1500",
               "--fio", "rw=randread bs=4k iodepth=4 numjobs=1 runtime=31 rate_iops=1000 cpus_allowed=0"],
      "checks": [("fio_ok", {}), ("sampled_fraction", {"n": 10}), ("no_lost_records", {}),
                 ("target_records", {}), ("matched_fraction", {"min": 0.98}),

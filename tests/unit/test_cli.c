@@ -86,10 +86,17 @@ static void test_record_full(void **state)
 	assert_int_equal(cfg.sample_window_ms, 0);	/* a per-I/O hash */
 	assert_int_equal(parse("ntbpf record --sample-by time --sample 5", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.sample_window_ms, NT_SAMPLE_WINDOW_MS);
+	assert_false(cfg.sample_detach_all);	/* tracepoints only, unless asked */
+	assert_int_equal(parse("ntbpf record --sample 1000 --sample-detach all", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.sample_detach_all);
+	assert_int_equal(parse("ntbpf record --sample 1000 --sample-detach tracepoints", &cfg, err, sizeof(err)), 0);
+	assert_false(cfg.sample_detach_all);
 }
 
 static void test_record_bad(void **state)
 {
+	assert_bad("ntbpf record --sample 1000 --sample-detach functions", "bad --sample-detach 'functions'");
+	assert_bad("ntbpf record --sample 1000 --sample-by io --sample-detach all", "--sample-detach goes with --sample-by time");
 	assert_bad("ntbpf record --role both", "bad --role 'both'");
 	assert_bad("ntbpf record --duration -1", "bad --duration");
 	assert_bad("ntbpf record --duration abc", "bad --duration");
