@@ -462,7 +462,7 @@ struct plan {
  */
 #define SAMPLE_AT(k, step)	((k) * (step) + (step > 1 ? (uint32_t)(((k) * 0x9E3779B97F4A7C15ull) >> 40) % (step) : 0))
 
-static void plan(struct plan *p, unsigned int w, uint32_t nh)
+static void plan(struct plan *p, unsigned int w, uint32_t nh, bool exact)
 {
 	uint64_t mw = width_mask(w), sb = 1ull << (w - 1), umin = ~0ull, umax = 0, ymin = ~0ull, ymax = 0;
 	uint64_t flip, mn, mx, *v = p->v;
@@ -486,7 +486,7 @@ static void plan(struct plan *p, unsigned int w, uint32_t nh)
 	flip = ymax - ymin < umax - umin ? sb : 0;
 	mn = flip ? ymin : umin;
 	mx = flip ? ymax : umax;
-	if (step > 1) {		/* the rest of the values: the smallest and largest in that order */
+	if (step > 1 && exact) {	/* the rest of the values: the smallest and largest in that order */
 		for (i = 0; i < n; i++) {
 			uint64_t y = (v[i] & mw) ^ flip;
 
@@ -530,7 +530,8 @@ static uint32_t col_values(struct nt_colenc *e, const struct ntbpf_rec *recs, ui
 }
 
 #define PICK_RECS 512	/* a large chunk's b is chosen on this many of its values */
-#define PICK_MODE_RECS 512	/* and its mode on its first this many records */
+#define PICK_MODE_RECS 512	/* and its mode on its first this many records, */
+#define PICK_MODE_SAMPLE 128	/* costed on this many of their values */
 
 /*
  * Encode one column: descriptor into dir, exceptions, packed bits.  A
@@ -559,20 +560,20 @@ static void enc_column(struct nt_colenc *e, const struct ntbpf_rec *recs, uint32
 
 		for (m = 0; nm > 1 && m < nm; m++) {
 			q.cnt = col_values(e, recs, PICK_MODE_RECS, col, m, q.v);
-			plan(&q, w, PICK_MODE_RECS);
+			plan(&q, w, PICK_MODE_SAMPLE, false);
 			if (q.cost < best) {
 				best = q.cost;
 				mode = m;
 			}
 		}
 		p.cnt = col_values(e, recs, n, col, mode, p.v);
-		plan(&p, w, PICK_RECS);
+		plan(&p, w, PICK_RECS, true);
 	} else {
 		p.cnt = col_values(e, recs, n, col, 0, p.v);
-		plan(&p, w, n);
+		plan(&p, w, n, true);
 		for (m = 1; m < nm; m++) {
 			q.cnt = col_values(e, recs, n, col, m, q.v);
-			plan(&q, w, n);
+			plan(&q, w, n, true);
 			if (q.cost < p.cost) {	/* swap: the other buffer for the next mode */
 				uint64_t *v = p.v;
 
