@@ -123,29 +123,21 @@ struct {
 } inflight SEC(".maps");
 
 /*
- * slot index of pointer p: a multiplicative hash of its address.  The
- * verifier allows no arithmetic on a BTF pointer (tp_btf, fentry
- * arguments), but a privileged program may store one into a map value and
- * load the number back: a per-CPU word of .bss, loaded once for the number
- * and once more to be sure that no interrupting program on this CPU reused
- * the word in between (retried once, else slot 0, which the key check
- * then rejects or accepts like any slot).
+ * slot index of pointer p: a multiplicative hash of its address's low 32
+ * bits.  The verifier allows no arithmetic on a BTF pointer (tp_btf, fentry
+ * arguments), but a privileged program may copy its low half into a 32-bit
+ * register (a "partial copy of pointer", refused only to unprivileged
+ * programs), which is then a number: one instruction.  The C compiler emits
+ * no 32-bit move for BPF v1, hence the assembly.  Kernel addresses of live
+ * requests and queues differ in their low 32 bits; a number (a kprobe's
+ * argument) hashes the same way.
  */
-#define NT_LCPUS 512
-static volatile __u64 nt_launder[NT_LCPUS];
-
 static __always_inline __u64 slot_hash(__u64 p, int bits)
 {
-	volatile __u64 *w = &nt_launder[NT_BOUND(bpf_get_smp_processor_id() & (NT_LCPUS - 1), NT_LCPUS)];
-	__u64 h;
+	__u64 lo;
 
-	for (int i = 0; i < 2; i++) {
-		*w = p;
-		h = (*w * 0x9E3779B97F4A7C15ull) >> (64 - bits);
-		if (*w == p)
-			return h;
-	}
-	return 0;
+	asm volatile("r0 = %[p]\n\tw0 = w0\n\t%[lo] = r0" : [lo] "=r"(lo) : [p] "r"(p) : "r0");
+	return (lo * 0x9E3779B97F4A7C15ull) >> (64 - bits);
 }
 
 static __always_inline struct nt_slot *slot_of(__u64 key)
