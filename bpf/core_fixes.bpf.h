@@ -74,6 +74,17 @@ static __always_inline __u32 nvme_ns_head_devt(struct nvme_ns *ns)
 	return disk ? disk_devt(false, disk) : NTBPF_NO_DEV;
 }
 
+/*
+ * v5.15 (87eb71076749 "block: add a sequence number to disks"): diskseq, a
+ * number no other disk gets while the system runs; 0 where there is none.
+ */
+static __always_inline __u64 disk_seq(bool btf, struct gendisk *disk)
+{
+	if (!disk || !bpf_core_field_exists(disk->diskseq))
+		return 0;
+	return RD(btf, disk, diskseq);
+}
+
 static __always_inline __u32 nvme_head_devt(bool btf, struct request *rq)
 {
 	return nvme_ns_head_devt(RD(btf, rq, q, queuedata));

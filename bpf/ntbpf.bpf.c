@@ -123,29 +123,21 @@ struct {
 } inflight SEC(".maps");
 
 /*
- * slot index of pointer p: a multiplicative hash of its address.  The
- * verifier allows no arithmetic on a BTF pointer (tp_btf, fentry
- * arguments), but a privileged program may store one into a map value and
- * load the number back: a per-CPU word of .bss, loaded once for the number
- * and once more to be sure that no interrupting program on this CPU reused
- * the word in between (retried once, else slot 0, which the key check
- * then rejects or accepts like any slot).
+ * slot index of pointer p: a multiplicative hash of its address's low 32
+ * bits.  The verifier allows no arithmetic on a BTF pointer (tp_btf, fentry
+ * arguments), but a privileged program may copy its low half into a 32-bit
+ * register (a "partial copy of pointer", refused only to unprivileged
+ * programs), which is then a number: one instruction.  The C compiler emits
+ * no 32-bit move for BPF v1, hence the assembly.  Kernel addresses of live
+ * requests and queues differ in their low 32 bits; a number (a kprobe's
+ * argument) hashes the same way.
  */
-#define NT_LCPUS 512
-static volatile __u64 nt_launder[NT_LCPUS];
-
 static __always_inline __u64 slot_hash(__u64 p, int bits)
 {
-	volatile __u64 *w = &nt_launder[NT_BOUND(bpf_get_smp_processor_id() & (NT_LCPUS - 1), NT_LCPUS)];
-	__u64 h;
+	__u64 lo;
 
-	for (int i = 0; i < 2; i++) {
-		*w = p;
-		h = (*w * 0x9E3779B97F4A7C15ull) >> (64 - bits);
-		if (*w == p)
-			return h;
-	}
-	return 0;
+	asm volatile("r0 = %[p]\n\tw0 = w0\n\t%[lo] = r0" : [lo] "=r"(lo) : [p] "r"(p) : "r0");
+	return (lo * 0x9E3779B97F4A7C15ull) >> (64 - bits);
 }
 
 static __always_inline struct nt_slot *slot_of(__u64 key)
@@ -153,16 +145,30 @@ static __always_inline struct nt_slot *slot_of(__u64 key)
 	return &slots[NT_BOUND(slot_hash(key, NSLOTS_LOG2), NSLOTS)];
 }
 
-/* the record of request key, NULL if it is not being recorded */
-static __always_inline struct ntbpf_rec *rec_get(__u64 key)
+/*
+ * The record of request key, NULL if it is not being recorded; *sp: its
+ * slot, NULL where it is in the overflow hash.  A program that goes on to
+ * the slot (entry time, drop) passes *sp along: one hash per program.
+ */
+static __always_inline struct ntbpf_rec *rec_find(__u64 key, struct nt_slot **sp)
 {
 	struct nt_slot *s = slot_of(key);
 
-	if (s->key == key)
+	if (s->key == key) {
+		*sp = s;
 		return &s->r;
+	}
+	*sp = NULL;
 	if (!nover)
 		return NULL;
 	return bpf_map_lookup_elem(&inflight, &key);
+}
+
+static __always_inline struct ntbpf_rec *rec_get(__u64 key)
+{
+	struct nt_slot *s;
+
+	return rec_find(key, &s);
 }
 
 /*
@@ -318,30 +324,30 @@ static __always_inline bool dev_wanted(__u32 dev)
 	return false;
 }
 
-/* a finished request leaves its slot (or the overflow hash) */
-static __always_inline void rec_drop(__u64 key)
+/* a finished request leaves its slot s (rec_find's; NULL: the overflow hash) */
+static __always_inline void rec_drop(struct nt_slot *s, __u64 key)
 {
-	struct nt_slot *s = slot_of(key);
-
-	if (s->key == key)
+	if (s && s->key == key)
 		s->key = 0;
 	else if (nover && !bpf_map_delete_elem(&inflight, &key))
 		__sync_fetch_and_add(&nover, -1);
 }
 
 /*
- * Add value v to slot i of group h.  A static subprogram: verified in its
- * caller's state (pointer arguments are fine on every kernel), and its
- * scratch registers are gone on return, so the states after each slot of
- * kh_record() compare equal and the verifier prunes them.
+ * Add value v to slot i (a constant) of group h.  Inline: the slot's
+ * offsets fold into the loads and stores (a static subprogram cost ~25
+ * instructions more per slot: the call, its checks and the index arithmetic).
+ * The verifier still prunes the states after each slot of kh_record()
+ * (its scratch registers are dead there): checked to load on 5.10, 6.1 and 6.12.
  */
-static __noinline int kh_add(struct nt_kh_gval *h, __u32 i, __u64 v)
+static __always_inline int kh_add(struct nt_kh_gval *h, __u32 i, __u64 v)
 {
 	if (!h || i >= NT_KH_SLOTS)
 		return 0;
 	h->count[i]++;
 	h->sum[i] += v;
-	h->b[i][NT_BOUND(nt_kh_bucket(v), NT_KH_NB32)]++;
+	/* stage values are below 2^32 (ntbpf_kh.h); one that is not is counted in bucket 0, as NT_BOUND did */
+	h->b[i][NT_BOUND(v >> 32 ? NT_KH_NB32 : nt_kh_bucket32((__u32)v), NT_KH_NB32)]++;
 	return 0;
 }
 
@@ -396,13 +402,13 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 	}
 }
 
-/* role: NTBPF_ROLE_INITIATOR or _TARGET, a constant at each call */
-static __always_inline void emit(struct ntbpf_rec *r, __u64 key, int role)
+/* role: NTBPF_ROLE_INITIATOR or _TARGET, a constant at each call; s: rec_find's slot */
+static __always_inline void emit(struct ntbpf_rec *r, struct nt_slot *s, __u64 key, int role)
 {
 	if (kernel_agg) {
 		kh_record(r, role);
 		stat_inc(ST_EMITTED);
-		rec_drop(key);
+		rec_drop(s, key);
 		return;
 	}
 	/*
@@ -420,32 +426,53 @@ static __always_inline void emit(struct ntbpf_rec *r, __u64 key, int role)
 		__u64 flags = avail / RB_WAKEUP_BYTES != (avail + RB_REC_BYTES) / RB_WAKEUP_BYTES ?
 			      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 
-		if (bpf_ringbuf_output(&events, r, sizeof(*r), flags))
+		/* reserve, copy, submit: the copy in BPF instructions rather than the kernel's memcpy */
+		struct ntbpf_rec *out = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+		if (!out) {
 			stat_inc(ST_LOST_RINGBUF);
-		else
+		} else {
+			*out = *r;
+			bpf_ringbuf_submit(out, flags);
 			stat_inc(ST_EMITTED);
+		}
 	}
-	rec_drop(key);
+	rec_drop(s, key);
 }
 
 /*
- * Insert a new in-flight record.  An entry already there means that
- * request's completion never reached us (the kernel can skip a tracing
- * program's run): count that record as lost instead of overwriting silently.
+ * A new in-flight record for key, filled in place: its slot's record, or
+ * where the slot is held by another live request, *tmp (the caller's stack),
+ * which rec_publish() then puts in the overflow hash.  A slot already held
+ * by key, or held longer than SLOT_STALE_NS, means that request's completion
+ * never reached us (the kernel can skip a tracing program's run): that
+ * record is counted as lost instead of overwritten silently.  The slot stays
+ * free (key 0) until rec_publish: a reader that sees the key sees the record.
  */
-static __always_inline void track(__u64 key, struct ntbpf_rec *r)
+static __always_inline struct ntbpf_rec *rec_claim(__u64 key, __u64 now, struct nt_slot **sp,
+						   struct ntbpf_rec *tmp)
 {
 	struct nt_slot *s = slot_of(key);
 	__u64 held = s->key;
 
-	if (held == key || !held || r->t0 > s->r.t0 + SLOT_STALE_NS) {
-		/* the same request again, or a stale slot: a completion never came */
+	if (held == key || !held || now > s->r.t0 + SLOT_STALE_NS) {
 		if (held)
 			stat_inc(ST_NO_COMPLETE);
-		/* the key last: a reader that sees it sees the record */
 		s->key = 0;
-		s->r = *r;
 		s->entry_ts = 0;
+		barrier();
+		s->r = (struct ntbpf_rec){};
+		*sp = s;
+		return &s->r;
+	}
+	*sp = NULL;
+	*tmp = (struct ntbpf_rec){};
+	return tmp;
+}
+
+static __always_inline void rec_publish(__u64 key, struct nt_slot *s, struct ntbpf_rec *r)
+{
+	if (s) {
 		barrier();
 		s->key = key;
 		return;
@@ -623,28 +650,25 @@ static __always_inline __u64 ts_take(void)
 }
 
 /*
- * fentry -> fexit of a call about one recorded I/O (key): the entry time
- * waits in the I/O's own slot (the calls about one command run one at a
- * time, on its queue's io_work), a store instead of the task storage's
- * lookup; an I/O in the overflow hash uses the task storage.
+ * fentry -> fexit of a call about one recorded I/O: the entry time waits in
+ * the I/O's own slot s (rec_find's; the calls about one command run one at
+ * a time, on its queue's io_work), a store instead of the task storage's
+ * lookup; an I/O in the overflow hash (s NULL) uses the task storage.
  */
-static __always_inline void entry_put(__u64 key)
+static __always_inline void entry_put(struct nt_slot *s)
 {
-	struct nt_slot *s = slot_of(key);
-
-	if (s->key == key)
+	if (s)
 		s->entry_ts = bpf_ktime_get_ns();
 	else
 		ts_put();
 }
 
 /* the entry time, consumed; now if the entry was not seen */
-static __always_inline __u64 entry_take(__u64 key)
+static __always_inline __u64 entry_take(struct nt_slot *s)
 {
-	struct nt_slot *s = slot_of(key);
 	__u64 ts;
 
-	if (s->key != key)
+	if (!s)
 		return ts_take();
 	ts = s->entry_ts;
 	s->entry_ts = 0;
@@ -711,50 +735,62 @@ int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 }
 
 /*
- * function f(T0 a0, T1 a1) returning int: handler(a0, entry_ts, ret).
- * gate(btf, a0) gives the key of a0's recorded I/O, 0 for any other (every
- * I/O --sample leaves out, and every call the handler would ignore): both
- * programs then return at once.  The entry time waits in the I/O's slot.
+ * function f(T0 a0, T1 a1) returning int: handler(a0, r, s, key, entry_ts,
+ * ret).  gate(btf, a0, &s, &key) gives a0's record (its slot, its key),
+ * NULL for any other I/O (every I/O --sample leaves out, and every call the
+ * handler would ignore): both programs then return at once.  The entry time
+ * waits in the I/O's slot.
  */
 #define EXIT_HOOK2(fn, handler, T0, T1, gate)					\
 SEC("fentry/" #fn)								\
 int BPF_PROG(fentry_##fn, T0 a0, T1 a1)						\
 {										\
+	struct nt_slot *s;							\
 	__u64 k;								\
 										\
 	if (paused)								\
 		return 0;							\
-	k = gate(true, a0);							\
-	if (k)									\
-		entry_put(k);							\
+	if (gate(true, a0, &s, &k))						\
+		entry_put(s);							\
 	return 0;								\
 }										\
 SEC("fexit/" #fn)								\
 int BPF_PROG(fexit_##fn, T0 a0, T1 a1, int ret)					\
 {										\
+	struct ntbpf_rec *r;							\
+	struct nt_slot *s;							\
 	__u64 k;								\
 										\
 	if (paused)								\
 		return 0;							\
-	k = gate(true, a0);							\
-	return k ? handler(true, a0, entry_take(k), ret) : 0;			\
+	r = gate(true, a0, &s, &k);						\
+	return r ? handler(true, a0, r, s, k, entry_take(s), ret) : 0;		\
 }										\
 SEC("kprobe/" #fn)								\
 int BPF_KPROBE(kprobe_##fn, T0 a0)						\
 {										\
+	struct nt_slot *s;							\
+	__u64 k;								\
+										\
 	if (paused)								\
 		return 0;							\
-	if (gate(false, a0))							\
+	if (gate(false, a0, &s, &k))						\
 		stash_put((__u64)a0, 0);					\
 	return 0;								\
 }										\
 SEC("kretprobe/" #fn)								\
 int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 {										\
+	struct ntbpf_rec *r;							\
+	struct nt_slot *s;							\
+	__u64 k;								\
+										\
 	if (paused)								\
 		return 0;							\
 	struct args a = stash_take();						\
-	return a.a[0] ? handler(false, (T0)a.a[0], a.ts, ret) : 0;		\
+	if (!a.a[0] || !(r = gate(false, (T0)a.a[0], &s, &k)))			\
+		return 0;							\
+	return handler(false, (T0)a.a[0], r, s, k, a.ts, ret);			\
 }
 
 /* ------------------------------------------------------------------ */
@@ -802,16 +838,18 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 	now = bpf_ktime_get_ns();
 	if (outside_window(now))
 		return 0;
+	if (sampled_out(RD(btf, rq, __sector))) {
+		stat_inc(ST_FILTERED);
+		return 0;
+	}
 	{
-		struct ntbpf_rec nr = {};
+		struct ntbpf_rec tmp, *nr;
+		struct nt_slot *s;
 
-		rec_from_rq(btf, &nr, rq, dev, now);
-		if (sampled_out(nr.sector)) {
-			stat_inc(ST_FILTERED);
-			return 0;
-		}
-		ev_set(&nr, EV_I_BLK_ISSUE, now);
-		track(key, &nr);
+		nr = rec_claim(key, now, &s, &tmp);
+		rec_from_rq(btf, nr, rq, dev, now);
+		ev_set(nr, EV_I_BLK_ISSUE, now);
+		rec_publish(key, s, nr);
 	}
 	return 0;
 }
@@ -819,7 +857,8 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 static __always_inline int on_rq_complete(bool btf, struct request *rq, int error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq;
-	struct ntbpf_rec *r = rec_get(key);
+	struct nt_slot *slot;
+	struct ntbpf_rec *r = rec_find(key, &slot);
 
 	if (!r) {
 		/*
@@ -850,7 +889,7 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	/* counted only where hctx->driver_data was the queue (on_setup_cmd): loads, no helper call */
 	if (r->depth)
 		depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
-	emit(r, key, NTBPF_ROLE_INITIATOR);
+	emit(r, slot, key, NTBPF_ROLE_INITIATOR);
 	return 0;
 }
 
@@ -923,24 +962,53 @@ static __always_inline __u64 tcp_queue_of_rq(struct request *rq)
 	return (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
 }
 
+/*
+ * The namespace head's dev_t of path disk 'disk' (nvme_ns_head_devt: four
+ * probe reads), kept per path disk: a path disk belongs to one namespace
+ * for its life, and diskseq names that life (core_fixes.bpf.h).  One word
+ * per entry, diskseq's low 32 bits over the dev_t, so that a reader never
+ * sees half of another CPU's write.  Without diskseq (before v5.15) the
+ * head is read every time.
+ */
+#define NT_HEADC 64
+__u64 headc[NT_HEADC];
+
+static __always_inline __u32 nvme_head_devt_of(bool btf, struct gendisk *disk, void *ns)
+{
+	__u64 seq = disk_seq(btf, disk) & 0xffffffffull, e;
+	__u32 head;
+
+	if (!ns || !seq)
+		return nvme_ns_head_devt(ns);
+	e = headc[seq & (NT_HEADC - 1)];
+	if (e >> 32 == seq)
+		return (__u32)e;
+	head = nvme_ns_head_devt(ns);
+	headc[seq & (NT_HEADC - 1)] = seq << 32 | head;
+	return head;
+}
+
 /* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
 static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
 {
-	__u64 now, key = (__u64)rq;
+	__u64 now, key = (__u64)rq, q = 0, dq;
 	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
 	struct blk_mq_hw_ctx *hctx;
-	struct ntbpf_rec r = {};
+	struct ntbpf_rec tmp, *r;
+	struct nt_slot *slot;
+	struct qstate *s = NULL;
 	void *queuedata = RD(btf, rq, q, queuedata);
-	__u32 dev, head = nvme_ns_head_devt(queuedata), zero = 0;
+	struct gendisk *disk = rq_disk(btf, rq);
+	__u32 dev, head = nvme_head_devt_of(btf, disk, queuedata), zero = 0;
 	__u16 qid = 0, cid;
 	__u8 opcode;
-	__u64 *skip, q;
+	__u64 *skip, slba;
 
 	/* -d nvme0n1 names the head; the I/O runs on the path disk nvme0c0n1 */
 	if (head != NTBPF_NO_DEV && dev_wanted(head)) {
 		dev = head;
 	} else {
-		dev = rq_devt(btf, rq);
+		dev = disk_devt(btf, disk);
 		if (!dev_wanted(dev))
 			return 0;
 		if (head != NTBPF_NO_DEV)
@@ -958,7 +1026,8 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	}
 	/* an I/O --sample leaves out costs nothing more than this */
 	cid = RD(btf, cmd, common.command_id);
-	if (sampled_out(nvme_sample_key(cmd_slba(btf, cmd), qid, cid))) {
+	slba = cmd_slba(btf, cmd);
+	if (sampled_out(nvme_sample_key(slba, qid, cid))) {
 		stat_inc(ST_FILTERED);
 		skip = bpf_map_lookup_elem(&skip_rq, &zero);
 		if (skip)
@@ -972,36 +1041,48 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 			*skip = key;
 		return 0;
 	}
-	rec_from_rq(btf, &r, rq, dev, now);
-	r.cid = cid;
-	r.opcode = opcode;
-	r.qid = qid;
-	r.flags |= NTBPF_F_NVME;
-	/* nvme_tcp's hctx->driver_data is the queue its pdus point to (not so for nvme-pci) */
-	q = tcp_queue_of_rq(rq);
-	if (q && q == (__u64)RD(btf, hctx, driver_data)) {
-		struct qstate *s = qstate_get(q);
+	r = rec_claim(key, now, &slot, &tmp);
+	rec_from_rq(btf, r, rq, dev, now);
+	r->cid = cid;
+	r->opcode = opcode;
+	r->qid = qid;
+	r->flags |= NTBPF_F_NVME;
+	/*
+	 * nvme_tcp's hctx->driver_data is the queue its pdus point to (not so
+	 * for nvme-pci).  A queue with a state here was seen before as
+	 * nvme_tcp's (by this check, or by nvme_tcp_data_ready): no probe read
+	 * of the pdu for it.
+	 */
+	dq = (__u64)RD(btf, hctx, driver_data);
+	if (bpf_core_type_exists(struct nvme_tcp_request) && dq)
+		s = qstate_of(dq);
+	if (s) {
+		q = dq;
+	} else {
+		q = tcp_queue_of_rq(rq);
+		if (q && q == dq)
+			s = qstate_get(q);
+		else
+			q = 0;
+	}
+	if (s) {
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
 
 		/* a queue belongs to one controller: its instance is read once per connection */
-		if (s && (__u64)sock != s->sock) {
+		if ((__u64)sock != s->sock) {
 			s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
 			s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 			q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
 			s->sock = (__u64)sock;
 		}
-		if (s) {
-			r.port = s->port;
-			r.ctrl = s->ctrl;
-			r.depth = depth_in(s);
-		} else {
-			r.ctrl = BPF_CORE_READ(nreq, ctrl, instance);
-		}
+		r->port = s->port;
+		r->ctrl = s->ctrl;
+		r->depth = depth_in(s);
 	} else {
-		r.ctrl = BPF_CORE_READ(nreq, ctrl, instance);
+		r->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 	}
-	ev_set(&r, EV_I_QUEUE_RQ, now);
-	track(key, &r);
+	ev_set(r, EV_I_QUEUE_RQ, now);
+	rec_publish(key, slot, r);
 	return 0;
 }
 
@@ -1066,15 +1147,19 @@ static __always_inline __u64 arrival_of(struct qstate *s, __u32 need)
 	return best;
 }
 
-/* arrival of what the socket is reading now (host: the skb being processed); s: the queue's state */
+/* arrival of what socket sk is reading now (host: the skb being processed); s: the queue's state */
+static __always_inline __u64 sk_arrival(struct qstate *s, struct sock *sk, __u32 extra)
+{
+	if (!s || !sk)
+		return 0;
+	return arrival_of(s, BPF_CORE_READ((struct tcp_sock *)sk, copied_seq) + extra);
+}
+
 static __always_inline __u64 queue_arrival(struct qstate *s, struct socket *sock, __u32 extra)
 {
-	struct tcp_sock *tp;
-
 	if (!s || !sock)
 		return 0;
-	tp = (void *)BPF_CORE_READ(sock, sk);
-	return arrival_of(s, BPF_CORE_READ(tp, copied_seq) + extra);
+	return sk_arrival(s, BPF_CORE_READ(sock, sk), extra);
 }
 
 ENTRY_HOOK1(nvme_tcp_data_ready, on_data_ready, struct sock *)
@@ -1151,10 +1236,15 @@ static __always_inline int on_complete_remote(bool btf, struct request *rq)
 		return 0;
 	now = bpf_ktime_get_ns();
 	ev_set(r, EV_I_RESP_PROC, now);
-	q = tcp_queue_of_rq(rq);
-	/* without nvme_tcp's BTF: hctx->driver_data, the same queue (on_setup_cmd checks it where it can) */
-	if (!bpf_core_type_exists(struct nvme_tcp_request))
+	/*
+	 * Without nvme_tcp's BTF: hctx->driver_data, the same queue (on_setup_cmd
+	 * checks it where it can).  A request it counted in its queue's depth
+	 * is one it found there: two loads instead of a probe read.
+	 */
+	if (!bpf_core_type_exists(struct nvme_tcp_request) || (btf && r->depth))
 		q = (__u64)RD(btf, rq, mq_hctx, driver_data);
+	else
+		q = tcp_queue_of_rq(rq);
 	arr = host_arrival(q);
 	if (arr && arr <= now)
 		ev_set(r, EV_I_RESP_ARRIVE, arr);
@@ -1300,12 +1390,14 @@ static __always_inline __u8 nvme_op(__u8 opcode)
 
 static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct nvme_command *cmd)
 {
-	__u64 now, key = (__u64)req, q, arr;
+	__u64 now, key = (__u64)req, q, arr, slba;
 	struct nvmet_sq *sq = RD(btf, req, sq);
-	struct ntbpf_rec r = {};
+	struct ntbpf_rec tmp, *r;
+	struct nt_slot *slot;
 	struct socket *sock;
+	struct sock *sk;
 	struct qstate *s;
-	__u16 qid = RD(btf, sq, qid);
+	__u16 qid = RD(btf, sq, qid), cid;
 	__u8 opcode = RD(btf, cmd, common.opcode);
 
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
@@ -1313,54 +1405,63 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 		stat_inc(ST_ADMIN_SKIPPED);
 		return 0;
 	}
-	r.role = NTBPF_ROLE_TARGET;
-	r.flags = NTBPF_F_NVME;
-	r.qid = qid;
-	r.cid = RD(btf, cmd, common.command_id);
-	r.opcode = opcode;
-	r.op = nvme_op(opcode);
-	r.dev = RD(btf, cmd, common.nsid);
-	r.bytes = RD(btf, cmd, common.dptr.sgl.length);
-	r.sector = cmd_slba(btf, cmd);
-	if (sampled_out(nvme_sample_key(r.sector, qid, r.cid))) {
+	cid = RD(btf, cmd, common.command_id);
+	slba = cmd_slba(btf, cmd);
+	if (sampled_out(nvme_sample_key(slba, qid, cid))) {
 		stat_inc(ST_FILTERED);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
 	if (outside_window(now))
 		return 0;
-	r.ctrl = RD(btf, sq, ctrl, cntlid);
+	r = rec_claim(key, now, &slot, &tmp);
+	r->role = NTBPF_ROLE_TARGET;
+	r->flags = NTBPF_F_NVME;
+	r->qid = qid;
+	r->cid = cid;
+	r->opcode = opcode;
+	r->op = nvme_op(opcode);
+	r->dev = RD(btf, cmd, common.nsid);
+	r->bytes = RD(btf, cmd, common.dptr.sgl.length);
+	r->sector = slba;
+	r->ctrl = RD(btf, sq, ctrl, cntlid);
 	q = tgt_queue_of_sq(sq);
 	s = qstate_of(q);
 	sock = q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
 	if (s && (__u64)sock != s->sock) {
+		sk = BPF_CORE_READ(sock, sk);
 		s->sock = (__u64)sock;
-		s->port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
-		s->ctrl = r.ctrl;
+		s->sk = (__u64)sk;
+		s->port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+		s->ctrl = r->ctrl;
 		/* nvmet_req_init runs in the queue's io_work */
-		q_conn(s, BPF_CORE_READ(sock, sk), qid, bpf_get_smp_processor_id());
+		q_conn(s, sk, qid, bpf_get_smp_processor_id());
 	}
 	if (s) {
-		r.port = s->port;
-		r.depth = depth_in(s);
+		/* the socket's sock, read with it (a socket keeps its sock) */
+		sk = (struct sock *)s->sk;
+		r->port = s->port;
+		r->depth = depth_in(s);
+	} else {
+		sk = sock ? BPF_CORE_READ(sock, sk) : NULL;
+		if (sk)
+			r->port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	}
-	else if (sock)
-		r.port = bpf_ntohs(BPF_CORE_READ(sock, sk, __sk_common.skc_dport));
-	r.t0 = now;
+	r->t0 = now;
 	/* recvmsg has just read the command header: copied_seq is right behind it */
-	arr = queue_arrival(s, sock, 0);
+	arr = sk_arrival(s, sk, 0);
 	if (arr && arr <= now) {
-		r.t0 = arr;
-		ev_set(&r, EV_T_CMD_ARRIVE, arr);
+		r->t0 = arr;
+		ev_set(r, EV_T_CMD_ARRIVE, arr);
 	}
 	/*
 	 * The header's tail can arrive while nvmet_tcp_try_recv_pdu is already
 	 * reading it: the PDU is picked up when it has all arrived.
 	 */
 	if (s && s->pickup && s->pickup <= now)
-		ev_set(&r, EV_T_CMD_PICKUP, s->pickup >= r.t0 ? s->pickup : r.t0);
-	ev_set(&r, EV_T_REQ_INIT, now);
-	track(key, &r);
+		ev_set(r, EV_T_CMD_PICKUP, s->pickup >= r->t0 ? s->pickup : r->t0);
+	ev_set(r, EV_T_REQ_INIT, now);
+	rec_publish(key, slot, r);
 	return 0;
 }
 
@@ -1380,8 +1481,11 @@ static __always_inline int on_exec(bool btf, struct nvmet_req *req)
 		/* all data has been read: copied_seq is right behind its last byte */
 		q = tgt_queue_of_sq(RD(btf, req, sq));
 		if (q) {
-			arr = queue_arrival(qstate_of(q),
-					    BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0);
+			/* nvmet_req_init read the queue's socket for this request: s->sk is that socket's */
+			struct qstate *s = qstate_of(q);
+
+			arr = s && s->sk ? sk_arrival(s, (struct sock *)s->sk, 0) :
+			      queue_arrival(s, BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0);
 			if (arr && arr <= now)
 				ev_set(r, EV_T_DATA_ARRIVE, arr);
 		}
@@ -1398,7 +1502,8 @@ ENTRY_HOOK1(nvmet_file_execute_flush, on_exec, struct nvmet_req *)
 static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 {
 	__u64 key = (__u64)req;
-	struct ntbpf_rec *r = rec_get(key);
+	struct nt_slot *slot;
+	struct ntbpf_rec *r = rec_find(key, &slot);
 
 	if (!r || r->role != NTBPF_ROLE_TARGET)
 		return 0;
@@ -1407,7 +1512,7 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 	if (tgt_emit_at_complete) {
 		if (r->depth)
 			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
-		emit(r, key, NTBPF_ROLE_TARGET);
+		emit(r, slot, key, NTBPF_ROLE_TARGET);
 	}
 	return 0;
 }
@@ -1426,21 +1531,15 @@ static __always_inline int on_queue_response(bool btf, struct nvmet_req *req)
 
 ENTRY_HOOK1(nvmet_tcp_queue_response, on_queue_response, struct nvmet_req *)
 
-static __always_inline struct ntbpf_rec *tgt_rec_of(struct nvmet_tcp_cmd *cmd, __u64 *key)
+/* EXIT_HOOK2's gate: cmd's record (*sp: its slot, *key: its key), NULL if it is not recorded */
+static __always_inline struct ntbpf_rec *tgt_rec_of(bool btf, struct nvmet_tcp_cmd *cmd, struct nt_slot **sp,
+						    __u64 *key)
 {
 	struct ntbpf_rec *r;
 
 	*key = (__u64)req_of_tgt_cmd(cmd);
-	r = rec_get(*key);
+	r = rec_find(*key, sp);
 	return (r && r->role == NTBPF_ROLE_TARGET) ? r : NULL;
-}
-
-/* EXIT_HOOK2's gate: the key of cmd's record, 0 if it is not recorded */
-static __always_inline __u64 tgt_tracked(bool btf, struct nvmet_tcp_cmd *cmd)
-{
-	__u64 key;
-
-	return tgt_rec_of(cmd, &key) ? key : 0;
 }
 
 /*
@@ -1448,50 +1547,51 @@ static __always_inline __u64 tgt_tracked(bool btf, struct nvmet_tcp_cmd *cmd)
  * head updates (sqhd_disabled, the host's choice at connect; Linux hosts
  * do not by default): elsewhere both programs return after two loads.
  */
-static __always_inline __u64 tgt_tracked_sqhd_off(bool btf, struct nvmet_tcp_cmd *cmd)
+static __always_inline struct ntbpf_rec *tgt_rec_sqhd_off(bool btf, struct nvmet_tcp_cmd *cmd,
+							  struct nt_slot **sp, __u64 *key)
 {
 	if (!RD(btf, cmd, queue, nvme_sq.sqhd_disabled))
-		return 0;
-	return tgt_tracked(btf, cmd);
+		return NULL;
+	return tgt_rec_of(btf, cmd, sp, key);
 }
 
 /* the R2T for a write has been handed to the socket */
-static __always_inline int on_r2t_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
+static __always_inline int on_r2t_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
+				       struct nt_slot *s, __u64 key, __u64 ts, int ret)
 {
-	struct ntbpf_rec *r;
-	__u64 key;
-
-	if (ret == 1 && (r = tgt_rec_of(cmd, &key)))
+	if (ret == 1)
 		ev_set(r, EV_T_R2T_SENT, ts);
 	return 0;
 }
 
 /* the response capsule (or the last C2H data PDU carrying SUCCESS) is out: done */
-static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
+static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
+					struct nt_slot *s, __u64 key, __u64 ts, int ret)
 {
-	struct ntbpf_rec *r;
-	__u64 key;
-
-	if (ret != 1 || !(r = tgt_rec_of(cmd, &key)))
+	if (ret != 1)
 		return 0;
 	ev_set(r, EV_T_RESP_SENT, ts);
 	if (r->depth)
 		depth_out((__u64)RD(btf, cmd, queue));
-	emit(r, key, NTBPF_ROLE_TARGET);
+	emit(r, s, key, NTBPF_ROLE_TARGET);
 	return 0;
 }
 
-/* C2H data with SUCCESS (sqhd disabled) ends the command without a response capsule */
-static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd, __u64 ts, int ret)
+/*
+ * C2H data with SUCCESS (sqhd disabled: the gate, tgt_rec_sqhd_off, checked
+ * it) ends the command without a response capsule
+ */
+static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
+					    struct nt_slot *s, __u64 key, __u64 ts, int ret)
 {
-	if (ret == 1 && RD(btf, cmd, queue, nvme_sq.sqhd_disabled) && !RD(btf, cmd, queue, data_digest))
-		return on_resp_sent(btf, cmd, ts, ret);
+	if (ret == 1 && !RD(btf, cmd, queue, data_digest))
+		return on_resp_sent(btf, cmd, r, s, key, ts, ret);
 	return 0;
 }
 
-EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
-EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked)
-EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_tracked_sqhd_off)
+EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool, tgt_rec_of)
+EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool, tgt_rec_of)
+EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_rec_sqhd_off)
 
 /*
  * Kernels before v6.5 (Debian 6.1) inline nvme_tcp_try_send_cmd_pdu and the
@@ -1533,15 +1633,18 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 		}
 	} else {
 		struct nvmet_tcp_cmd *cmd = BPF_CORE_READ((struct nvmet_tcp_queue *)q, snd_cmd);
+		struct ntbpf_rec *r;
+		struct nt_slot *slot;
+		__u64 key;
 		int state;
 
-		if (!cmd)
+		if (!cmd || !(r = tgt_rec_of(false, cmd, &slot, &key)))
 			return 0;
 		state = BPF_CORE_READ(cmd, state);
 		if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_RESPONSE))
-			on_resp_sent(false, cmd, ts, 1);
+			on_resp_sent(false, cmd, r, slot, key, ts, 1);
 		else if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_R2T))
-			on_r2t_sent(false, cmd, ts, 1);
+			on_r2t_sent(false, cmd, r, slot, key, ts, 1);
 	}
 	return 0;
 }

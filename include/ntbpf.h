@@ -153,6 +153,7 @@ struct qstate {
 			 * device has several: XPS or a hash), -1 unknown */
 	__s32 inflight;	/* recorded requests in flight (depth), 0 after a sampling window's forget */
 	__u32 pad2;
+	__u64 sk;	/* target: sock->sk of sock, read with it */
 };
 
 /* A queue's state in the BPF object's slot array, at an index hashed from the queue's address. */

@@ -281,6 +281,17 @@ static void test_kernel_buckets(void **state)
 		assert_int_equal(nt_kh_bucket(m), b);
 		prev = b;
 	}
+	/* the BPF side's 32-bit form: the same bucket for every 32-bit value */
+	for (__u64 v = 0; v < (1ull << 32); v = v < 4096 ? v + 1 : v * 1.003 + 1) {
+		assert_int_equal(nt_kh_bucket32((__u32)v), nt_kh_bucket(v));
+		assert_int_equal(nt_kh_bucket32((__u32)v - 1), nt_kh_bucket((__u32)v - 1));
+	}
+	for (int e = 0; e < 32; e++) {
+		assert_int_equal(nt_kh_bucket32(1u << e), nt_kh_bucket(1ull << e));
+		assert_int_equal(nt_kh_bucket32((1u << e) - 1), nt_kh_bucket((1ull << e) - 1));
+	}
+	assert_int_equal(nt_kh_bucket32(~0u), nt_kh_bucket(~0u));
+	assert_true(nt_kh_bucket32(~0u) < NT_KH_NB32);
 	/* beyond 2^37 ns everything lands in the last bucket, never past it */
 	assert_int_equal(nt_kh_bucket(~0ull), NT_KH_NB - 1);
 	assert_int_equal(nt_log2(1), 0);
