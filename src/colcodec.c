@@ -448,20 +448,21 @@ struct plan {
 };
 
 /*
- * nh: the plan is made on about nh values spread over the column (all of
- * them where nh >= cnt; SAMPLE_AT): whether the base is the smallest value unsigned or
- * signed (whichever spans less), and b, for those values; base is then the
- * smallest of all values in that order, and those that do not fit in b
- * bits become exceptions like any other.  A column that is not constant
- * gets at least one bit: b = 0 means "every value is base".
- */
-/*
  * The k-th value of a sample of one in step: anywhere in the k-th step, not
  * at a fixed place in it, lest a sample of one in 8 of a column that repeats
  * every 4 values (I/O spread over 4 queues) see a constant.
  */
 #define SAMPLE_AT(k, step)	((k) * (step) + (step > 1 ? (uint32_t)(((k) * 0x9E3779B97F4A7C15ull) >> 40) % (step) : 0))
 
+/*
+ * nh: the plan is made on about nh values spread over the column (all of
+ * them where nh >= cnt; SAMPLE_AT): whether the base is the smallest value unsigned or
+ * signed (whichever spans less), and b, for those values; base is then the
+ * smallest of all values in that order, and those that do not fit in b
+ * bits become exceptions like any other.  A column that is not constant
+ * gets at least one bit: b = 0 means "every value is base".  exact false (a
+ * mode's trial): base and the cost from the sample alone.
+ */
 static void plan(struct plan *p, unsigned int w, uint32_t nh, bool exact)
 {
 	uint64_t mw = width_mask(w), sb = 1ull << (w - 1), umin = ~0ull, umax = 0, ymin = ~0ull, ymax = 0;
@@ -542,8 +543,7 @@ static uint32_t col_values(struct nt_colenc *e, const struct ntbpf_rec *recs, ui
  * over the chunk (base is the smallest of all of them).  Records of one
  * chunk are alike, and the writer runs on the host it measures: the same
  * format for a fraction of the work (the reader does not care how a mode
- * or b was chosen).  Measured on lab recordings: 17 % fewer instructions
- * per record than planning on every value, files as large.
+ * or b was chosen; docs/record-format.md has the measurements).
  */
 static void enc_column(struct nt_colenc *e, const struct ntbpf_rec *recs, uint32_t n,
 		       unsigned int col)
