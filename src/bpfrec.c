@@ -232,7 +232,8 @@ static const char *const detach_text[] = {
 
 static const char *window_text(const struct nt_config *cfg, char *buf, size_t len)
 {
-	snprintf(buf, len, " in %u ms windows, one in %u", cfg->sample_window_ms, cfg->sample);
+	snprintf(buf, len, " in %u ms windows, one in %u: every %g s", cfg->sample_window_ms, cfg->sample,
+		 (double)cfg->sample_window_ms * cfg->sample / 1000);
 	return buf;
 }
 
@@ -523,6 +524,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		}
 		win_running = true;
 	}
+	if (windowed && cfg->duration > 0 && cfg->duration * 1e9 < wr.w.p_ns)
+		fprintf(stderr, "ntbpf record: warning: --duration %g s is shorter than the sampling period (%g s): "
+			"the recording may hold no window (--sample-window sets their length)\n", cfg->duration,
+			wr.w.p_ns / 1e9);
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),
 		cfg->output, pr.nattached, windowed ? window_text(cfg, err, sizeof(err)) : "",
@@ -659,9 +664,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (st.part)
 			fprintf(stderr, "ntbpf record: a series of %u files, %s.0000 to %s\n", st.part + 1, cfg->output, st.path);
 		if (windowed)
-			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms (between them %s); %" PRIu64
-				" I/Os in flight when a window closed (counted as in flight at the end)\n", wr.nwindows,
-				cfg->sample_window_ms, detach_text[nt_windows_detach(&wr.w)], pr.inflight_dropped);
+			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms (between them %s), one "
+				"every %g s; %" PRIu64 " I/Os in flight when a window closed (counted as in flight at "
+				"the end)\n", wr.nwindows, cfg->sample_window_ms, detach_text[nt_windows_detach(&wr.w)],
+				wr.w.p_ns / 1e9, pr.inflight_dropped);
 		if (windowed && wr.reattach_failed)
 			fprintf(stderr, "ntbpf record: warning: %" PRIu64 " times a hook did not attach "
 				"again at a window: its events are missing from that window\n", wr.reattach_failed);

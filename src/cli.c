@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli.h"
+#include "sampling.h"
 #include "stages.h"
 #include "stream.h"
 
@@ -221,14 +222,15 @@ static const struct argp_option record_opts[] = {
 	  "every I/O of one time window in N, the hooks armed only then (see --sample-by)", 0 },
 	{ "sample-by", OPT_SAMPLE_BY, "time|io", 0, "time (default): windows of --sample-window ms, one in every N, "
 	  "chosen from the wall clock, so hosts whose clocks agree (NTP) choose the same; between windows the "
-	  "tracepoint hooks are detached (windows 1 s apart or more) and the function hooks return at once "
-	  "(see --sample-detach).  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
+	  "tracepoint hooks are detached (windows 1 s apart or more), the function hooks too where windows are "
+	  "10 s apart or more, else they return at once (see --sample-detach).  io: a hash of each I/O's LBA, queue and command id decides, the hooks stay attached (every I/O "
 	  "pays their dispatch; needs no clock agreement)", 0 },
-	{ "sample-window", OPT_SAMPLE_WINDOW, "MS", 0, "Length of a --sample-by time window (default 100 ms; "
-	  "1 to 60000)", 0 },
-	{ "sample-detach", OPT_SAMPLE_DETACH, "tracepoints|all", 0, "What --sample-by time detaches between windows: "
-	  "tracepoints (default), or all: the function hooks too where windows are 10 s apart or more "
-	  "(cheapest between windows, but lab guests crashed while hooks were attached and detached: see README)", 0 },
+	{ "sample-window", OPT_SAMPLE_WINDOW, "MS", 0, "Length of a --sample-by time window, 1 to 60000 (default "
+	  "100 ms; from --sample 100 on, as long as makes windows 100 s apart: 1 s at --sample 100, 100 ms at 1000)", 0 },
+	{ "sample-detach", OPT_SAMPLE_DETACH, "all|tracepoints", 0, "What --sample-by time detaches between windows: "
+	  "all (default): the function hooks too where windows are 10 s apart or more (--sample 1000), each "
+	  "attached again 1 s ahead of its window; tracepoints: only the tracepoint hooks, the function hooks "
+	  "stay attached and return at once (no ftrace update per window, but each I/O pays their dispatch)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
@@ -305,7 +307,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_SAMPLE_DETACH:
 		if (strcmp(arg, "tracepoints") && strcmp(arg, "all")) {
-			fail(pc, "bad --sample-detach '%s' (want tracepoints or all)", arg);
+			fail(pc, "bad --sample-detach '%s' (want all or tracepoints)", arg);
 			return EINVAL;
 		}
 		cfg->sample_detach_all = !strcmp(arg, "all");
@@ -344,7 +346,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 			return EINVAL;
 		}
 		cfg->sample_window_ms = pc->sample_by == 2 ? 0 :
-			pc->sample_window_ms ? pc->sample_window_ms : NT_SAMPLE_WINDOW_MS;
+			pc->sample_window_ms ? pc->sample_window_ms : nt_sample_window_ms(cfg->sample);
+		if (!pc->sample_detach)
+			cfg->sample_detach_all = true;	/* where windows are 10 s apart or more */
 		break;
 	case 'v':
 		cfg->verbose = true;

@@ -9,8 +9,6 @@
 #include "ntbpf.h"
 
 #define NT_MAX_PCTS 16
-/* record --sample N: the default window (--sample-window) */
-#define NT_SAMPLE_WINDOW_MS 100
 
 enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE, NT_CMD_SCRIPT };
 enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV, NT_FMT_HTML };

@@ -23,6 +23,13 @@ struct nt_windows nt_windows_with(uint32_t n, uint32_t window_ms, uint64_t fn_ga
 	return w;
 }
 
+uint32_t nt_sample_window_ms(uint32_t n)
+{
+	if (n < 100 || NT_SAMPLE_PERIOD_MS / n < NT_SAMPLE_WINDOW_MS)
+		return NT_SAMPLE_WINDOW_MS;
+	return NT_SAMPLE_PERIOD_MS / n;
+}
+
 struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms)
 {
 	return nt_windows_with(n, window_ms, NT_DETACH_FN_GAP_NS);

@@ -25,10 +25,9 @@ struct nt_windows {
  * two windows is at least NT_DETACH_GAP_NS; detaching waits for an RCU grace
  * period (tens to hundreds of ms), which must end long before the next
  * window; nearer windows only pause the programs.  Function hooks too: where
- * the gap is at least fn_gap_ns (record --sample-detach all:
- * NT_DETACH_FN_GAP_NS unless the recorder's test knob says otherwise; by
- * default UINT64_MAX, never: lab guests crashed in runs that attached and
- * detached them, see the README).  Attaching and detaching a function hook is an
+ * the gap is at least fn_gap_ns (record --sample-detach all, the default:
+ * NT_DETACH_FN_GAP_NS unless the recorder's test knob says otherwise;
+ * --sample-detach tracepoints: UINT64_MAX, never).  Attaching and detaching a function hook is an
  * ftrace update of every traced function (on the lab's 6.12 guest ~370 M
  * instructions per window cycle for ~11 hooks, and RCU-tasks grace periods:
  * detaching took 2.5-5 s there), which pays where windows are seconds apart:
@@ -38,6 +37,18 @@ struct nt_windows {
 enum nt_detach { NT_DETACH_NONE, NT_DETACH_TP, NT_DETACH_ALL };
 #define NT_DETACH_GAP_NS 1000000000ull
 #define NT_DETACH_FN_GAP_NS 10000000000ull
+
+/*
+ * The default window: NT_SAMPLE_WINDOW_MS, or, from n = 100 on, as long as
+ * makes windows NT_SAMPLE_PERIOD_MS apart (1 s at n = 100), never shorter
+ * than NT_SAMPLE_WINDOW_MS.  Windows that far apart detach every hook between
+ * them: an I/O between windows pays nothing, and the attach and detach (an
+ * ftrace update per function hook, ~370 M instructions per cycle on the
+ * lab's guest) is spread over 100 s.
+ */
+#define NT_SAMPLE_WINDOW_MS 100
+#define NT_SAMPLE_PERIOD_MS 100000u
+uint32_t nt_sample_window_ms(uint32_t n);
 
 /* windows of window_ms, one in every n (n < 2 counts as 2) */
 struct nt_windows nt_windows_of(uint32_t n, uint32_t window_ms);

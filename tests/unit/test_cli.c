@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "sampling.h"
 #include "report.h"
 
 /* parse a space-separated command line; err text in errbuf */
@@ -79,6 +80,10 @@ static void test_record_full(void **state)
 	assert_null(cfg.cmd_argv[3]);
 	assert_int_equal(parse("ntbpf record --role initiator", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.role, NTBPF_ROLE_INITIATOR);
+	assert_int_equal(parse("ntbpf record --sample 100", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.sample_window_ms, 1000);	/* 100 s apart */
+	assert_int_equal(parse("ntbpf record --sample 1000", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.sample_window_ms, 100);
 	assert_int_equal(parse("ntbpf record --sample 100 --sample-window 20", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.sample_window_ms, 20);
 	assert_int_equal(parse("ntbpf record --sample 100 --sample-by io", &cfg, err, sizeof(err)), 0);
@@ -86,7 +91,7 @@ static void test_record_full(void **state)
 	assert_int_equal(cfg.sample_window_ms, 0);	/* a per-I/O hash */
 	assert_int_equal(parse("ntbpf record --sample-by time --sample 5", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.sample_window_ms, NT_SAMPLE_WINDOW_MS);
-	assert_false(cfg.sample_detach_all);	/* tracepoints only, unless asked */
+	assert_true(cfg.sample_detach_all);	/* every hook, where windows are 10 s apart */
 	assert_int_equal(parse("ntbpf record --sample 1000 --sample-detach all", &cfg, err, sizeof(err)), 0);
 	assert_true(cfg.sample_detach_all);
 	assert_int_equal(parse("ntbpf record --sample 1000 --sample-detach tracepoints", &cfg, err, sizeof(err)), 0);

@@ -60,6 +60,30 @@ static void test_windows_detach(void **state)
 }
 
 /*
+ * The default window: 100 ms below --sample 100; from there on as long as
+ * makes windows 100 s apart, so that every hook is detached between them,
+ * and never shorter than 100 ms.
+ */
+static void test_default_window(void **state)
+{
+	struct nt_windows w;
+
+	assert_int_equal(nt_sample_window_ms(2), 100);
+	assert_int_equal(nt_sample_window_ms(10), 100);
+	assert_int_equal(nt_sample_window_ms(99), 100);	/* 9.9 s apart */
+	assert_int_equal(nt_sample_window_ms(100), 1000);
+	assert_int_equal(nt_sample_window_ms(200), 500);
+	assert_int_equal(nt_sample_window_ms(1000), 100);
+	assert_int_equal(nt_sample_window_ms(5000), 100);	/* 500 s apart, not 20 ms windows */
+	assert_int_equal(nt_sample_window_ms(UINT32_MAX), 100);
+	w = nt_windows_of(100, nt_sample_window_ms(100));
+	assert_int_equal(w.p_ns, 100000 * MS);
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_ALL);
+	w = nt_windows_of(99, nt_sample_window_ms(99));
+	assert_int_equal(nt_windows_detach(&w), NT_DETACH_TP);
+}
+
+/*
  * Windows are aligned to the epoch: two hosts with agreeing clocks choose the
  * same ones.  The programs are armed a lead before each and paused a lead
  * after it (the BPF side keeps the window's exact edges).
@@ -109,6 +133,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_windows_of),
 		cmocka_unit_test(test_windows_detach),
+		cmocka_unit_test(test_default_window),
 		cmocka_unit_test(test_window_at),
 		cmocka_unit_test(test_fraction),
 	};
