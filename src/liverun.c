@@ -325,6 +325,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 			fprintf(stderr, "ntbpf live: BPF run time %.0f ns per I/O (%" PRIu64 " I/Os, %s)\n",
 				stats[ST_EMITTED] ? (double)ns / stats[ST_EMITTED] : 0.0, stats[ST_EMITTED],
 				po.kernel_agg ? "histograms in the kernel" : "per-I/O records");
+		if (cfg->verbose)
+			nt_probes_run_time_each(&pr, stderr);
 	}
 	rc = 0;
 out:
