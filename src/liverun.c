@@ -194,7 +194,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct nt_metrics *mx = NULL;
 	struct nt_metrics_server *mxs = NULL;
-	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last;
+	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last, cpu_start;
 	int role, rc = 1, ticks = 0;
 	bool loaded = false;
 
@@ -263,6 +263,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	/* --bpf-stats: the process's exact runtime from here on, as record measures it */
+	cpu_start = cfg->bpf_stats ? nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) : 0;
 	fprintf(stderr, "ntbpf live: %s, %d hooks attached, every %g s%s%s%s%s%s%s%s; Ctrl-C to stop\n",
 		nt_role_name(role), pr.nattached, cfg->interval, cfg->serve ? ", serving on " : "",
 		cfg->serve ? cfg->serve : "", cfg->metrics ? ", metrics at http://" : "",
@@ -325,6 +327,10 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 			fprintf(stderr, "ntbpf live: BPF run time %.0f ns per I/O (%" PRIu64 " I/Os, %s)\n",
 				stats[ST_EMITTED] ? (double)ns / stats[ST_EMITTED] : 0.0, stats[ST_EMITTED],
 				po.kernel_agg ? "histograms in the kernel" : "per-I/O records");
+		if (stats[ST_EMITTED])
+			fprintf(stderr, "ntbpf live: user-space CPU %.0f ns per I/O (%.3f s of CPU)\n",
+				(nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start) / (double)stats[ST_EMITTED],
+				(nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start) / 1e9);
 		if (cfg->verbose)
 			nt_probes_run_time_each(&pr, stderr);
 	}
