@@ -27,12 +27,13 @@ struct nt_windows {
  * window; nearer windows only pause the programs.  Function hooks too: where
  * the gap is at least fn_gap_ns (record --sample-detach all, the default:
  * NT_DETACH_FN_GAP_NS unless the recorder's test knob says otherwise;
- * --sample-detach tracepoints: UINT64_MAX, never).  Attaching and detaching a function hook is an
- * ftrace update of every traced function (on the lab's 6.12 guest ~370 M
- * instructions per window cycle for ~11 hooks, and RCU-tasks grace periods:
- * detaching took 2.5-5 s there), which pays where windows are seconds apart:
- * attached, each costs its dispatch on every I/O.  From 10 s: --sample 1000
- * (100 ms windows in 100 s), not --sample 100 (in 10 s: a gap of 9.9 s).
+ * --sample-detach tracepoints: UINT64_MAX, never).  Attaching and detaching
+ * a function hook is an ftrace update of every traced function (on the lab's
+ * 6.12 guest ~370 M instructions per window cycle for ~11 hooks, and
+ * RCU-tasks grace periods: detaching took 2.5-5 s there), which pays where
+ * windows are seconds apart: attached, each costs its dispatch on every I/O.
+ * From 10 s: the default windows from --sample 100 on (100 s apart), not
+ * --sample-window 100 at --sample 100 (a gap of 9.9 s).
  */
 enum nt_detach { NT_DETACH_NONE, NT_DETACH_TP, NT_DETACH_ALL };
 #define NT_DETACH_GAP_NS 1000000000ull
