@@ -1138,6 +1138,44 @@ static void print_status_text(FILE *out, const struct nt_report *rep)
 	free(sc);
 }
 
+/* how input in was sampled, in words */
+static void sampling_text(const struct nt_input *in, char *buf, size_t len)
+{
+	if (in->hdr.sample > 1 && in->hdr.sample_window_ms)
+		snprintf(buf, len, "%u ms windows, one in %u", in->hdr.sample_window_ms, in->hdr.sample);
+	else if (in->hdr.sample > 1)
+		snprintf(buf, len, "about 1 I/O in %u", in->hdr.sample);
+	else
+		snprintf(buf, len, "not sampled");
+}
+
+/*
+ * The first initiator and target inputs whose sampling differs (--sample,
+ * --sample-window, by time or by I/O): only I/Os both hosts recorded can
+ * pair, e.g. an initiator and a target of ntbpf versions with different
+ * default windows.  NULL where they agree or a side is missing.
+ */
+static const struct nt_input *sampling_differs(const struct nt_report *rep, const struct nt_input **init)
+{
+	const struct nt_input *a = NULL;
+
+	for (int i = 0; i < rep->nins && !a; i++)
+		if (rep->ins[i].hdr.role == NTBPF_ROLE_INITIATOR)
+			a = &rep->ins[i];
+	for (int i = 0; a && i < rep->nins; i++) {
+		const struct nt_input *b = &rep->ins[i];
+		uint32_t sa = a->hdr.sample > 1 ? a->hdr.sample : 1, sb = b->hdr.sample > 1 ? b->hdr.sample : 1;
+
+		if (b->hdr.role != NTBPF_ROLE_TARGET)
+			continue;
+		if (sa != sb || (sa > 1 && a->hdr.sample_window_ms != b->hdr.sample_window_ms)) {
+			*init = a;
+			return b;
+		}
+	}
+	return NULL;
+}
+
 static void print_notes_text(FILE *out, const struct nt_report *rep)
 {
 	fprintf(out, "# lost records: %" PRIu64, rep->lost);
@@ -1167,6 +1205,17 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 			fprintf(out, "# sampled inputs: IOPS and MB/s count the recorded I/Os only\n");
 			break;
 		}
+	{
+		const struct nt_input *ini = NULL, *tgt = sampling_differs(rep, &ini);
+		char a[64], b[64];
+
+		if (tgt) {
+			sampling_text(ini, a, sizeof(a));
+			sampling_text(tgt, b, sizeof(b));
+			fprintf(out, "# sampled differently: initiator %s, target %s: only I/Os both recorded can pair "
+				"(record both with the same --sample and --sample-window)\n", a, b);
+		}
+	}
 	if (rep->no_start || rep->inflight_end)
 		fprintf(out, "# in flight when recording began: %" PRIu64 ", when it stopped: %" PRIu64
 			" (not recorded)\n", rep->no_start, rep->inflight_end);
@@ -1645,6 +1694,12 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	if (rep->m.slow_init || rep->m.slow_tgt)
 		fprintf(out, ", \"window_ns\": %" PRIu64 ", \"slower_than_window\": {\"initiator\": %zu, \"target\": %zu}",
 			rep->m.window_ns, rep->m.slow_init, rep->m.slow_tgt);
+	{
+		const struct nt_input *ini = NULL;
+
+		if (sampling_differs(rep, &ini))
+			fprintf(out, ", \"sampling_differs\": true");
+	}
 	fprintf(out, "},\n");
 	if (rep->since_set || rep->until_set) {
 		fputs(" \"time_window\": {\"since_ns\": ", out);

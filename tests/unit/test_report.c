@@ -669,6 +669,74 @@ static void test_verbose_facts(void **state)
 	scratch_rm(dir, names, 1);
 }
 
+/*
+ * An initiator and a target sampled differently (another ntbpf version's
+ * default windows, or --sample-window on one host only): the report says
+ * so, since only I/Os both recorded can pair; nothing when they agree.
+ */
+static void write_sampled(const char *dir, const char *name, int role, uint32_t sample, uint32_t window_ms, int n)
+{
+	char path[256];
+	struct nt_header h;
+	struct nt_trailer t = { .records = (uint64_t)n };
+	struct nt_writer *w;
+	struct synth sy;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	synth_header(&h, role);
+	h.sample = sample;
+	h.sample_window_ms = window_ms;
+	w = nt_writer_open(f, &h);
+	assert_non_null(w);
+	synth_init(&sy);
+	for (int k = 0; k < n; k++) {
+		struct ntbpf_rec i, g;
+
+		synth_pair(&sy, k, &i, &g);
+		assert_int_equal(nt_writer_add(w, role == NTBPF_ROLE_TARGET ? &g : &i), 0);
+	}
+	assert_int_equal(nt_writer_close(w, &t), 0);
+	fclose(f);
+	nt_header_free(&h);
+}
+
+static void test_sampling_differs(void **state)
+{
+	const char *names[] = { "i.ntbpf", "t.ntbpf" };
+	char *dir = scratch_dir(), *out;
+	int rc;
+
+	write_sampled(dir, "i.ntbpf", NTBPF_ROLE_INITIATOR, 100, 1000, 200);
+	write_sampled(dir, "t.ntbpf", NTBPF_ROLE_TARGET, 100, 100, 200);
+	out = report_cli(dir, "i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "# sampled differently: initiator 1000 ms windows, one in 100, target 100 ms windows, "
+				    "one in 100: only I/Os both recorded can pair (record both with the same --sample and "
+				    "--sample-window)\n"));
+	free(out);
+	out = report_cli(dir, "--format json i.ntbpf t.ntbpf", &rc);
+	assert_non_null(strstr(out, ", \"sampling_differs\": true}"));
+	free(out);
+	write_sampled(dir, "t.ntbpf", NTBPF_ROLE_TARGET, 0, 0, 200);
+	out = report_cli(dir, "i.ntbpf t.ntbpf", &rc);
+	assert_non_null(strstr(out, "# sampled differently: initiator 1000 ms windows, one in 100, target not sampled: "));
+	free(out);
+	write_sampled(dir, "t.ntbpf", NTBPF_ROLE_TARGET, 100, 1000, 200);
+	out = report_cli(dir, "i.ntbpf t.ntbpf", &rc);
+	assert_null(strstr(out, "sampled differently"));
+	free(out);
+	out = report_cli(dir, "--format json i.ntbpf t.ntbpf", &rc);
+	assert_null(strstr(out, "sampling_differs"));
+	free(out);
+	out = report_cli(dir, "i.ntbpf", &rc);	/* one side: nothing to compare */
+	assert_null(strstr(out, "sampled differently"));
+	free(out);
+	scratch_rm(dir, names, 2);
+}
+
 /* --format html -o FILE: one self-contained file, 0600, strings from the files escaped, three charts */
 static void test_html(void **state)
 {
@@ -886,6 +954,7 @@ int main(void)
 		cmocka_unit_test(test_exit_status),
 		cmocka_unit_test(test_files_path_equals_records_path),
 		cmocka_unit_test(test_verbose_facts),
+		cmocka_unit_test(test_sampling_differs),
 		cmocka_unit_test(test_html),
 	};
 
