@@ -159,6 +159,31 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* what one interval's lines come from: the in-kernel histograms, or the records */
+struct tick_src {
+	const struct nt_config *cfg;
+	struct nt_probes *pr;
+	struct nt_header *hdr;
+	struct nt_input *local;
+	struct live_state *st;
+	struct kh_state *kh;
+	const struct nt_report_opts *ko;
+	bool kernel_agg;
+};
+
+static void print_tick(const struct tick_src *k, double secs, uint64_t lost)
+{
+	if (k->cfg->group_by & NT_GB_QUEUE) {
+		refresh_queues(k->pr, k->hdr);
+		k->local->hdr = *k->hdr;
+		nt_live_set_local(k->st->l, k->hdr);
+	}
+	if (k->kernel_agg)
+		kh_tick(k->kh, nt_probes_khist_fd(k->pr), k->local, k->ko, stdout, secs, lost);
+	else
+		nt_live_tick(k->st->l, stdout, secs, lost);
+}
+
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
@@ -195,6 +220,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_metrics *mx = NULL;
 	struct nt_metrics_server *mxs = NULL;
 	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last, cpu_start;
+	struct tick_src tk;
 	int role, rc = 1, ticks = 0;
 	bool loaded = false;
 
@@ -271,12 +297,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	nt_report_interval_header(stdout, &ko);	/* CSV: the header line, once */
-	/* one interval's lines: from the in-kernel histograms, or from the records */
-#define print_tick(secs, lost)								\
-	((cfg->group_by & NT_GB_QUEUE) ? (refresh_queues(&pr, &hdr), local.hdr = hdr,		\
-					   nt_live_set_local(st.l, &hdr)) : (void)0,		\
-	 po.kernel_agg ? kh_tick(kh, nt_probes_khist_fd(&pr), &local, &ko, stdout, secs, lost) \
-		       : nt_live_tick(st.l, stdout, secs, lost))
+	tk = (struct tick_src){ .cfg = cfg, .pr = &pr, .hdr = &hdr, .local = &local, .st = &st, .kh = kh,
+				.ko = &ko, .kernel_agg = po.kernel_agg };
 	t_last = nt_clock_ns(CLOCK_MONOTONIC);
 	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
 	while (!stop_signal) {
@@ -295,7 +317,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
 		metrics_lost(mx, stats);
-		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
+		print_tick(&tk, (t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		lost_before = nt_lost_sum(stats);
 		t_last = t;
 		t_next += (uint64_t)(cfg->interval * 1e9);
@@ -312,7 +334,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		nt_stream_server_tick(st.srv);
 		nt_probes_stats(&pr, stats);
 		metrics_lost(mx, stats);
-		print_tick((t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
+		print_tick(&tk, (t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
 			sleep(1);
