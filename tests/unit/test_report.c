@@ -604,8 +604,8 @@ static void test_golden_two_hosts(void **state)
 	scratch_rm(dir, names, 2);
 }
 
-/* dir/name: n synthetic initiator I/Os (bench/synth.h) under header h (freed), trailer t */
-static void write_synth_init(const char *dir, const char *name, struct nt_header *h, int n, const struct nt_trailer *t)
+/* dir/name: n synthetic I/Os (bench/synth.h) of h's role under header h (freed), trailer t */
+static void write_synth(const char *dir, const char *name, struct nt_header *h, int n, const struct nt_trailer *t)
 {
 	char path[256];
 	struct nt_writer *w;
@@ -622,7 +622,7 @@ static void write_synth_init(const char *dir, const char *name, struct nt_header
 		struct ntbpf_rec i, g;
 
 		synth_pair(&sy, k, &i, &g);
-		assert_int_equal(nt_writer_add(w, &i), 0);
+		assert_int_equal(nt_writer_add(w, h->role == NTBPF_ROLE_TARGET ? &g : &i), 0);
 	}
 	assert_int_equal(nt_writer_close(w, t), 0);
 	fclose(f);
@@ -646,7 +646,7 @@ static void test_verbose_facts(void **state)
 	snprintf(h.cmdline, sizeof(h.cmdline), "ntbpf record -o i.ntbpf \x1b[31m");
 	h.sample = 10;
 	h.sample_window_ms = 100;
-	write_synth_init(dir, "i.ntbpf", &h, 1, &t);
+	write_synth(dir, "i.ntbpf", &h, 1, &t);
 	out = report_cli(dir, "-v i.ntbpf", &rc);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(out, "#   command: ntbpf record -o i.ntbpf \\x1b[31m; ntbpf "));
@@ -676,31 +676,13 @@ static void test_verbose_facts(void **state)
  */
 static void write_sampled(const char *dir, const char *name, int role, uint32_t sample, uint32_t window_ms, int n)
 {
-	char path[256];
 	struct nt_header h;
 	struct nt_trailer t = { .records = (uint64_t)n };
-	struct nt_writer *w;
-	struct synth sy;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	assert_non_null(f);
 	synth_header(&h, role);
 	h.sample = sample;
 	h.sample_window_ms = window_ms;
-	w = nt_writer_open(f, &h);
-	assert_non_null(w);
-	synth_init(&sy);
-	for (int k = 0; k < n; k++) {
-		struct ntbpf_rec i, g;
-
-		synth_pair(&sy, k, &i, &g);
-		assert_int_equal(nt_writer_add(w, role == NTBPF_ROLE_TARGET ? &g : &i), 0);
-	}
-	assert_int_equal(nt_writer_close(w, &t), 0);
-	fclose(f);
-	nt_header_free(&h);
+	write_synth(dir, name, &h, n, &t);
 }
 
 static void test_sampling_differs(void **state)
@@ -751,7 +733,7 @@ static void test_html(void **state)
 
 	synth_header(&h, NTBPF_ROLE_INITIATOR);
 	snprintf(h.hostname, sizeof(h.hostname), "<script>alert('x')</script>&");
-	write_synth_init(dir, "i.ntbpf", &h, 500, &t);
+	write_synth(dir, "i.ntbpf", &h, 500, &t);
 	out = report_cli(dir, "--format html -o r.html i.ntbpf", &rc);
 	assert_int_equal(rc, 0);
 	assert_string_equal(out, "");	/* all of it in the file */
