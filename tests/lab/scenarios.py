@@ -32,6 +32,9 @@ REFUSALS = [
     (["--topology", "one", "--target-cpu-hog", "0", "--out", "/nonexistent"],
      "--target-cpu-hog needs --topology two (one guest: --cpu-hog)"),
     (["--device-depth", "0", "--out", "/nonexistent"], "--device-depth wants a number of requests (1-9999)"),
+    (["--target-dev", "ram", "--out", "/nonexistent"], "--target-dev must be nullb or brd"),
+    (["--target-dev", "brd", "--device-delay", "1ms", "--out", "/nonexistent"],
+     "--device-delay, --device-depth, --write-cache and --subsys2-delay are null_blk's"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
