@@ -260,12 +260,23 @@ SCENARIOS = [
     # fio at a fixed rate: the instruction clock skips idle time, so 31 virtual seconds are quick
     {"name": "one-6.12-icount-randread-sample10-detach-all",
      "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--sample", "10",
-              "--record-args", "--sample-window 1000 --sample-detach all -v", "--detach-fn-gap", "1500",
+              "--record-args", "--sample-window 1000 -v", "--detach-fn-gap", "1500",
               "--fio", "rw=randread bs=4k iodepth=4 numjobs=1 runtime=31 rate_iops=1000 cpus_allowed=0"],
      "checks": [("fio_ok", {}), ("sampled_fraction", {"n": 10}), ("no_lost_records", {}),
                 ("target_records", {}), ("matched_fraction", {"min": 0.98}),
                 ("stages_sum_to_end_to_end", {}), ("sampling_windows", {"window_ms": 1000, "n": 10}),
                 ("windows_detached", {"what": "every hook detached", "min_windows": 3})]},
+    # the same windows with --sample-detach tracepoints: the function hooks stay attached (paused
+    # between windows) whatever the gap; only the tracepoints come and go
+    {"name": "one-6.12-icount-randread-sample10-detach-tracepoints",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--sample", "10",
+              "--record-args", "--sample-window 1000 --sample-detach tracepoints -v", "--detach-fn-gap", "1500",
+              "--fio", "rw=randread bs=4k iodepth=4 numjobs=1 runtime=31 rate_iops=1000 cpus_allowed=0"],
+     "checks": [("fio_ok", {}), ("sampled_fraction", {"n": 10}), ("no_lost_records", {}),
+                ("target_records", {}), ("matched_fraction", {"min": 0.98}),
+                ("stages_sum_to_end_to_end", {}), ("sampling_windows", {"window_ms": 1000, "n": 10}),
+                ("windows_detached", {"what": "tracepoint hooks detached, function hooks paused",
+                                      "min_windows": 3})]},
     # kprobes instead of fentry (kernels that refuse fentry), on 6.1's kernel_sendpage path too
     {"name": "one-6.1-randrw-kprobe",
      "args": ["--topology", "one", "--kernel", "6.1", "--record-args", "--kprobe",
