@@ -230,10 +230,10 @@ static const char *const detach_text[] = {
 	[NT_DETACH_ALL] = "every hook detached",
 };
 
-static const char *window_text(const struct nt_config *cfg, char *buf, size_t len)
+static const char *window_text(const struct nt_config *cfg, const struct nt_windows *w, char *buf, size_t len)
 {
 	snprintf(buf, len, " in %u ms windows, one in %u: every %g s", cfg->sample_window_ms, cfg->sample,
-		 (double)cfg->sample_window_ms * cfg->sample / 1000);
+		 w->p_ns / 1e9);
 	return buf;
 }
 
@@ -530,7 +530,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			wr.w.p_ns / 1e9);
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),
-		cfg->output, pr.nattached, windowed ? window_text(cfg, err, sizeof(err)) : "",
+		cfg->output, pr.nattached, windowed ? window_text(cfg, &wr.w, err, sizeof(err)) : "",
 		child > 0 ? "" : "; Ctrl-C to stop");
 	if (child > 0) {
 		/* Ctrl-C reaches the command too (same process group); let it end first */

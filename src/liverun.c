@@ -349,10 +349,12 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 			fprintf(stderr, "ntbpf live: BPF run time %.0f ns per I/O (%" PRIu64 " I/Os, %s)\n",
 				stats[ST_EMITTED] ? (double)ns / stats[ST_EMITTED] : 0.0, stats[ST_EMITTED],
 				po.kernel_agg ? "histograms in the kernel" : "per-I/O records");
-		if (stats[ST_EMITTED])
+		if (stats[ST_EMITTED]) {
+			double cpu = (double)(nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start);
+
 			fprintf(stderr, "ntbpf live: user-space CPU %.0f ns per I/O (%.3f s of CPU)\n",
-				(nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start) / (double)stats[ST_EMITTED],
-				(nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start) / 1e9);
+				cpu / stats[ST_EMITTED], cpu / 1e9);
+		}
 		if (cfg->verbose)
 			nt_probes_run_time_each(&pr, stderr);
 	}

@@ -1460,10 +1460,12 @@ void nt_report_print_head(FILE *out, const struct nt_report *rep)
 		fputs(", kernel ", out);
 		nt_put_term(out, in->hdr.kernel);
 		fprintf(out, ", %zu records", in->n);
-		if (in->hdr.sample > 1 && in->hdr.sample_window_ms)
-			fprintf(out, ", sampled: %u ms windows, one in %u", in->hdr.sample_window_ms, in->hdr.sample);
-		else if (in->hdr.sample > 1)
-			fprintf(out, ", sampled: about 1 I/O in %u", in->hdr.sample);
+		if (in->hdr.sample > 1) {
+			char how[64];
+
+			sampling_text(in, how, sizeof(how));
+			fprintf(out, ", sampled: %s", how);
+		}
 		fputs(in->status == NT_READ_OK ? "" : ", ", out);
 		nt_put_term(out, in->status == NT_READ_OK ? "" : in->status_msg);
 		fputc('\n', out);
