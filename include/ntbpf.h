@@ -173,6 +173,7 @@ enum ntbpf_stat {
 	ST_INFLIGHT_END,	/* still in flight when recording stopped (user space) */
 	ST_PROG_MISSES,		/* program runs the kernel skipped (recursion_misses, user space) */
 	ST_NO_COMPLETE,		/* request reissued before its completion was seen: record lost */
+	ST_NOT_RUN,		/* I/Os the devices' own counts show that no program run saw (user space) */
 	ST_NR
 };
 

@@ -447,6 +447,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	pid_t child = -1;
 	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes, hdr_len = 0;
 	bool child_done = false, loaded = false, opened = false, started = false;
+	/* the devices' own counts, at the start and the stop: unsampled initiator recordings (nt_dev_not_run) */
+	struct nt_kcount k0 = { 0 }, k1 = { 0 };
 
 	nt_header_init(&hdr, 0);
 	role = nt_record_preflight(cfg, "record", &devs);
@@ -528,6 +530,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		fprintf(stderr, "ntbpf record: warning: --duration %g s is shorter than the sampling period (%g s): "
 			"the recording may hold no window (--sample-window sets their length)\n", cfg->duration,
 			wr.w.p_ns / 1e9);
+	if (role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
+		k0.ok = !nt_dev_iostat("", &devs, &k0.done, &k0.inflight);
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),
 		cfg->output, pr.nattached, windowed ? window_text(cfg, &wr.w, err, sizeof(err)) : "",
@@ -580,6 +584,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			stop_signal = 0;
 		}
 	}
+	if (k0.ok)
+		k1.ok = !nt_dev_iostat("", &devs, &k1.done, &k1.inflight);
 	/* stop new events, then drain what the kernel still holds */
 	if (win_running) {
 		windows_stop(&wr);
@@ -594,6 +600,12 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, nt_lost_sum(s2) - lost_ticked);
 	}
 	part_stats(&st, &pr, tr.stats, true);
+	if (k1.ok) {
+		uint64_t all[ST_NR];	/* the whole recording's, not this file's */
+
+		nt_probes_stats(&pr, all);
+		tr.stats[ST_NOT_RUN] = nt_dev_not_run(&k0, &k1, all);
+	}
 	if (cfg->bpf_stats) {
 		uint64_t ns, runs;
 
@@ -663,6 +675,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			st.path, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
 		if (st.part)
 			fprintf(stderr, "ntbpf record: a series of %u files, %s.0000 to %s\n", st.part + 1, cfg->output, st.path);
+		if (tr.stats[ST_NOT_RUN])
+			fprintf(stderr, "ntbpf record: warning: the devices' own counts (/sys/class/block/*/stat) hold %" PRIu64
+				" I/Os that no program run of ntbpf's saw: the kernel did not run them (counted as lost)\n",
+				tr.stats[ST_NOT_RUN]);
 		if (windowed)
 			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms (between them %s), one "
 				"every %g s; %" PRIu64 " I/Os in flight when a window closed (counted as in flight at "

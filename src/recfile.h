@@ -96,7 +96,8 @@ struct nt_trailer {
 /* records the kernel side lost, from the BPF counters (enum ntbpf_stat): the one place this sum is made */
 static inline uint64_t nt_lost_sum(const uint64_t stats[ST_NR])
 {
-	return stats[ST_LOST_RINGBUF] + stats[ST_LOST_MAP_FULL] + stats[ST_NO_COMPLETE] + stats[ST_PROG_MISSES];
+	return stats[ST_LOST_RINGBUF] + stats[ST_LOST_MAP_FULL] + stats[ST_NO_COMPLETE] + stats[ST_PROG_MISSES] +
+	       stats[ST_NOT_RUN];
 }
 
 /* Result of reading a file to its end. */

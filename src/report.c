@@ -432,6 +432,7 @@ static void count_lost(struct nt_report *rep, const struct nt_input *ins, int ni
 		rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
 		rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
 		rep->lost_why[4] += in->trailer.lost_user;
+		rep->lost_why[5] += in->trailer.stats[ST_NOT_RUN];
 		rep->lost += nt_lost_sum(in->trailer.stats) + in->trailer.lost_user;
 		rep->no_start += in->trailer.stats[ST_NO_START];
 		rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
@@ -1181,14 +1182,15 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 	fprintf(out, "# lost records: %" PRIu64, rep->lost);
 	if (rep->lost) {
 		/* what each count means for the report: a skipped run loses events, not the record */
-		static const char *const why[5] = {
+		static const char *const why[6] = {
 			"ring buffer full", "in-flight map full",
 			"program runs the kernel skipped (their I/Os miss the events those runs would have taken)",
 			"completions never seen", "not written by user space",
+			"I/Os no program run saw (the devices' own counts have them: the kernel skipped the runs)",
 		};
 		const char *sep = " (";
 
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < 6; k++)
 			if (rep->lost_why[k]) {
 				fprintf(out, "%s%s: %" PRIu64, sep, why[k], rep->lost_why[k]);
 				sep = "; ";
@@ -1681,8 +1683,8 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		rep->lost, rep->matched, rep->unmatched_init, rep->unmatched_tgt);
 	print_status_json(out, rep);
 	fprintf(out, " \"lost_detail\": {\"ring_buffer_full\": %" PRIu64 ", \"map_full\": %" PRIu64
-		", \"skipped_runs\": %" PRIu64 ", \"no_completion\": %" PRIu64 ", \"user_space\": %" PRIu64 "},\n",
-		rep->lost_why[0], rep->lost_why[1], rep->lost_why[2], rep->lost_why[3], rep->lost_why[4]);
+		", \"skipped_runs\": %" PRIu64 ", \"no_completion\": %" PRIu64 ", \"user_space\": %" PRIu64 ", \"not_run\": %" PRIu64 "},\n",
+		rep->lost_why[0], rep->lost_why[1], rep->lost_why[2], rep->lost_why[3], rep->lost_why[4], rep->lost_why[5]);
 	fprintf(out, " \"not_recorded\": {\"in_flight_at_start\": %" PRIu64 ", \"in_flight_at_stop\": %" PRIu64
 		", \"admin\": %" PRIu64 ", \"negative_network\": %" PRIu64 "},\n",
 		rep->no_start, rep->inflight_end, rep->admin, rep->neg_network);

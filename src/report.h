@@ -84,7 +84,7 @@ struct nt_report {
 	uint64_t admin;			/* admin-queue records left out */
 	uint64_t neg_network;		/* matched I/Os whose network term came out negative */
 	uint64_t lost;			/* ring buffer + map full + user space + skipped runs + no completion */
-	uint64_t lost_why[5];		/* ring buffer, map full, program runs skipped, no completion, user space */
+	uint64_t lost_why[6];		/* ring buffer, map full, program runs skipped, no completion, user space, not run */
 	uint64_t no_start, inflight_end;
 	bool since_set, until_set;	/* --since/--until: wall clock, ns since the epoch */
 	int64_t since_ns, until_ns;

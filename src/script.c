@@ -422,8 +422,7 @@ static void note_unseen(FILE *err, const struct nt_input *ins, int n, const stru
 		if (ins[i].has_trailer) {
 			const struct nt_trailer *t = &ins[i].trailer;
 
-			lost += t->stats[ST_LOST_RINGBUF] + t->stats[ST_LOST_MAP_FULL] + t->stats[ST_PROG_MISSES] +
-				t->stats[ST_NO_COMPLETE] + t->lost_user;
+			lost += nt_lost_sum(t->stats) + t->lost_user;
 			inflight += t->stats[ST_NO_START] + t->stats[ST_INFLIGHT_END];
 		}
 	if (lost || inflight || rs->admin)

@@ -124,6 +124,51 @@ int nt_dev_all(const char *root, struct nt_devset *ds)
 	return 0;
 }
 
+int nt_dev_iostat(const char *root, const struct nt_devset *ds, uint64_t *done, uint64_t *inflight)
+{
+	int counted = 0;
+
+	*done = *inflight = 0;
+	for (int i = 0; i < ds->n; i++) {
+		char path[512], buf[512];
+		unsigned long long f[17] = { 0 };
+		struct stat sb;
+		int n;
+
+		snprintf(path, sizeof(path), "%s/sys/class/block/%s/mq", root, ds->name[i]);
+		if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
+			continue;
+		snprintf(path, sizeof(path), "%s/sys/class/block/%s/queue/iostats", root, ds->name[i]);
+		if (read_line(path, buf, sizeof(buf)) || strcmp(buf, "1"))
+			return -1;
+		snprintf(path, sizeof(path), "%s/sys/class/block/%s/stat", root, ds->name[i]);
+		if (read_line(path, buf, sizeof(buf)))
+			return -1;
+		/* 11 fields before v4.18 (no discards), 15 before v5.5 (no flushes) */
+		n = sscanf(buf, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10], &f[11],
+			   &f[12], &f[13], &f[14], &f[15], &f[16]);
+		if (n < 11)
+			return -1;
+		*done += f[0] + f[4] + f[11] + f[15];
+		*inflight += f[8];
+		counted++;
+	}
+	return counted ? 0 : -1;
+}
+
+uint64_t nt_dev_not_run(const struct nt_kcount *k0, const struct nt_kcount *k1, const uint64_t s[ST_NR])
+{
+	uint64_t kernel, seen;
+
+	if (!k0->ok || !k1->ok || k1->done < k0->done)
+		return 0;
+	kernel = k1->done - k0->done + k1->inflight;
+	seen = s[ST_EMITTED] + s[ST_LOST_RINGBUF] + s[ST_LOST_MAP_FULL] + s[ST_NO_COMPLETE] + s[ST_NO_START] +
+	       s[ST_INFLIGHT_END];
+	return kernel > seen ? kernel - seen : 0;
+}
+
 void nt_dev_to_header(const struct nt_devset *ds, struct nt_header *h)
 {
 	for (int i = 0; i < ds->n && h->ndevs < NTBPF_MAX_DEVS; i++)

@@ -27,6 +27,35 @@ struct nt_devset {
 int nt_dev_resolve(const char *root, const char *name, struct nt_devset *ds, char *err, size_t errlen);
 /* every whole disk in /sys/block (for naming devices when no -d was given) */
 int nt_dev_all(const char *root, struct nt_devset *ds);
+/*
+ * The block layer's own count for the request-based devices of ds (those
+ * with an mq directory; a bio-based one, an NVMe multipath head or a
+ * device-mapper disk, issues no requests of its own): I/Os completed (reads,
+ * writes, discards and flushes: fields 1, 5, 12 and 16 of
+ * /sys/class/block/DEV/stat) and in flight (field 9), summed.  0, or -1
+ * where one of them keeps no count (queue/iostats 0), cannot be read, or ds
+ * has no request-based device.
+ */
+int nt_dev_iostat(const char *root, const struct nt_devset *ds, uint64_t *done, uint64_t *inflight);
+/* nt_dev_iostat's counts at a recording's start and stop (ok: read) */
+struct nt_kcount {
+	bool ok;
+	uint64_t done, inflight;
+};
+/*
+ * I/Os no program run saw in a whole recording (ST_NOT_RUN), from the
+ * devices' counts k0 (read once every hook was attached) and k1 (before any
+ * was detached) and the BPF counters s at the stop.  Every I/O the devices
+ * completed while recording, or still had in flight at its stop, is a record
+ * or counted (lost, in flight at the start or at the stop), unless the
+ * kernel ran none of the programs that would have seen it: such I/Os would
+ * otherwise be missing without a trace, as the kernel counts no miss for
+ * them (seen on a 6.18 kernel: a tracepoint's BPF program now and then not
+ * run for an event that tracefs showed).  I/Os at the edges are counted by
+ * both sides or by ntbpf alone, never by the devices alone: the figure is
+ * never too high.  0 where either count is missing.
+ */
+uint64_t nt_dev_not_run(const struct nt_kcount *k0, const struct nt_kcount *k1, const uint64_t s[ST_NR]);
 /* header DEV items "name=major:minor" */
 void nt_dev_to_header(const struct nt_devset *ds, struct nt_header *h);
 

@@ -719,6 +719,32 @@ static void test_sampling_differs(void **state)
 	scratch_rm(dir, names, 2);
 }
 
+/* I/Os no program run saw (ST_NOT_RUN, from the devices' own counts): lost, with their cause, in text and JSON */
+static void test_not_run(void **state)
+{
+	const char *names[] = { "i.ntbpf" };
+	char *dir = scratch_dir(), *out;
+	struct nt_header h;
+	struct nt_trailer t = { .records = 200, .end_mono_ns = 3500000000ull };
+	int rc;
+
+	t.stats[ST_EMITTED] = 200;
+	t.stats[ST_NO_COMPLETE] = 2;
+	t.stats[ST_NOT_RUN] = 3;
+	synth_header(&h, NTBPF_ROLE_INITIATOR);
+	write_synth(dir, "i.ntbpf", &h, 200, &t);
+	out = report_cli(dir, "i.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "# lost records: 5 (completions never seen: 2; I/Os no program run saw (the devices' "
+				    "own counts have them: the kernel skipped the runs): 3)\n"));
+	free(out);
+	out = report_cli(dir, "--format json i.ntbpf", &rc);
+	assert_non_null(strstr(out, "\"lost_records\": 5,"));
+	assert_non_null(strstr(out, "\"no_completion\": 2, \"user_space\": 0, \"not_run\": 3}"));
+	free(out);
+	scratch_rm(dir, names, 1);
+}
+
 /* --format html -o FILE: one self-contained file, 0600, strings from the files escaped, three charts */
 static void test_html(void **state)
 {
@@ -937,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_files_path_equals_records_path),
 		cmocka_unit_test(test_verbose_facts),
 		cmocka_unit_test(test_sampling_differs),
+		cmocka_unit_test(test_not_run),
 		cmocka_unit_test(test_html),
 	};
 
