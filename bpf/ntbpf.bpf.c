@@ -883,6 +883,21 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		r->flags |= NTBPF_F_PARTIAL;
 		return 0;
 	}
+	/*
+	 * An earlier I/O's record on this request: the kernel ran neither that
+	 * I/O's completion program nor this one's issue program (a 6.18 kernel
+	 * was seen to skip a tracepoint's program now and then, counting no
+	 * miss).  Emitted, it would time the two I/Os as one: it is lost, and
+	 * this completion had no start.  The sector is the I/O's own until a
+	 * partial completion moves it, and a zone append's (an "other" op) is
+	 * set by its completion.
+	 */
+	if (!(r->flags & NTBPF_F_PARTIAL) && r->op != NTBPF_OP_OTHER && r->sector != RD(btf, rq, __sector)) {
+		stat_inc(ST_NO_COMPLETE);
+		stat_inc(ST_NO_START);
+		rec_drop(slot, key);
+		return 0;
+	}
 	ev_set(r, EV_I_BLK_DONE, bpf_ktime_get_ns());
 	if (!r->status)
 		r->status = (__u16)error;

@@ -605,6 +605,12 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 
 		nt_probes_stats(&pr, all);
 		tr.stats[ST_NOT_RUN] = nt_dev_not_run(&k0, &k1, all);
+		if (cfg->verbose)
+			fprintf(stderr, "ntbpf record: the devices' own counts: %" PRIu64 " I/Os completed while recording, %"
+				PRIu64 " in flight at its stop; the programs saw %" PRIu64 " records, %" PRIu64 " lost, %"
+				PRIu64 " in flight at the start, %" PRIu64 " at the stop\n", k1.done - k0.done, k1.inflight,
+				all[ST_EMITTED], all[ST_LOST_RINGBUF] + all[ST_LOST_MAP_FULL] + all[ST_NO_COMPLETE],
+				all[ST_NO_START], all[ST_INFLIGHT_END]);
 	}
 	if (cfg->bpf_stats) {
 		uint64_t ns, runs;
@@ -648,7 +654,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (st.werr) {
 		rec_salvage(&st, &of, &tr, st.path);
 	} else {
-		tr.records = tr.stats[ST_EMITTED] - st.lost_user;
+		tr.records = st.written;	/* the writer's own count (in a series, this file's) */
 		tr.lost_user = st.lost_user;
 		rc = nt_writer_close(st.w, &tr);
 		st.w = NULL;
