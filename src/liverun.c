@@ -195,7 +195,8 @@ static void on_signal(int sig)
 static void metrics_lost(struct nt_metrics *mx, const uint64_t *s)
 {
 	uint64_t l[NT_ML_NR] = { [NT_ML_RINGBUF] = s[ST_LOST_RINGBUF], [NT_ML_MAP_FULL] = s[ST_LOST_MAP_FULL],
-				 [NT_ML_NO_COMPLETE] = s[ST_NO_COMPLETE], [NT_ML_PROG_MISSES] = s[ST_PROG_MISSES] };
+				 [NT_ML_NO_COMPLETE] = s[ST_NO_COMPLETE], [NT_ML_PROG_MISSES] = s[ST_PROG_MISSES],
+				 [NT_ML_NO_START] = s[ST_NO_START] };
 
 	if (mx)
 		nt_metrics_set_lost(mx, l);

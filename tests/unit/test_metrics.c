@@ -237,7 +237,7 @@ static void test_render_formats(void **state)
 {
 	struct onegroup x;
 	struct nt_metrics *m = nt_metrics_new("initiator");
-	uint64_t lost[NT_ML_NR] = { 1, 2, 3, 4 };
+	uint64_t lost[NT_ML_NR] = { 1, 2, 3, 4, 5 };
 	char *om, *prom;
 
 	onegroup_init(&x, "nvme1n1");
@@ -272,6 +272,7 @@ static void test_render_formats(void **state)
 		assert_non_null(strstr(t, "le=\"+Inf\"} 20\n"));
 		assert_non_null(strstr(t, "ntbpf_lost_records_total{cause=\"ring_buffer_full\",role=\"initiator\"} 1\n"));
 		assert_non_null(strstr(t, "ntbpf_lost_records_total{cause=\"program_runs_skipped\",role=\"initiator\"} 4\n"));
+		assert_non_null(strstr(t, "ntbpf_lost_records_total{cause=\"start_never_seen\",role=\"initiator\"} 5\n"));
 		assert_non_null(strstr(t, "ntbpf_peer_up{role=\"initiator\"} 1\n"));
 		assert_non_null(strstr(t, "ntbpf_hooks_attached{role=\"initiator\"} 17\n"));
 	}
