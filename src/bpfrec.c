@@ -230,10 +230,17 @@ static const char *const detach_text[] = {
 	[NT_DETACH_ALL] = "every hook detached",
 };
 
+/* the start line's windows: length, period, and what happens between them (all only where they are far apart) */
 static const char *window_text(const struct nt_config *cfg, const struct nt_windows *w, char *buf, size_t len)
 {
-	snprintf(buf, len, " in %u ms windows, one in %u: every %g s", cfg->sample_window_ms, cfg->sample,
-		 w->p_ns / 1e9);
+	enum nt_detach d = nt_windows_detach(w);
+
+	int n = snprintf(buf, len, " in %u ms windows, one in %u: every %g s; between them %s", cfg->sample_window_ms,
+			 cfg->sample, w->p_ns / 1e9, detach_text[d]);
+
+	if (cfg->sample_detach_all && d != NT_DETACH_ALL && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - n, " (--sample-detach all detaches function hooks only where windows are "
+			 "%g s apart or more)", w->fn_gap_ns / 1e9);
 	return buf;
 }
 
