@@ -196,10 +196,30 @@ static void metrics_lost(struct nt_metrics *mx, const uint64_t *s)
 {
 	uint64_t l[NT_ML_NR] = { [NT_ML_RINGBUF] = s[ST_LOST_RINGBUF], [NT_ML_MAP_FULL] = s[ST_LOST_MAP_FULL],
 				 [NT_ML_NO_COMPLETE] = s[ST_NO_COMPLETE], [NT_ML_PROG_MISSES] = s[ST_PROG_MISSES],
-				 [NT_ML_NO_START] = s[ST_NO_START] };
+				 [NT_ML_NO_START] = s[ST_NO_START], [NT_ML_NOT_RUN] = s[ST_NOT_RUN] };
 
 	if (mx)
 		nt_metrics_set_lost(mx, l);
+}
+
+/*
+ * The BPF counters, with the I/Os no program run saw so far (ST_NOT_RUN, as
+ * record counts them for a whole recording: nt_dev_not_run).  The devices
+ * are read first, so that an I/O between the two reads counts for ntbpf
+ * alone and the figure is never too high; it is kept as the largest seen
+ * (a counter: it never goes down).
+ */
+static void live_stats(struct nt_probes *pr, const struct nt_devset *devs, const struct nt_kcount *k0,
+		       uint64_t *not_run, uint64_t stats[ST_NR])
+{
+	struct nt_kcount k = { 0 };
+
+	if (k0->ok)
+		k.ok = !nt_dev_iostat("", devs, &k.done, &k.inflight);
+	nt_probes_stats(pr, stats);
+	if (k.ok && nt_dev_not_run(k0, &k, stats) > *not_run)
+		*not_run = nt_dev_not_run(k0, &k, stats);
+	stats[ST_NOT_RUN] = *not_run;
 }
 
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
@@ -220,7 +240,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct nt_metrics *mx = NULL;
 	struct nt_metrics_server *mxs = NULL;
-	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last, cpu_start;
+	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last, cpu_start, not_run = 0;
+	struct nt_kcount k0 = { 0 };	/* the devices' own counts at the start (unsampled initiator) */
 	struct tick_src tk;
 	int role, rc = 1, ticks = 0;
 	bool loaded = false;
@@ -298,6 +319,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
 		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
 	nt_report_interval_header(stdout, &ko);	/* CSV: the header line, once */
+	if (role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
+		k0.ok = !nt_dev_iostat("", &devs, &k0.done, &k0.inflight);
 	tk = (struct tick_src){ .cfg = cfg, .pr = &pr, .hdr = &hdr, .local = &local, .st = &st, .kh = kh,
 				.ko = &ko, .kernel_agg = po.kernel_agg };
 	t_last = nt_clock_ns(CLOCK_MONOTONIC);
@@ -316,7 +339,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		if (t < t_next)
 			continue;
 		nt_stream_server_tick(st.srv);
-		nt_probes_stats(&pr, stats);
+		live_stats(&pr, &devs, &k0, &not_run, stats);
 		metrics_lost(mx, stats);
 		print_tick(&tk, (t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		lost_before = nt_lost_sum(stats);
@@ -333,7 +356,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 
 		ring_buffer__consume(rb);
 		nt_stream_server_tick(st.srv);
-		nt_probes_stats(&pr, stats);
+		live_stats(&pr, &devs, &k0, &not_run, stats);
 		metrics_lost(mx, stats);
 		print_tick(&tk, (t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
 		if (cfg->peer) {

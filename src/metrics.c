@@ -290,6 +290,7 @@ static const char *const lost_cause[NT_ML_NR] = {
 	[NT_ML_NO_COMPLETE] = "no_completion",
 	[NT_ML_PROG_MISSES] = "program_runs_skipped",
 	[NT_ML_NO_START] = "start_never_seen",
+	[NT_ML_NOT_RUN] = "not_run",
 };
 
 static void family(FILE *out, bool om, const char *name, const char *type, const char *help)
@@ -333,7 +334,7 @@ void nt_metrics_render(FILE *out, struct nt_metrics *m, bool om)
 	family(out, om, "ntbpf_lost_records_total", "counter",
 	       "I/Os that could not be measured, by cause (ring buffer full, map full, completion never seen, "
 	       "BPF program runs the kernel skipped, start never seen: in flight when live began, or its issue's "
-	       "program not run by the kernel).");
+	       "program not run by the kernel; not run: I/Os the devices' own counts hold that no program run saw).");
 	for (int c = 0; c < NT_ML_NR; c++)
 		fprintf(out, "ntbpf_lost_records_total{cause=\"%s\",role=\"%s\"} %" PRIu64 "\n", lost_cause[c], erole,
 			m->lost[c]);

@@ -29,7 +29,7 @@ struct nt_metrics;
 struct nt_metrics_server;
 
 /* lost-record causes, as ntbpf_lost_records_total{cause=...} */
-enum nt_metrics_lost { NT_ML_RINGBUF, NT_ML_MAP_FULL, NT_ML_NO_COMPLETE, NT_ML_PROG_MISSES, NT_ML_NO_START, NT_ML_NR };
+enum nt_metrics_lost { NT_ML_RINGBUF, NT_ML_MAP_FULL, NT_ML_NO_COMPLETE, NT_ML_PROG_MISSES, NT_ML_NO_START, NT_ML_NOT_RUN, NT_ML_NR };
 
 /* the histogram's finite upper bounds in ns, ascending; *n gets their number */
 const uint64_t *nt_metrics_bounds_ns(size_t *n);

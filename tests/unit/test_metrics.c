@@ -237,7 +237,7 @@ static void test_render_formats(void **state)
 {
 	struct onegroup x;
 	struct nt_metrics *m = nt_metrics_new("initiator");
-	uint64_t lost[NT_ML_NR] = { 1, 2, 3, 4, 5 };
+	uint64_t lost[NT_ML_NR] = { 1, 2, 3, 4, 5, 6 };
 	char *om, *prom;
 
 	onegroup_init(&x, "nvme1n1");
@@ -273,6 +273,7 @@ static void test_render_formats(void **state)
 		assert_non_null(strstr(t, "ntbpf_lost_records_total{cause=\"ring_buffer_full\",role=\"initiator\"} 1\n"));
 		assert_non_null(strstr(t, "ntbpf_lost_records_total{cause=\"program_runs_skipped\",role=\"initiator\"} 4\n"));
 		assert_non_null(strstr(t, "ntbpf_lost_records_total{cause=\"start_never_seen\",role=\"initiator\"} 5\n"));
+		assert_non_null(strstr(t, "ntbpf_lost_records_total{cause=\"not_run\",role=\"initiator\"} 6\n"));
 		assert_non_null(strstr(t, "ntbpf_peer_up{role=\"initiator\"} 1\n"));
 		assert_non_null(strstr(t, "ntbpf_hooks_attached{role=\"initiator\"} 17\n"));
 	}
