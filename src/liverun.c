@@ -213,12 +213,14 @@ static void live_stats(struct nt_probes *pr, const struct nt_devset *devs, const
 		       uint64_t *not_run, uint64_t stats[ST_NR])
 {
 	struct nt_kcount k = { 0 };
+	uint64_t n;
 
 	if (k0->ok)
 		k.ok = !nt_dev_iostat("", devs, &k.done, &k.inflight);
 	nt_probes_stats(pr, stats);
-	if (k.ok && nt_dev_not_run(k0, &k, stats) > *not_run)
-		*not_run = nt_dev_not_run(k0, &k, stats);
+	n = nt_dev_not_run(k0, &k, stats);	/* 0 where k was not read */
+	if (n > *not_run)
+		*not_run = n;
 	stats[ST_NOT_RUN] = *not_run;
 }
 

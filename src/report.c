@@ -1182,7 +1182,7 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 	fprintf(out, "# lost records: %" PRIu64, rep->lost);
 	if (rep->lost) {
 		/* what each count means for the report: a skipped run loses events, not the record */
-		static const char *const why[6] = {
+		static const char *const why[sizeof(rep->lost_why) / sizeof(rep->lost_why[0])] = {
 			"ring buffer full", "in-flight map full",
 			"program runs the kernel skipped (their I/Os miss the events those runs would have taken)",
 			"completions never seen", "not written by user space",
@@ -1190,7 +1190,7 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		};
 		const char *sep = " (";
 
-		for (int k = 0; k < 6; k++)
+		for (size_t k = 0; k < sizeof(why) / sizeof(why[0]); k++)
 			if (rep->lost_why[k]) {
 				fprintf(out, "%s%s: %" PRIu64, sep, why[k], rep->lost_why[k]);
 				sep = "; ";
