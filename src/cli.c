@@ -236,7 +236,7 @@ static const struct argp_option record_opts[] = {
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
 	{ "rotate", OPT_ROTATE, "SIZE|TIME", 0, "Write a numbered series FILE.0000, FILE.0001, ... each a whole "
 	  "record file, a new one every SIZE bytes (K, M, G) or TIME (s, m, h); report reads the series as one", 0 },
-	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details", 0 },
+	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details, and at the end the devices' own I/O counts against what the programs saw", 0 },
 	{},
 };
 
