@@ -89,6 +89,15 @@ __s64 win_phase;
  * of the hooks still to come).
  */
 __u32 arming;
+/*
+ * ntbpf live on NVMe namespaces only: block_rq_issue is not attached (its
+ * event is no stage's boundary there: nvme_setup_cmd starts each record,
+ * and blk_start is rq->start_time_ns).  An I/O without that stamp (iostats
+ * off, no scheduler) would then have no start: counted here, user space
+ * then attaches block_rq_issue (blk_issue stands in for blk_start).
+ */
+__u32 issue_deferred;
+__u64 no_start_stamp;
 
 static __always_inline bool outside_window(__u64 now)
 {
@@ -1062,6 +1071,8 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	r->opcode = opcode;
 	r->qid = qid;
 	r->flags |= NTBPF_F_NVME;
+	if (issue_deferred && !(r->ev_mask & (1u << EV_I_BLK_START)))
+		__sync_fetch_and_add(&no_start_stamp, 1);
 	/*
 	 * nvme_tcp's hctx->driver_data is the queue its pdus point to (not so
 	 * for nvme-pci).  A queue with a state here was seen before as
@@ -1080,7 +1091,13 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		else
 			q = 0;
 	}
-	if (s) {
+	/*
+	 * A reconnect gives the queue a new socket, whose facts are read once.
+	 * Records carry the port, which pairs them with the target's, so
+	 * record compares the socket at every I/O (a probe read); live's
+	 * histograms use no port, and compare it every 64th I/O of the queue.
+	 */
+	if (s && (!kernel_agg || !s->sock || !(s->nchk++ & 63))) {
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
 
 		/* a queue belongs to one controller: its instance is read once per connection */
@@ -1090,9 +1107,13 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 			q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
 			s->sock = (__u64)sock;
 		}
+	}
+	if (s) {
 		r->port = s->port;
 		r->ctrl = s->ctrl;
-		r->depth = depth_in(s);
+		/* the histograms keep depths only by queue */
+		if (!kernel_agg || kh_by_queue)
+			r->depth = depth_in(s);
 	} else {
 		r->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 	}
@@ -1112,7 +1133,9 @@ static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 
 	if (r) {
 		ev_set(r, EV_I_NVME_DONE, bpf_ktime_get_ns());
-		r->status = BPF_CORE_READ(nreq, status);
+		/* a probe read; the in-kernel histograms keep no status */
+		if (!kernel_agg)
+			r->status = BPF_CORE_READ(nreq, status);
 	}
 	return 0;
 }

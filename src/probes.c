@@ -260,6 +260,28 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		snprintf(err, errlen, "loading the BPF programs failed after %d rounds", rounds);
 		return -1;
 	}
+	/*
+	 * block_rq_issue stamps blk_issue, which no stage of an NVMe I/O ends
+	 * at while rq->start_time_ns gives blk_start (docs/stages.md: it stands
+	 * in where that stamp is missing); nvme_setup_cmd starts the record.
+	 * Its two program runs per I/O (and one per I/O of every other block
+	 * device on the host) are then saved until an I/O comes unstamped.
+	 */
+	if (o->defer_blk_issue && p->role == NTBPF_ROLE_INITIATOR && p->skel->bss) {
+		int iss = -1, setup = -1;
+
+		for (int i = 0; i < p->nhooks; i++) {
+			if (!strcmp(p->choice[i].hook->name, "block_rq_issue"))
+				iss = i;
+			if (!strcmp(p->choice[i].hook->name, "nvme_setup_cmd"))
+				setup = i;
+		}
+		if (iss >= 0 && setup >= 0 && p->choice[iss].attach != NT_AT_NONE &&
+		    p->choice[setup].attach != NT_AT_NONE) {
+			p->deferred = iss + 1;
+			p->skel->bss->issue_deferred = 1;
+		}
+	}
 	if (o->bpf_stats) {
 		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (p->stats_fd < 0)
@@ -268,34 +290,65 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 	return 0;
 }
 
-int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen)
+/* attach hook i's programs: 1 attached, 0 nothing to attach, -1 failed (warned, attach_err set) */
+static int attach_one(struct nt_probes *p, int i)
 {
-	for (int i = 0; i < p->nhooks; i++) {
-		char names[2][96];
-		int k = nt_hook_progs(&p->choice[i], names);
+	char names[2][96];
+	int k = nt_hook_progs(&p->choice[i], names);
 
-		for (int j = 0; j < k; j++) {
-			struct bpf_program *prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
+	for (int j = 0; j < k; j++) {
+		struct bpf_program *prog = bpf_object__find_program_by_name(p->skel->obj, names[j]);
 
-			p->links[i][j] = prog ? bpf_program__attach(prog) : NULL;
-			if (!p->links[i][j]) {
-				p->attach_err[i] = prog ? -errno : -ENOENT;
-				break;
-			}
-		}
-		if (k && !p->attach_err[i])
-			p->nattached++;
-		else if (k) {
-			for (int j = 0; j < 2; j++)
-				bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
-			fprintf(stderr, "ntbpf: warning: %s not attached: %s\n", p->choice[i].hook->name,
-				strerror(-p->attach_err[i]));
+		p->links[i][j] = prog ? bpf_program__attach(prog) : NULL;
+		if (!p->links[i][j]) {
+			p->attach_err[i] = prog ? -errno : -ENOENT;
+			break;
 		}
 	}
+	if (!k)
+		return 0;
+	if (!p->attach_err[i]) {
+		p->nattached++;
+		return 1;
+	}
+	for (int j = 0; j < 2; j++)
+		bpf_link__destroy(p->links[i][j]), p->links[i][j] = NULL;
+	fprintf(stderr, "ntbpf: warning: %s not attached: %s\n", p->choice[i].hook->name, strerror(-p->attach_err[i]));
+	return -1;
+}
+
+int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen)
+{
+	for (int i = 0; i < p->nhooks; i++)
+		if (p->deferred != i + 1)
+			attach_one(p, i);
 	if (!p->nattached) {
 		snprintf(err, errlen, "no hook could be attached (see ntbpf probe)");
 		return -1;
 	}
+	return 0;
+}
+
+uint64_t nt_probes_deferred_need(const struct nt_probes *p)
+{
+	return p->deferred && p->skel->bss ? p->skel->bss->no_start_stamp : 0;
+}
+
+int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_t errlen)
+{
+	int i = p->deferred - 1;
+
+	if (i < 0)
+		return 0;
+	p->deferred = 0;
+	/* attached first: an I/O between the two is stamped, or counted */
+	if (attach_one(p, i) < 0) {
+		snprintf(err, errlen, "%s could not be attached: %s", p->choice[i].hook->name,
+			 strerror(-p->attach_err[i]));
+		return -1;
+	}
+	p->skel->bss->issue_deferred = 0;
+	*unstamped = p->skel->bss->no_start_stamp;
 	return 0;
 }
 
@@ -319,6 +372,10 @@ void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h)
 		if (c->attach == NT_AT_NONE) {
 			nt_why_text(c, hi->status, sizeof(hi->status));
 			snprintf(hi->boundary, sizeof(hi->boundary), "%s", instead);
+		} else if (p->deferred == i + 1) {
+			snprintf(hi->status, sizeof(hi->status), "deferred: live on NVMe namespaces only");
+			snprintf(hi->boundary, sizeof(hi->boundary), "no stage ends at blk_issue: records start at "
+				 "nvme_setup_cmd, blk_start is rq->start_time_ns (attached should an I/O lack it)");
 		} else if (p->attach_err[i]) {
 			snprintf(hi->status, sizeof(hi->status), "attach failed: %s", strerror(-p->attach_err[i]));
 			snprintf(hi->boundary, sizeof(hi->boundary), "%s", instead);
@@ -416,7 +473,7 @@ static int hooks_attach(struct nt_probes *p, bool attach, bool all)
 		for (int i = 0; i < p->nhooks; i++) {
 			bool tp = !all || (attach ? pass == 1 : pass == 0);
 			char names[2][96];
-			int k = p->attach_err[i] || is_tracepoint(&p->choice[i]) != tp ? 0
+			int k = p->attach_err[i] || p->deferred == i + 1 || is_tracepoint(&p->choice[i]) != tp ? 0
 										 : nt_hook_progs(&p->choice[i], names);
 
 			for (int j = 0; j < k; j++) {

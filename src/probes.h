@@ -35,6 +35,7 @@ struct nt_probes {
 	bool no_task_storage;		/* kernel before 5.11: entry_ts not created, functions as kprobes */
 	uint64_t inflight_dropped;	/* records in flight when a sampling window closed */
 	enum nt_detach detached;	/* between sampling windows: what is detached (sampling.h) */
+	int deferred;			/* 1 + the hook loaded but not attached (defer_blk_issue), or 0 */
 };
 
 struct nt_probe_opts {
@@ -45,6 +46,11 @@ struct nt_probe_opts {
 	bool bpf_stats;
 	bool kernel_agg;		/* histograms in the kernel, no per-I/O records */
 	bool kh_by_queue;		/* kernel_agg: a group per NVMe queue too, with its depths */
+	/*
+	 * live on NVMe namespaces only: block_rq_issue is loaded but not
+	 * attached, until an I/O comes without a start stamp (nt_probes_undefer)
+	 */
+	bool defer_blk_issue;
 	bool verbose;
 	bool quiet;			/* no warning per refused hook (probe shows them) */
 	const struct nt_facts *facts;	/* already read (probe), or NULL: read them */
@@ -54,6 +60,13 @@ struct nt_probe_opts {
 int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen);
 /* attach every chosen hook; 0 if at least one attached, else -1 with the cause */
 int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen);
+/*
+ * defer_blk_issue: I/Os that came without a start stamp so far (0 while
+ * none did, or nothing is deferred)
+ */
+uint64_t nt_probes_deferred_need(const struct nt_probes *p);
+/* attach the deferred hook: 0 (*unstamped: the I/Os that came without a start stamp), or -1 with the cause */
+int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_t errlen);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);

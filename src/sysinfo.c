@@ -124,6 +124,21 @@ int nt_dev_all(const char *root, struct nt_devset *ds)
 	return 0;
 }
 
+bool nt_devs_nvme_only(const struct nt_devset *ds)
+{
+	if (ds->n <= 0)
+		return false;
+	for (int i = 0; i < ds->n && i < NTBPF_MAX_DEVS; i++) {
+		unsigned int s, c, n;
+		char t;
+
+		if (sscanf(ds->name[i], "nvme%un%u%c", &s, &n, &t) != 2 &&
+		    sscanf(ds->name[i], "nvme%uc%un%u%c", &s, &c, &n, &t) != 3)
+			return false;
+	}
+	return true;
+}
+
 int nt_dev_iostat(const char *root, const struct nt_devset *ds, uint64_t *done, uint64_t *inflight)
 {
 	int counted = 0;

@@ -25,6 +25,8 @@ struct nt_devset {
  * 0, or -1 with a one-line cause in err.
  */
 int nt_dev_resolve(const char *root, const char *name, struct nt_devset *ds, char *err, size_t errlen);
+/* ds names NVMe namespaces only (nvme1n1, and per-path disks nvme1c2n1): not partitions; false if empty */
+bool nt_devs_nvme_only(const struct nt_devset *ds);
 /* every whole disk in /sys/block (for naming devices when no -d was given) */
 int nt_dev_all(const char *root, struct nt_devset *ds);
 /*

@@ -438,11 +438,36 @@ def live_metrics(d, peer=True):
     return f"ntbpf_ios_total {ios:.0f}, {len(stages)} stages' counts as the lines'" + (", peer up" if peer else "")
 
 
-def live_host_stages_sum(d, min_intervals=3, rel=0.01):
+def _unstamped(d):
+    """I/Os that came without a start stamp before live attached block_rq_issue (its log line), or None"""
+    t = open(os.path.join(d, "live-initiator.log"), errors="replace").read()
+    m = re.search(r"ntbpf live: (\d+) I/O\(s\) came without a start stamp", t)
+    return int(m.group(1)) if m else None
+
+
+def live_issue_deferred(d, attached=False):
+    """live on NVMe namespaces only starts without block_rq_issue (its start line says so), and
+    attaches it (a line naming how many I/Os came without a start stamp) only where an I/O lacks
+    rq->start_time_ns: attached=True where the queues keep no I/O statistics (--no-iostats)."""
+    t = open(os.path.join(d, "live-initiator.log"), errors="replace").read()
+    assert "block_rq_issue only if an I/O lacks its start stamp" in t, "the start line names no deferred block_rq_issue"
+    n = _unstamped(d)
+    if not attached:
+        assert n is None, f"block_rq_issue attached: {n} I/Os came without a start stamp"
+        return "block_rq_issue deferred, never needed"
+    assert n and n > 0, "no I/O came without a start stamp, or block_rq_issue was not attached"
+    return f"block_rq_issue attached after {n} I/Os without a start stamp"
+
+
+def live_host_stages_sum(d, min_intervals=3, rel=0.01, unstamped=False):
     """an initiator alone: over the run, each of its six host stages (remote for the target's
     part) covers every I/O and their totals add up to end_to_end's.  In-kernel histograms are
     read one after the other while I/O goes on, so a single interval's stages may differ by an
-    I/O or two; they reconcile over the run.  Values the kernel could not file are counted lost."""
+    I/O or two; they reconcile over the run.  Values the kernel could not file are counted lost.
+    unstamped: no I/O has a start stamp (queues without I/O statistics), so none has a
+    blk_submission; the N I/Os the log names came before block_rq_issue was attached, and
+    end_to_end (from blk_issue then) misses exactly those; the other stages' means add up to
+    its mean (blk_issue follows queue_rq by a few instructions inside nvme_tcp_queue_rq)."""
     host = ["blk_submission", "nvme_tcp_submission", "remote", "nstack_completion", "nvme_tcp_completion",
             "blk_completion"]
     cnt = {x: 0 for x in host + ["end_to_end"]}
@@ -459,6 +484,17 @@ def live_host_stages_sum(d, min_intervals=3, rel=0.01):
                     tot[x] += st["count"] * st["avg_us"]
     assert n >= min_intervals, f"only {n} intervals with I/O"
     e2e = cnt["end_to_end"]
+    if unstamped:
+        u = _unstamped(d) or 0
+        assert u > 0, "the log names no I/Os without a start stamp"
+        assert cnt["blk_submission"] == 0, f"{cnt['blk_submission']} blk_submission values without a start stamp"
+        off = {x: c - e2e for x, c in cnt.items()
+               if x != "blk_submission" and abs(c - e2e - (0 if x == "end_to_end" else u)) > lost + 2}
+        assert not off, f"stage counts differ from end_to_end's {e2e} by {off}, not by the {u} unstamped I/Os"
+        mean = sum(tot[x] / cnt[x] for x in host if x != "blk_submission")
+        e2e_mean = tot["end_to_end"] / e2e
+        assert abs(mean - e2e_mean) <= 2 * rel * e2e_mean, f"host stages' means {mean:.1f}us, end_to_end's {e2e_mean:.1f}us"
+        return f"{n} intervals, {e2e} I/Os with a start and {u} without: host stages' means {mean:.1f}us = end_to_end's {e2e_mean:.1f}us"
     off = {x: c - e2e for x, c in cnt.items() if abs(c - e2e) > lost + 2}
     assert not off, f"stage counts differ from end_to_end's {e2e} by {off} (lost {lost})"
     total = sum(tot[x] for x in host)
@@ -620,7 +656,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step, live_host_stages_sum, live_metrics, hooks_state,
+                                  live_netem_step, live_host_stages_sum, live_issue_deferred, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed,
                                   finding, live_queues, windows_detached)}
 

@@ -304,12 +304,21 @@ SCENARIOS = [
               "--fio", "rw=randwrite bs=4k iodepth=1 numjobs=1 runtime=4 fsync=1"],
      "checks": BASIC + [("ops_present", {"ops": ["write", "flush"]})]},
     # live on the initiator alone: in-kernel histograms, no per-I/O records
+    # (on NVMe namespaces only it starts without block_rq_issue: blk_start is rq->start_time_ns)
     {"name": "one-6.12-live-local",
      "args": ["--topology", "one", "--kernel", "6.12", "--live-local", "--fio", QD1],
-     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False})]},
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False}),
+                ("live_issue_deferred", {})]},
     {"name": "one-6.1-live-local",
      "args": ["--topology", "one", "--kernel", "6.1", "--live-local", "--fio", QD1],
-     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False})]},
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_host_stages_sum", {}), ("live_metrics", {"peer": False}),
+                ("live_issue_deferred", {})]},
+    # queues without I/O statistics stamp no rq->start_time_ns: live attaches block_rq_issue at the
+    # first such I/O, and only the I/Os before it miss blk_submission and end_to_end
+    {"name": "one-6.12-live-local-no-iostats",
+     "args": ["--topology", "one", "--kernel", "6.12", "--live-local", "--no-iostats", "--fio", QD1],
+     "checks": [("fio_ok", {}), ("live_sum_equals_fio", {"tol": 0.03}), ("live_issue_deferred", {"attached": True}),
+                ("live_host_stages_sum", {"unstamped": True})]},
     # live --group-by queue, histograms in the kernel: 2 jobs x QD8 on 2 queues, a group per queue
     # with its io_cpu, TCP ends and depths every interval
     {"name": "one-6.12-live-local-queues",

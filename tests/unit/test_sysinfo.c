@@ -143,12 +143,39 @@ static void test_not_run(void **state)
 	assert_int_equal(nt_dev_not_run(&k0, &k1, s), 0);
 }
 
+/* live defers block_rq_issue only where every device is an NVMe namespace (src/probes.h) */
+static void test_nvme_only(void **state)
+{
+	struct nt_devset ds = { 0 };
+
+	(void)state;
+	assert_false(nt_devs_nvme_only(&ds));	/* no -d: every device */
+	add(&ds, "nvme1n1");
+	add(&ds, "nvme1c2n1");			/* a head's path disk */
+	assert_true(nt_devs_nvme_only(&ds));
+	add(&ds, "nvme10n12");
+	assert_true(nt_devs_nvme_only(&ds));
+	{
+		const char *others[] = { "loop0", "nvme1n1p1", "nvme1", "nvme1n", "nvmeXn1", "nvme1n1x", "sda",
+					 "nvme1c2n1p3", "nvme1c2" };
+
+		for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+			struct nt_devset d2 = ds;
+
+			add(&d2, others[i]);
+			if (nt_devs_nvme_only(&d2))
+				fail_msg("'%s' taken for an NVMe namespace", others[i]);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_iostat_sums_request_based, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_iostat_refuses, setup, teardown),
 		cmocka_unit_test(test_not_run),
+		cmocka_unit_test(test_nvme_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
