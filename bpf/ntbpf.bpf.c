@@ -1277,9 +1277,11 @@ static __always_inline int on_complete_remote(bool btf, struct request *rq)
 	/*
 	 * Without nvme_tcp's BTF: hctx->driver_data, the same queue (on_setup_cmd
 	 * checks it where it can).  A request it counted in its queue's depth
-	 * is one it found there: two loads instead of a probe read.
+	 * is one it found there: two loads instead of a probe read.  So is one
+	 * with a port where live's histograms count no depth (the port is the
+	 * queue state's).
 	 */
-	if (!bpf_core_type_exists(struct nvme_tcp_request) || (btf && r->depth))
+	if (!bpf_core_type_exists(struct nvme_tcp_request) || (btf && (r->depth || (kernel_agg && r->port))))
 		q = (__u64)RD(btf, rq, mq_hctx, driver_data);
 	else
 		q = tcp_queue_of_rq(rq);

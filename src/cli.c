@@ -584,7 +584,10 @@ static error_t script_parse(int key, char *arg, struct argp_state *st)
 static const char live_doc[] =
 "Print the stage latencies every interval while the workload runs (like biolatency "
 "[interval] [count]): IOPS and, per group, each stage this host sees.  With --peer on the "
-"initiator and --serve on the target, the initiator prints all ten stages, network included.\n"
+"initiator and --serve on the target, the initiator prints all ten stages, network included.  "
+"With -d naming NVMe namespaces only, the block_rq_issue hook waits until an I/O comes without "
+"its start stamp (queue/iostats 0): no stage of an NVMe I/O ends there, and every other block "
+"device's I/O on the host then passes one hook less.\n"
 "\v"
 "EXAMPLES:\n"
 "  # every second, this host's stages, until Ctrl-C:\n"

@@ -322,6 +322,15 @@ int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen)
 	for (int i = 0; i < p->nhooks; i++)
 		if (p->deferred != i + 1)
 			attach_one(p, i);
+	/* nvme_setup_cmd, which starts an NVMe I/O's record in its stead, did not attach: no wait then */
+	for (int i = 0; i < p->nhooks && p->deferred; i++)
+		if (!strcmp(p->choice[i].hook->name, "nvme_setup_cmd") && !p->links[i][0]) {
+			int d = p->deferred - 1;
+
+			p->deferred = 0;
+			p->skel->bss->issue_deferred = 0;
+			attach_one(p, d);
+		}
 	if (!p->nattached) {
 		snprintf(err, errlen, "no hook could be attached (see ntbpf probe)");
 		return -1;
