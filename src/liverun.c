@@ -228,15 +228,15 @@ static void live_stats(struct nt_probes *pr, const struct nt_devset *devs, const
  * An I/O came without a start stamp while block_rq_issue waits (probes.h):
  * attach it now (checked at every wake-up of the loop: a word in the BPF
  * object's memory).  The I/Os before it have no blk_submission and no
- * end_to_end; the line says how many.
+ * end_to_end; the line says how many.  True where the hooks changed.
  */
-static void live_undefer(struct nt_probes *pr)
+static bool live_undefer(struct nt_probes *pr)
 {
 	uint64_t n = nt_probes_deferred_need(pr);
 	char err[160];
 
 	if (!n)
-		return;
+		return false;
 	if (nt_probes_undefer(pr, &n, err, sizeof(err)))
 		fprintf(stderr, "ntbpf live: warning: %s: I/Os without a start stamp have no blk_submission "
 			"or end_to_end\n", err);
@@ -244,6 +244,7 @@ static void live_undefer(struct nt_probes *pr)
 		fprintf(stderr, "ntbpf live: %" PRIu64 " I/O(s) came without a start stamp (queue/iostats 0?) and "
 			"have no blk_submission or end_to_end: block_rq_issue attached, blk_issue stands in for "
 			"blk_start from now on\n", n);
+	return true;
 }
 
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
@@ -363,7 +364,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		}
 		if (st.srv)
 			nt_stream_server_poll(st.srv);
-		live_undefer(&pr);
+		if (live_undefer(&pr) && mx)
+			nt_metrics_set_hooks(mx, pr.nattached);
 		t = nt_clock_ns(CLOCK_MONOTONIC);
 		if (t < t_next)
 			continue;
