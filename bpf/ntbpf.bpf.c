@@ -375,6 +375,7 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 	k.bytes = r->bytes;
 	k.op = r->op;
 	k.role = r->role;
+	k.status = r->status;
 	if (kh_by_queue && (r->flags & NTBPF_F_NVME)) {
 		k.queue = 1;
 		k.ctrl = r->ctrl;

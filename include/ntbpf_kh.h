@@ -96,7 +96,13 @@ static inline __u32 nt_kh_bucket32(__u32 v)
  */
 #define NT_KH_DEP_NB ((15 - NT_KH_SUB_BITS + 2) * NT_KH_SUB)
 
-/* ctrl, qid, queue: 0 unless live groups by queue; queue 1: an NVMe queue (ctrl, qid) */
+/*
+ * ctrl, qid, queue: 0 unless live groups by queue; queue 1: an NVMe queue
+ * (ctrl, qid).  status: 0, or the I/O failed: the initiator's blk_status_t
+ * (block_rq_complete's error: the histograms read no NVMe status), the
+ * target's NVMe status (cqe) - failed I/Os in groups of their own, as the
+ * report keeps them.
+ */
 struct nt_kh_gkey {
 	__u32 dev;
 	__u32 bytes;
@@ -106,6 +112,8 @@ struct nt_kh_gkey {
 	__u16 ctrl;
 	__u8 queue;
 	__u8 pad;
+	__u16 status;
+	__u16 pad2;
 };
 
 struct nt_kh_gval {

@@ -189,8 +189,15 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uint64_t *buckets, uint64_t count,
 		     uint64_t sum)
 {
+	/*
+	 * A failed initiator I/O's status is block_rq_complete's blk_status_t
+	 * (the kernel side reads no NVMe status): named as one, it goes to its
+	 * status's group without the queue (a queue's group is an NVMe one).
+	 */
+	bool blk_failed = k->status && k->role == NTBPF_ROLE_INITIATOR;
 	struct ntbpf_rec r = { .role = k->role, .op = k->op, .bytes = k->bytes, .dev = k->dev,
-			       .flags = k->queue ? NTBPF_F_NVME : 0, .ctrl = k->ctrl, .qid = k->qid };
+			       .flags = k->queue && !blk_failed ? NTBPF_F_NVME : 0, .ctrl = k->ctrl, .qid = k->qid,
+			       .status = k->status };
 	struct nt_group *g = group_for(rep, &r);
 	uint64_t seen = 0;
 

@@ -50,6 +50,7 @@ struct nt_kh_key {
 	__u8 queue;
 	__u16 ctrl;
 	__u16 qid;
+	__u16 status;	/* 0, or failed: a blk_status_t (initiator) or an NVMe status (target) */
 };
 #define NT_KH_DEPTH (NT_ST_NR + 1)
 

@@ -459,6 +459,26 @@ def live_issue_deferred(d, attached=False):
     return f"block_rq_issue attached after {n} I/Os without a start stamp"
 
 
+def live_failed_groups(d, status="blk:10"):
+    """failed I/Os with histograms in the kernel (--bad-sectors: the target's null_blk fails
+    them, the target answers with an error, the initiator's block layer ends them with
+    BLK_STS_IOERR, 10): in groups of their own, status blk:10, as many as fio's errors (an I/O
+    the intervals counted lost may be one of them); the ok groups hold fio's other I/Os."""
+    lines = _live(d)
+    bad = sum(g["count"] for j in lines for g in j["groups"] if g["status"] != "ok")
+    ok = sum(g["count"] for j in lines for g in j["groups"] if g["status"] == "ok")
+    other = sorted({g["status"] for j in lines for g in j["groups"]} - {"ok", status})
+    lost = sum(j["lost_records"] for j in lines)
+    job = load(d, "fio.json")["jobs"][0]
+    err = job.get("total_err")
+    assert err, "fio counted no errors (continue_on_error=all and --bad-sectors wanted)"
+    assert not other, f"failed groups of another status: {other}"
+    assert bad and abs(bad - err) <= lost, f"{bad} I/Os in failed groups, fio counted {err} errors ({lost} lost)"
+    n = fio_total_ios(load(d, "fio.json"))
+    assert abs(ok + bad + lost - n) <= lost + 2, f"ok {ok} + failed {bad} + lost {lost} vs fio's {n} I/Os"
+    return f"{bad} I/Os in groups of status {status} (fio: {err} errors), {ok} ok, {lost} lost, fio {n} I/Os"
+
+
 def live_host_stages_sum(d, min_intervals=3, rel=0.01, unstamped=False):
     """an initiator alone: over the run, each of its six host stages (remote for the target's
     part) covers every I/O and their totals add up to end_to_end's.  In-kernel histograms are
@@ -656,7 +676,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step, live_host_stages_sum, live_issue_deferred, live_metrics, hooks_state,
+                                  live_netem_step, live_host_stages_sum, live_issue_deferred, live_failed_groups, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed,
                                   finding, live_queues, windows_detached)}
 

@@ -35,6 +35,7 @@ REFUSALS = [
     (["--target-dev", "ram", "--out", "/nonexistent"], "--target-dev must be nullb or brd"),
     (["--target-dev", "brd", "--device-delay", "1ms", "--out", "/nonexistent"],
      "--device-delay, --device-depth, --write-cache and --subsys2-delay are null_blk's"),
+    (["--bad-sectors", "0", "--out", "/nonexistent"], "--bad-sectors wants a sector range A-B"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
@@ -321,6 +322,12 @@ SCENARIOS = [
                 ("live_host_stages_sum", {"unstamped": True})]},
     # live --group-by queue, histograms in the kernel: 2 jobs x QD8 on 2 queues, a group per queue
     # with its io_cpu, TCP ends and depths every interval
+    # failed I/Os with histograms in the kernel: the target's null_blk fails reads of the first 1 %
+    # of its sectors (nvmet answers with an error, DNR: no retries), fio goes on past them
+    {"name": "one-6.12-live-local-failed-ios",
+     "args": ["--topology", "one", "--kernel", "6.12", "--live-local", "--bad-sectors", "0-20971",
+              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=4 continue_on_error=all"],
+     "checks": [("live_failed_groups", {})]},
     {"name": "one-6.12-live-local-queues",
      "args": ["--topology", "one", "--kernel", "6.12", "--queues", "2", "--live-local",
               "--record-args", "--group-by dev,queue",

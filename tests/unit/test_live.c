@@ -485,6 +485,76 @@ static void test_kh_wraparound(void **state)
 }
 
 /*
+ * Failed I/Os with histograms in the kernel: in groups of their own (their
+ * status is part of the kernel's key), named as the report names them: the
+ * initiator's blk_status_t, the target's NVMe status; a queue's failed I/Os
+ * leave the queue's group for their status's.
+ */
+static void test_kh_failed(void **state)
+{
+	struct nt_config cfg = cfg_for("json");
+	struct nt_kh_gval *now = calloc(1, sizeof(*now)), *prev = calloc(1, sizeof(*prev));
+	uint64_t *b = calloc(NT_KH_NB, sizeof(*b));
+	struct nt_kh_gkey ok = { .dev = 259u << 20, .bytes = 4096, .op = NTBPF_OP_READ, .role = NTBPF_ROLE_INITIATOR,
+				 .queue = 1, .ctrl = 0, .qid = 1 };
+	struct nt_kh_gkey bad = ok, tgt = ok;
+	struct nt_input in = { .path = "live" };
+	struct nt_interval_info info = { 0 };
+	struct nt_report_opts o;
+	struct nt_report rep;
+	char *out;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	nt_header_init(&in.hdr, NTBPF_ROLE_INITIATOR);
+	snprintf(in.hdr.devs[0], sizeof(in.hdr.devs[0]), "nvme0n1");
+	cfg.group_by |= NT_GB_QUEUE;
+	nt_report_opts_of(&cfg, &o);
+	nt_report_begin(&rep, &in, 1, &o);
+	now[0].ios = 30;
+	now[0].count[0] = 30;
+	now[0].sum[0] = 30 * 5000;
+	now[0].b[0][nt_kh_bucket(5000)] = 30;
+	assert_int_equal(nt_kh_add_group(&rep, &ok, now, prev, 1, b), 30);
+	/* 3 failed with BLK_STS_IOERR (10) on the same queue, and 2 on queue 2: one group */
+	bad.status = 10;
+	now[0].ios = 3;
+	now[0].count[0] = 3;
+	now[0].sum[0] = 3 * 90000;
+	memset(now[0].b[0], 0, sizeof(now[0].b[0]));
+	now[0].b[0][nt_kh_bucket(90000)] = 3;
+	assert_int_equal(nt_kh_add_group(&rep, &bad, now, prev, 1, b), 3);
+	bad.qid = 2;
+	now[0].ios = 2;
+	now[0].count[0] = 2;
+	now[0].sum[0] = 2 * 90000;
+	now[0].b[0][nt_kh_bucket(90000)] = 2;
+	assert_int_equal(nt_kh_add_group(&rep, &bad, now, prev, 1, b), 2);
+	/* a target's failed I/O: its NVMe status (0x4002: DNR, invalid field) */
+	tgt.role = NTBPF_ROLE_TARGET;
+	tgt.status = 0x4002;
+	now[0].ios = 1;
+	now[0].count[0] = 0;
+	memset(now[0].b[0], 0, sizeof(now[0].b[0]));
+	assert_int_equal(nt_kh_add_group(&rep, &tgt, now, prev, 1, b), 1);
+	nt_report_finish(&rep);
+	f = open_memstream(&out, &len);
+	nt_report_print_interval(f, &rep, "12:00:00", 1.0, &info);
+	fclose(f);
+	assert_non_null(strstr(out, "\"count\": 30, \"status\": \"ok\""));
+	assert_non_null(strstr(out, "\"count\": 5, \"status\": \"blk:10\""));
+	assert_non_null(strstr(out, "\"count\": 1, \"status\": \"0x4002\""));
+	free(out);
+	nt_report_free(&rep);
+	nt_header_free(&in.hdr);
+	nt_config_free(&cfg);
+	free(now);
+	free(prev);
+	free(b);
+}
+
+/*
  * live --group-by queue with histograms in the kernel: a group per NVMe
  * queue, with the interval's depths (mean, and the largest as its bucket's
  * lowest value: exact under 64) and the queue's facts from the header
@@ -571,6 +641,7 @@ int main(void)
 		cmocka_unit_test(test_local_csv),
 		cmocka_unit_test(test_kh_wraparound),
 		cmocka_unit_test(test_kh_by_queue),
+		cmocka_unit_test(test_kh_failed),
 		cmocka_unit_test(test_golden_local_text),
 		cmocka_unit_test(test_peer_stream_pairs),
 		cmocka_unit_test(test_peer_drops_and_returns),
