@@ -486,8 +486,9 @@ def live_host_stages_sum(d, min_intervals=3, rel=0.01, unstamped=False):
     I/O or two; they reconcile over the run.  Values the kernel could not file are counted lost.
     unstamped: no I/O has a start stamp (queues without I/O statistics), so none has a
     blk_submission; the N I/Os the log names came before block_rq_issue was attached, and
-    end_to_end (from blk_issue then) misses exactly those; the other stages' means add up to
-    its mean (blk_issue follows queue_rq by a few instructions inside nvme_tcp_queue_rq)."""
+    end_to_end (from blk_issue then) misses exactly those; the other stages' means exceed its
+    mean by the step from queue_rq to blk_issue inside nvme_tcp_queue_rq (a few us under TCG's
+    host clock), never less and within 5 %."""
     host = ["blk_submission", "nvme_tcp_submission", "remote", "nstack_completion", "nvme_tcp_completion",
             "blk_completion"]
     cnt = {x: 0 for x in host + ["end_to_end"]}
@@ -513,8 +514,12 @@ def live_host_stages_sum(d, min_intervals=3, rel=0.01, unstamped=False):
         assert not off, f"stage counts differ from end_to_end's {e2e} by {off}, not by the {u} unstamped I/Os"
         mean = sum(tot[x] / cnt[x] for x in host if x != "blk_submission")
         e2e_mean = tot["end_to_end"] / e2e
-        assert abs(mean - e2e_mean) <= 2 * rel * e2e_mean, f"host stages' means {mean:.1f}us, end_to_end's {e2e_mean:.1f}us"
-        return f"{n} intervals, {e2e} I/Os with a start and {u} without: host stages' means {mean:.1f}us = end_to_end's {e2e_mean:.1f}us"
+        # the stages run from queue_rq, end_to_end from blk_issue, which follows it inside
+        # nvme_tcp_queue_rq: their means differ by that short step, never the other way
+        assert 0 <= mean - e2e_mean <= 5 * rel * e2e_mean, \
+            f"host stages' means {mean:.1f}us, end_to_end's (from blk_issue) {e2e_mean:.1f}us"
+        return (f"{n} intervals, {e2e} I/Os with a start and {u} without: host stages' means {mean:.1f}us, "
+                f"end_to_end's from blk_issue {e2e_mean:.1f}us")
     off = {x: c - e2e for x, c in cnt.items() if abs(c - e2e) > lost + 2}
     assert not off, f"stage counts differ from end_to_end's {e2e} by {off} (lost {lost})"
     total = sum(tot[x] for x in host)
