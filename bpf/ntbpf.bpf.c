@@ -377,7 +377,6 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 	k.role = r->role;
 	k.status = r->status;
 	if (kh_by_queue && (r->flags & NTBPF_F_NVME)) {
-		k.queue = 1;
 		k.ctrl = r->ctrl;
 		k.qid = r->qid;
 	}

@@ -97,11 +97,11 @@ static inline __u32 nt_kh_bucket32(__u32 v)
 #define NT_KH_DEP_NB ((15 - NT_KH_SUB_BITS + 2) * NT_KH_SUB)
 
 /*
- * ctrl, qid, queue: 0 unless live groups by queue; queue 1: an NVMe queue
- * (ctrl, qid).  status: 0, or the I/O failed: the initiator's blk_status_t
- * (block_rq_complete's error: the histograms read no NVMe status), the
- * target's NVMe status (cqe) - failed I/Os in groups of their own, as the
- * report keeps them.
+ * ctrl, qid: 0 unless live groups by queue; then an NVMe queue's (an I/O
+ * queue's qid is 1 or more).  status: 0, or the I/O failed: the
+ * initiator's blk_status_t (block_rq_complete's error: the histograms read
+ * no NVMe status), the target's NVMe status (cqe) - failed I/Os in groups
+ * of their own, as the report keeps them.  16 bytes: hashed at every I/O.
  */
 struct nt_kh_gkey {
 	__u32 dev;
@@ -110,11 +110,9 @@ struct nt_kh_gkey {
 	__u8 role;
 	__u16 qid;
 	__u16 ctrl;
-	__u8 queue;
-	__u8 pad;
 	__u16 status;
-	__u16 pad2;
 };
+_Static_assert(sizeof(struct nt_kh_gkey) == 16, "struct nt_kh_gkey: 16 bytes, four words to hash");
 
 struct nt_kh_gval {
 	__u64 ios;			/* I/Os of the group */

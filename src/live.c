@@ -337,7 +337,7 @@ uint64_t nt_kh_add_group(struct nt_report *rep, const struct nt_kh_gkey *key, co
 			 const struct nt_kh_gval *prev, int ncpu, uint64_t *b)
 {
 	struct nt_kh_key hk = { .dev = key->dev, .bytes = key->bytes, .op = key->op, .role = key->role,
-				.queue = key->queue, .ctrl = key->ctrl, .qid = key->qid, .status = key->status };
+				.queue = key->qid != 0, .ctrl = key->ctrl, .qid = key->qid, .status = key->status };
 	uint64_t ios = nt_kh_ios(now, prev, ncpu);
 
 	if (!ios)
@@ -346,7 +346,7 @@ uint64_t nt_kh_add_group(struct nt_report *rep, const struct nt_kh_gkey *key, co
 	b[0] = ios;
 	hk.stage = NT_ST_NR;	/* the group's I/O count */
 	nt_report_add_kh(rep, &hk, b, ios, 0);
-	if (key->queue) {
+	if (key->qid) {
 		uint64_t sum, n = nt_kh_depth_interval(now, prev, ncpu, &sum, b);
 
 		hk.stage = NT_KH_DEPTH;

@@ -496,7 +496,7 @@ static void test_kh_failed(void **state)
 	struct nt_kh_gval *now = calloc(1, sizeof(*now)), *prev = calloc(1, sizeof(*prev));
 	uint64_t *b = calloc(NT_KH_NB, sizeof(*b));
 	struct nt_kh_gkey ok = { .dev = 259u << 20, .bytes = 4096, .op = NTBPF_OP_READ, .role = NTBPF_ROLE_INITIATOR,
-				 .queue = 1, .ctrl = 0, .qid = 1 };
+				 .ctrl = 0, .qid = 1 };
 	struct nt_kh_gkey bad = ok, tgt = ok;
 	struct nt_input in = { .path = "live" };
 	struct nt_interval_info info = { 0 };
@@ -565,7 +565,7 @@ static void test_kh_by_queue(void **state)
 	struct nt_kh_gval *now = calloc(2, sizeof(*now)), *prev = calloc(2, sizeof(*prev));
 	uint64_t *b = calloc(NT_KH_NB, sizeof(*b));
 	struct nt_kh_gkey k1 = { .dev = 259u << 20, .bytes = 4096, .op = NTBPF_OP_READ, .role = NTBPF_ROLE_INITIATOR,
-				 .queue = 1, .ctrl = 0, .qid = 1 };
+				 .ctrl = 0, .qid = 1 };
 	struct nt_kh_gkey k2 = k1;
 	struct nt_input in = { .path = "live" };
 	struct nt_report_opts o;
