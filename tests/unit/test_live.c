@@ -484,6 +484,69 @@ static void test_kh_wraparound(void **state)
 	free(b);
 }
 
+/* an interval of in-kernel histograms, grouped by queue: its report, per-CPU values and buckets */
+struct kh_fix {
+	struct nt_config cfg;
+	struct nt_input in;
+	struct nt_report_opts o;
+	struct nt_report rep;
+	struct nt_kh_gval *now, *prev;
+	uint64_t *b;
+};
+
+static void kh_begin(struct kh_fix *x, const char *format, int ncpu, void (*header)(struct nt_header *))
+{
+	x->cfg = cfg_for(format);
+	x->in = (struct nt_input){ .path = "live" };
+	x->now = calloc(ncpu, sizeof(*x->now));
+	x->prev = calloc(ncpu, sizeof(*x->prev));
+	x->b = calloc(NT_KH_NB, sizeof(*x->b));
+	assert_true(x->now && x->prev && x->b);
+	nt_header_init(&x->in.hdr, NTBPF_ROLE_INITIATOR);
+	snprintf(x->in.hdr.devs[0], sizeof(x->in.hdr.devs[0]), "nvme0n1");
+	if (header)
+		header(&x->in.hdr);
+	x->cfg.group_by |= NT_GB_QUEUE;
+	nt_report_opts_of(&x->cfg, &x->o);
+	nt_report_begin(&x->rep, &x->in, 1, &x->o);
+}
+
+/* the interval as live prints it (the caller frees it) */
+static char *kh_interval(struct kh_fix *x)
+{
+	struct nt_interval_info info = { 0 };
+	char *out = NULL;
+	size_t len;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(f);
+	nt_report_finish(&x->rep);
+	nt_report_print_interval(f, &x->rep, "12:00:00", 1.0, &info);
+	fclose(f);
+	return out;
+}
+
+/* one CPU's interval: n I/Os of group k, each with value v in slot 0 (a fixture of one CPU) */
+static uint64_t kh_add_ios(struct kh_fix *x, const struct nt_kh_gkey *k, uint64_t n, uint64_t v)
+{
+	memset(x->now, 0, sizeof(*x->now));
+	x->now[0].ios = n;
+	x->now[0].count[0] = n;
+	x->now[0].sum[0] = n * v;
+	x->now[0].b[0][nt_kh_bucket(v)] = (uint32_t)n;
+	return nt_kh_add_group(&x->rep, k, x->now, x->prev, 1, x->b);
+}
+
+static void kh_done(struct kh_fix *x)
+{
+	nt_report_free(&x->rep);
+	nt_header_free(&x->in.hdr);
+	nt_config_free(&x->cfg);
+	free(x->now);
+	free(x->prev);
+	free(x->b);
+}
+
 /*
  * Failed I/Os with histograms in the kernel: in groups of their own (their
  * status is part of the kernel's key), named as the report names them: the
@@ -492,66 +555,34 @@ static void test_kh_wraparound(void **state)
  */
 static void test_kh_failed(void **state)
 {
-	struct nt_config cfg = cfg_for("json");
-	struct nt_kh_gval *now = calloc(1, sizeof(*now)), *prev = calloc(1, sizeof(*prev));
-	uint64_t *b = calloc(NT_KH_NB, sizeof(*b));
 	struct nt_kh_gkey ok = { .dev = 259u << 20, .bytes = 4096, .op = NTBPF_OP_READ, .role = NTBPF_ROLE_INITIATOR,
 				 .ctrl = 0, .qid = 1 };
 	struct nt_kh_gkey bad = ok, tgt = ok;
-	struct nt_input in = { .path = "live" };
-	struct nt_interval_info info = { 0 };
-	struct nt_report_opts o;
-	struct nt_report rep;
+	struct nt_kh_gval *now;
+	struct kh_fix x;
 	char *out;
-	size_t len;
-	FILE *f;
 
 	(void)state;
-	nt_header_init(&in.hdr, NTBPF_ROLE_INITIATOR);
-	snprintf(in.hdr.devs[0], sizeof(in.hdr.devs[0]), "nvme0n1");
-	cfg.group_by |= NT_GB_QUEUE;
-	nt_report_opts_of(&cfg, &o);
-	nt_report_begin(&rep, &in, 1, &o);
-	now[0].ios = 30;
-	now[0].count[0] = 30;
-	now[0].sum[0] = 30 * 5000;
-	now[0].b[0][nt_kh_bucket(5000)] = 30;
-	assert_int_equal(nt_kh_add_group(&rep, &ok, now, prev, 1, b), 30);
+	kh_begin(&x, "json", 1, NULL);
+	now = x.now;
+	assert_int_equal(kh_add_ios(&x, &ok, 30, 5000), 30);
 	/* 3 failed with BLK_STS_IOERR (10) on the same queue, and 2 on queue 2: one group */
 	bad.status = 10;
-	now[0].ios = 3;
-	now[0].count[0] = 3;
-	now[0].sum[0] = 3 * 90000;
-	memset(now[0].b[0], 0, sizeof(now[0].b[0]));
-	now[0].b[0][nt_kh_bucket(90000)] = 3;
-	assert_int_equal(nt_kh_add_group(&rep, &bad, now, prev, 1, b), 3);
+	assert_int_equal(kh_add_ios(&x, &bad, 3, 90000), 3);
 	bad.qid = 2;
-	now[0].ios = 2;
-	now[0].count[0] = 2;
-	now[0].sum[0] = 2 * 90000;
-	now[0].b[0][nt_kh_bucket(90000)] = 2;
-	assert_int_equal(nt_kh_add_group(&rep, &bad, now, prev, 1, b), 2);
-	/* a target's failed I/O: its NVMe status (0x4002: DNR, invalid field) */
+	assert_int_equal(kh_add_ios(&x, &bad, 2, 90000), 2);
+	/* a target's failed I/O (no stage value): its NVMe status (0x4002: DNR, invalid field) */
 	tgt.role = NTBPF_ROLE_TARGET;
 	tgt.status = 0x4002;
+	memset(now, 0, sizeof(*now));
 	now[0].ios = 1;
-	now[0].count[0] = 0;
-	memset(now[0].b[0], 0, sizeof(now[0].b[0]));
-	assert_int_equal(nt_kh_add_group(&rep, &tgt, now, prev, 1, b), 1);
-	nt_report_finish(&rep);
-	f = open_memstream(&out, &len);
-	nt_report_print_interval(f, &rep, "12:00:00", 1.0, &info);
-	fclose(f);
+	assert_int_equal(nt_kh_add_group(&x.rep, &tgt, now, x.prev, 1, x.b), 1);
+	out = kh_interval(&x);
 	assert_non_null(strstr(out, "\"count\": 30, \"status\": \"ok\""));
 	assert_non_null(strstr(out, "\"count\": 5, \"status\": \"blk:10\""));
 	assert_non_null(strstr(out, "\"count\": 1, \"status\": \"0x4002\""));
 	free(out);
-	nt_report_free(&rep);
-	nt_header_free(&in.hdr);
-	nt_config_free(&cfg);
-	free(now);
-	free(prev);
-	free(b);
+	kh_done(&x);
 }
 
 /*
@@ -559,38 +590,37 @@ static void test_kh_failed(void **state)
  * queue, with the interval's depths (mean, and the largest as its bucket's
  * lowest value: exact under 64) and the queue's facts from the header
  */
-static void test_kh_by_queue(void **state)
+/* queue 1 of controller 0, with its facts, in the header */
+static void queue1_facts(struct nt_header *h)
 {
-	struct nt_config cfg = cfg_for("text");
-	struct nt_kh_gval *now = calloc(2, sizeof(*now)), *prev = calloc(2, sizeof(*prev));
-	uint64_t *b = calloc(NT_KH_NB, sizeof(*b));
-	struct nt_kh_gkey k1 = { .dev = 259u << 20, .bytes = 4096, .op = NTBPF_OP_READ, .role = NTBPF_ROLE_INITIATOR,
-				 .ctrl = 0, .qid = 1 };
-	struct nt_kh_gkey k2 = k1;
-	struct nt_input in = { .path = "live" };
-	struct nt_report_opts o;
+	struct nt_ctrl_info *c = nt_header_add_ctrl(h);
 	struct nt_queue_info *q;
-	struct nt_ctrl_info *c;
-	struct nt_interval_info info = { 0 };
-	struct nt_report rep;
-	char *out;
-	size_t len;
-	FILE *f;
 
-	nt_header_init(&in.hdr, NTBPF_ROLE_INITIATOR);
-	snprintf(in.hdr.devs[0], sizeof(in.hdr.devs[0]), "nvme0n1");
-	c = nt_header_add_ctrl(&in.hdr);
+	assert_non_null(c);
 	c->instance = 0;
 	q = nt_ctrl_add_queue(c);
+	assert_non_null(q);
 	q->qid = 1;
 	q->io_cpu = 3;
 	snprintf(q->saddr, sizeof(q->saddr), "10.0.0.1");
 	q->sport = 40001;
 	snprintf(q->daddr, sizeof(q->daddr), "10.0.0.2");
 	q->dport = 4420;
-	cfg.group_by |= NT_GB_QUEUE;
-	nt_report_opts_of(&cfg, &o);
-	nt_report_begin(&rep, &in, 1, &o);
+}
+
+static void test_kh_by_queue(void **state)
+{
+	struct nt_kh_gkey k1 = { .dev = 259u << 20, .bytes = 4096, .op = NTBPF_OP_READ, .role = NTBPF_ROLE_INITIATOR,
+				 .ctrl = 0, .qid = 1 };
+	struct nt_kh_gkey k2 = k1;
+	struct nt_kh_gval *now, *prev;
+	struct kh_fix x;
+	char *out;
+
+	(void)state;
+	kh_begin(&x, "text", 2, queue1_facts);
+	now = x.now;
+	prev = x.prev;
 	/* queue 1: 30 I/Os on CPU 0, 10 on CPU 1; depths 1 x10, 40 x20 (bucket of 40 is exact), 70 x10 (in 70-71) */
 	now[0].ios = 30;
 	now[1].ios = 10;
@@ -607,30 +637,22 @@ static void test_kh_by_queue(void **state)
 	now[1].count[0] = 10;
 	now[1].sum[0] = 10 * 5000;
 	now[1].b[0][nt_kh_bucket(5000)] = 10;
-	assert_int_equal(nt_kh_add_group(&rep, &k1, now, prev, 2, b), 40);
+	assert_int_equal(nt_kh_add_group(&x.rep, &k1, now, prev, 2, x.b), 40);
 	/* queue 2 (no facts in the header): 5 I/Os, no depth known */
 	memset(now, 0, 2 * sizeof(*now));
 	now[1].ios = 5;
 	k2.qid = 2;
-	assert_int_equal(nt_kh_add_group(&rep, &k2, now, prev, 2, b), 5);
+	assert_int_equal(nt_kh_add_group(&x.rep, &k2, now, prev, 2, x.b), 5);
 	/* nothing new: no group */
-	assert_int_equal(nt_kh_add_group(&rep, &k2, prev, prev, 2, b), 0);
-	nt_report_finish(&rep);
-	f = open_memstream(&out, &len);
-	nt_report_print_interval(f, &rep, "12:00:00", 1.0, &info);
-	fclose(f);
+	assert_int_equal(nt_kh_add_group(&x.rep, &k2, prev, prev, 2, x.b), 0);
+	out = kh_interval(&x);
 	assert_non_null(strstr(out, "queue=nvme0q1 I/Os=40 IOPS=40"));
 	assert_non_null(strstr(out, "queue: io_cpu=3 local=10.0.0.1:40001 remote=10.0.0.2:4420 rx_queue=- tx_queue=- "
 				    "depth(mean/max)=37.8/70\n"));
 	assert_non_null(strstr(out, "queue=nvme0q2 I/Os=5 IOPS=5"));
 	assert_non_null(strstr(out, "queue: io_cpu=- local=- remote=- rx_queue=- tx_queue=-\n"));
 	free(out);
-	nt_report_free(&rep);
-	nt_header_free(&in.hdr);
-	nt_config_free(&cfg);
-	free(now);
-	free(prev);
-	free(b);
+	kh_done(&x);
 }
 
 int main(void)
