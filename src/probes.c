@@ -279,6 +279,7 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		if (iss >= 0 && setup >= 0 && p->choice[iss].attach != NT_AT_NONE &&
 		    p->choice[setup].attach != NT_AT_NONE) {
 			p->deferred = iss + 1;
+			p->defer_for = setup;
 			p->skel->bss->issue_deferred = 1;
 		}
 	}
@@ -323,14 +324,11 @@ int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen)
 		if (p->deferred != i + 1)
 			attach_one(p, i);
 	/* nvme_setup_cmd, which starts an NVMe I/O's record in its stead, did not attach: no wait then */
-	for (int i = 0; i < p->nhooks && p->deferred; i++)
-		if (!strcmp(p->choice[i].hook->name, "nvme_setup_cmd") && !p->links[i][0]) {
-			int d = p->deferred - 1;
+	if (p->deferred && !p->links[p->defer_for][0]) {
+		uint64_t n;
 
-			p->deferred = 0;
-			p->skel->bss->issue_deferred = 0;
-			attach_one(p, d);
-		}
+		nt_probes_undefer(p, &n, err, errlen);	/* a failure is warned about; others may have attached */
+	}
 	if (!p->nattached) {
 		snprintf(err, errlen, "no hook could be attached (see ntbpf probe)");
 		return -1;

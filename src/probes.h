@@ -36,6 +36,7 @@ struct nt_probes {
 	uint64_t inflight_dropped;	/* records in flight when a sampling window closed */
 	enum nt_detach detached;	/* between sampling windows: what is detached (sampling.h) */
 	int deferred;			/* 1 + the hook loaded but not attached (defer_blk_issue), or 0 */
+	int defer_for;			/* deferred: the hook that stands in for it (nvme_setup_cmd) */
 };
 
 struct nt_probe_opts {
