@@ -45,6 +45,7 @@ struct rec_state {
 	struct nt_writer *w;
 	uint64_t lost_user;
 	uint64_t pending;	/* records given to the writer, not yet in a written chunk */
+	bool compress;		/* -z: coded chunks */
 	uint64_t written;	/* records in whole chunks the file holds */
 	int werr;
 	/* --rotate: the file of the series being written, and the BPF counters when it began */
@@ -164,6 +165,7 @@ static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_hea
 		nt_outfile_abort(of);
 		return -1;
 	}
+	nt_writer_set_raw(st->w, !st->compress);
 	return 0;
 }
 
@@ -421,6 +423,27 @@ static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FIL
 			"not listed\n", cut, n + (idle > 0 ? idle : 0));
 }
 
+/*
+ * An NVMe I/O came without a start stamp (queue/iostats 0) while
+ * block_rq_issue waited: attach it, say so, and let the header that is
+ * rewritten at the end say it is attached.
+ */
+static void rec_undefer(struct nt_probes *pr, struct nt_header *hdr)
+{
+	uint64_t n = nt_probes_deferred_need(pr);
+	char err[160];
+
+	if (nt_probes_undefer(pr, &n, err, sizeof(err)))
+		fprintf(stderr, "ntbpf record: warning: %s: I/Os without a start stamp have no blk_submission "
+			"or end_to_end\n", err);
+	else
+		fprintf(stderr, "ntbpf record: %" PRIu64 " I/O(s) came without a start stamp (queue/iostats 0?) and "
+			"have no blk_submission or end_to_end: block_rq_issue attached, blk_issue stands in for "
+			"blk_start from now on\n", n);
+	hdr->nhooks = 0;
+	nt_probes_to_header(pr, hdr);
+}
+
 /* room in the header for the queue list: about 100 bytes a queue, a queue per CPU per controller */
 static uint32_t queue_room(const struct nt_header *hdr)
 {
@@ -473,6 +496,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	opened = true;
 
 	po.role = role;
+	/*
+	 * -d naming NVMe namespaces only: block_rq_issue waits unattached (its
+	 * event ends no stage of an NVMe I/O; nvme_setup_cmd starts the
+	 * record), as in live.  Not with sampling windows, whose thread
+	 * attaches and detaches every hook.
+	 */
+	po.defer_blk_issue = role == NTBPF_ROLE_INITIATOR && !windowed && nt_devs_nvme_only(&devs);
 	if (nt_probes_load(&pr, &po, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf record: %s\n", err);
 		goto out;
@@ -500,6 +530,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", st.path, strerror(errno));
 		goto out;
 	}
+	st.compress = cfg->compress;
+	nt_writer_set_raw(st.w, !cfg->compress);
 	hdr_len = nt_writer_bytes(st.w);
 	if (cfg->interval > 0) {
 		st.live = nt_live_new(cfg, &hdr);
@@ -540,8 +572,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
 		k0.ok = !nt_dev_iostat("", &devs, &k0.done, &k0.inflight);
 	/* scripts wait for this line before starting the workload */
-	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s)\n", nt_role_name(role),
+	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s%s)\n", nt_role_name(role),
 		cfg->output, pr.nattached, windowed ? window_text(cfg, &wr.w, err, sizeof(err)) : "",
+		pr.deferred ? "; block_rq_issue only if an I/O lacks its start stamp: NVMe namespaces only" : "",
 		child > 0 ? "" : "; Ctrl-C to stop");
 	if (child > 0) {
 		/* Ctrl-C reaches the command too (same process group); let it end first */
@@ -570,6 +603,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			lost_ticked = lost;
 			last_tick = t;
 		}
+		if (pr.deferred && nt_probes_deferred_need(&pr))
+			rec_undefer(&pr, &hdr);
 		if (t - last_flush >= 1000000000ull) {
 			rec_flush(&st);
 			last_flush = t;

@@ -198,7 +198,9 @@ enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROU
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
-"into a compressed record file, until Ctrl-C, --duration, or CMD exits.\n"
+"into a record file, until Ctrl-C, --duration, or CMD exits.  The records are written as they "
+"are (~115 bytes each: a fraction of the CPU that coding them takes); -z codes and compresses "
+"them as they are written (~12 bytes each).\n"
 "\v"
 "EXAMPLES:\n"
 "  # the initiator, while fio runs:\n"
@@ -233,6 +235,8 @@ static const struct argp_option record_opts[] = {
 	  "stay attached and return at once (no ftrace update per window, but each I/O pays their dispatch)", 0 },
 	{ "kprobe", OPT_KPROBE, NULL, 0, "Attach kernel functions with kprobes even where fentry works", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Measure the BPF programs' run time and print it per I/O", 0 },
+	{ "compress", 'z', NULL, 0, "Code the records in columns and compress them while recording: files ~10x "
+	  "smaller, ~1.1 k more instructions per recorded I/O (as perf record -z)", 0 },
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
 	{ "rotate", OPT_ROTATE, "SIZE|TIME", 0, "Write a numbered series FILE.0000, FILE.0001, ... each a whole "
 	  "record file, a new one every SIZE bytes (K, M, G) or TIME (s, m, h); report reads the series as one", 0 },
@@ -358,6 +362,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_BPF_STATS:
 		cfg->bpf_stats = true;
+		break;
+	case 'z':
+		cfg->compress = true;
 		break;
 	case OPT_INTERVAL:
 		if (parse_double(arg, &d) || d < 0.1 || d > 3600) {

@@ -24,6 +24,7 @@ struct nt_config {
 	bool verbose;
 	bool force_kprobe;		/* --kprobe: functions via kprobes even where fentry works */
 	bool bpf_stats;			/* --bpf-stats: measure the BPF programs' run time */
+	bool compress;			/* record -z: column-coded, deflated chunks instead of uncoded records */
 	bool probe_no_verify;		/* probe --no-verify: from the facts only, load nothing */
 	bool probe_facts;		/* probe --facts (hidden): print the kernel's facts (tests/unit/facts-*.txt) */
 	/* record */

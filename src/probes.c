@@ -380,7 +380,7 @@ void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h)
 			nt_why_text(c, hi->status, sizeof(hi->status));
 			snprintf(hi->boundary, sizeof(hi->boundary), "%s", instead);
 		} else if (p->deferred == i + 1) {
-			snprintf(hi->status, sizeof(hi->status), "deferred: live on NVMe namespaces only");
+			snprintf(hi->status, sizeof(hi->status), "deferred: NVMe namespaces only");
 			snprintf(hi->boundary, sizeof(hi->boundary), "no stage ends at blk_issue: records start at "
 				 "nvme_setup_cmd, blk_start is rq->start_time_ns (attached should an I/O lack it)");
 		} else if (p->attach_err[i]) {

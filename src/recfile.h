@@ -140,6 +140,8 @@ int nt_header_rewrite(FILE *f, const struct nt_header *h, uint64_t len);
 struct nt_writer;
 struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h);	/* writes the header */
 int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a full chunk */
+/* chunks of uncoded records from now on (record's default: ~10x the bytes, a fraction of the CPU) */
+void nt_writer_set_raw(struct nt_writer *w, bool raw);
 int nt_writer_flush(struct nt_writer *w);	/* writes the pending records as a chunk (none: no-op), fflush */
 int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t);	/* flush, trailer, free; not fclose */
 uint64_t nt_writer_bytes(const struct nt_writer *w);	/* bytes written so far */

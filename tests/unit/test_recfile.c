@@ -298,6 +298,23 @@ static FILE *rd_stream(const void *buf, size_t len)
  * splits[] (a 0 ends the list), the rest closes the file.  chunk_end[]
  * gets the file offset after each chunk, hdr_len the header length.
  */
+/* write_file writes uncoded records (record's default) where set: the *_raw runs */
+static bool g_raw;
+
+static int raw_on(void **state)
+{
+	(void)state;
+	g_raw = true;
+	return 0;
+}
+
+static int raw_off(void **state)
+{
+	(void)state;
+	g_raw = false;
+	return 0;
+}
+
 struct written {
 	struct memfile m;
 	size_t hdr_len;
@@ -317,6 +334,7 @@ static void write_file(struct written *wr, const struct nt_header *h,
 	mf_open(&wr->m);
 	w = nt_writer_open(wr->m.f, h);
 	assert_non_null(w);
+	nt_writer_set_raw(w, g_raw);
 	assert_int_equal(nt_writer_flush(w), 0);	/* nothing pending: no chunk */
 	wr->hdr_len = nt_writer_bytes(w);
 	for (;;) {
@@ -342,7 +360,7 @@ static void index_chunks(struct written *wr)
 	uint64_t total = 0;
 
 	wr->nchunks = 0;
-	while (off + 4 <= wr->m.len && !memcmp(p + off, "CHNK", 4)) {
+	while (off + 4 <= wr->m.len && (!memcmp(p + off, "CHNK", 4) || !memcmp(p + off, "RECS", 4))) {
 		uint32_t nrec = p[off + 4] | p[off + 5] << 8 | p[off + 6] << 16 |
 				(uint32_t)p[off + 7] << 24;
 		uint32_t clen = p[off + 12] | p[off + 13] << 8 | p[off + 14] << 16 |
@@ -933,9 +951,49 @@ static void check_bytes(const struct written *wr, const struct ntbpf_rec *recs, 
 		}
 	}
 	assert_true(layout);
-	for (off = wr->hdr_len; !memcmp(p + off, "CHNK", 4); off += 20 + clen) {
+	for (off = wr->hdr_len; !memcmp(p + off, "CHNK", 4) || !memcmp(p + off, "RECS", 4); off += 20 + clen) {
 		uint8_t *buf;
 		uLongf got;
+
+		if (!memcmp(p + off, "RECS", 4)) {	/* uncoded records, from the spec */
+			const uint8_t *q = p + off + 20;
+			uint64_t a = 0, b = 0;
+
+			nrec = le32(p + off + 4);
+			assert_int_equal(le32(p + off + 8), 112);
+			clen = le32(p + off + 12);
+			assert_int_equal(clen, nrec * 112);
+			for (i = 0; i < clen; i += 8) {
+				a += le32(q + i) | (uint64_t)le32(q + i + 4) << 32;
+				b += a;
+			}
+			a ^= b * 0x9e3779b97f4a7c15ull;
+			assert_int_equal(le32(p + off + 16), (uint32_t)(a ^ a >> 32));
+			for (i = 0; i < nrec; i++, q += 112) {
+				const struct ntbpf_rec *w = &recs[done + i];
+
+				assert_true((le32(q) | (uint64_t)le32(q + 4) << 32) == w->t0);
+				assert_true((le32(q + 8) | (uint64_t)le32(q + 12) << 32) == w->sector);
+				assert_int_equal(le32(q + 16), w->dev);
+				assert_int_equal(le32(q + 20), w->bytes);
+				assert_int_equal(le32(q + 24), w->ev_mask);
+				assert_int_equal(q[28] | q[29] << 8, w->ctrl);
+				assert_int_equal(q[30] | q[31] << 8, w->qid);
+				assert_int_equal(q[32] | q[33] << 8, w->cid);
+				assert_int_equal(q[34], w->op);
+				assert_int_equal(q[35], w->opcode);
+				assert_int_equal(q[36], w->flags);
+				assert_int_equal(q[37], w->role);
+				assert_int_equal(q[38] | q[39] << 8, w->status);
+				for (k = 0; k < 16; k++)
+					assert_int_equal(le32(q + 40 + 4 * k), w->ev[k]);
+				assert_int_equal(q[104] | q[105] << 8, w->port);
+				assert_int_equal(q[106] | q[107] << 8, w->depth);
+				assert_int_equal(le32(q + 108), 0);	/* reserved */
+			}
+			done += nrec;
+			continue;
+		}
 
 		nrec = le32(p + off + 4);
 		raw = le32(p + off + 8);
@@ -1428,6 +1486,91 @@ static void test_other_layouts(void **state)
 static void test_other_writer(void **state)
 {
 	check_layout(112, 16);
+}
+
+/* A chunk of uncoded records as the spec has it: rec_size bytes each, nrec claimed. */
+static void bb_raw_chunk(struct bb *b, const struct ntbpf_rec *recs, uint32_t n, uint32_t nrec, uint32_t rec_size)
+{
+	uint64_t a = 0, c = 0;
+	size_t start, i;
+
+	memcpy(b->b + b->len, "RECS", 4);
+	b->len += 4;
+	bb_le(b, nrec, 4);
+	bb_le(b, rec_size, 4);
+	bb_le(b, (uint64_t)n * rec_size, 4);
+	bb_le(b, 0, 4);
+	start = b->len;
+	for (i = 0; i < n; i++) {	/* little-endian host: the memory is the layout */
+		memcpy(b->b + b->len, &recs[i], rec_size < 112 ? rec_size : 112);
+		b->len += rec_size;
+	}
+	for (i = start; i + 8 <= b->len; i += 8) {
+		a += le32(b->b + i) | (uint64_t)le32(b->b + i + 4) << 32;
+		c += a;
+	}
+	a ^= c * 0x9e3779b97f4a7c15ull;
+	a ^= a >> 32;
+	b->b[start - 4] = a;
+	b->b[start - 3] = a >> 8;
+	b->b[start - 2] = a >> 16;
+	b->b[start - 1] = a >> 24;
+}
+
+/*
+ * Uncoded records are this version's layout or nothing: in a file whose
+ * header has another, or with another size or a count that does not match
+ * the bytes, the reader stops at the chunk with a one-line cause.
+ */
+static void test_raw_layout_refused(void **state)
+{
+	static struct bb b;
+	struct ntbpf_rec recs[4], r;
+	enum nt_read_status st;
+	struct nt_reader *rd;
+	struct nt_header h;
+	char err[256];
+	int k;
+	size_t n;
+	FILE *f;
+
+	rng_state = 77;
+	for (n = 0; n < 4; n++) {
+		rec_random(&recs[n], n);
+		memset(recs[n].reserved, 0, sizeof(recs[n].reserved));
+	}
+	for (k = 0; k < 5; k++) {
+		bb_header(&b, NT_FILE_VERSION, k == 0 ? 104 : 112, 16, false);
+		if (k == 4) {	/* the good case: all 4 read back */
+			bb_raw_chunk(&b, recs, 4, 4, 112);
+		} else if (k == 3) {
+			bb_raw_chunk(&b, recs, 4, 5, 112);	/* 5 claimed, 4 there */
+		} else {
+			bb_raw_chunk(&b, recs, 4, 4, k == 1 ? 104 : 112);
+			if (k == 2)
+				b.b[b.len - 4 * 112 - 20 + 4] = 0;	/* 0 records */
+		}
+		bb_trailer(&b, 4, ST_NR);
+		f = rd_stream(b.b, b.len);
+		rd = nt_reader_open(f, &h, err, sizeof(err));
+		assert_non_null(rd);
+		n = 0;
+		while (nt_reader_next(rd, &r))
+			assert_rec_equal(&r, &recs[n++]);
+		st = nt_reader_status(rd, err, sizeof(err));
+		if (k == 4) {
+			assert_int_equal(st, NT_READ_OK);
+			assert_int_equal(n, 4);
+		} else {
+			assert_int_equal(st, NT_READ_CORRUPT);
+			assert_int_equal(n, 0);
+			assert_non_null(strstr(err, k == 0 ? "uncoded records of this version's layout" : "bad sizes"));
+			assert_null(strchr(err, '\n'));
+		}
+		nt_reader_close(rd);
+		nt_header_free(&h);
+		fclose(f);
+	}
 }
 
 static void test_bad_layouts(void **state)
@@ -2269,10 +2412,14 @@ int main(void)
 		cmocka_unit_test(test_header_helpers),
 		cmocka_unit_test(test_header_roundtrip),
 		cmocka_unit_test(test_records_roundtrip),
+		cmocka_unit_test_setup_teardown(test_records_roundtrip, raw_on, raw_off),
 		cmocka_unit_test(test_empty_recording),
 		cmocka_unit_test(test_truncated_everywhere),
+		cmocka_unit_test_setup_teardown(test_truncated_everywhere, raw_on, raw_off),
 		cmocka_unit_test(test_corrupt_header_everywhere),
 		cmocka_unit_test(test_corrupt_chunks_everywhere),
+		cmocka_unit_test_setup_teardown(test_corrupt_chunks_everywhere, raw_on, raw_off),
+		cmocka_unit_test(test_raw_layout_refused),
 		cmocka_unit_test(test_corrupt_chunk_message),
 		cmocka_unit_test(test_bad_magic),
 		cmocka_unit_test(test_other_versions),
