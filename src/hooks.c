@@ -52,8 +52,6 @@ static const struct nt_hook hooks[] = {
 	  .boundary = "exec (file namespace flush)" },
 	{ .name = "nvmet_req_complete", .kind = NT_HK_TP, .where = "nvmet", .module = "nvmet", .roles = T,
 	  .boundary = "subsys_done", .instead = "target_subsystem and nvmet_tcp_completion not measured" },
-	{ .name = "nvmet_tcp_queue_response", .kind = NT_HK_ENTRY, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
-	  .boundary = "resp_queued" },
 	{ .name = "nvmet_try_send_response", .kind = NT_HK_EXIT, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
 	  .boundary = "resp_sent (record emitted)", .instead = SENDPAGE_STANDIN },
 	{ .name = "nvmet_try_send_r2t", .kind = NT_HK_EXIT, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,

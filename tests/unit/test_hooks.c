@@ -165,7 +165,7 @@ static const struct expect k612[] = {
 	A("nvmet_tcp_data_ready", FENTRY), A("nvmet_tcp_try_recv_pdu", FENTRY), A("nvmet_req_init", TP_BTF),
 	A("nvmet_bdev_execute_rw", FENTRY), A("nvmet_bdev_execute_flush", FENTRY),
 	A("nvmet_file_execute_rw", FENTRY), A("nvmet_file_execute_flush", FENTRY),
-	A("nvmet_req_complete", TP_BTF), A("nvmet_tcp_queue_response", FENTRY),
+	A("nvmet_req_complete", TP_BTF),
 	A("nvmet_try_send_response", FEXIT), A("nvmet_try_send_r2t", FEXIT), A("nvmet_try_send_data", FEXIT),
 	N("kernel_sendpage", NOT_NEEDED),	/* gone since 6.5, and what it stands in for attaches: no news */
 };
@@ -179,7 +179,7 @@ static const struct expect k61[] = {
 	A("nvmet_tcp_data_ready", FENTRY), A("nvmet_tcp_try_recv_pdu", FENTRY), A("nvmet_req_init", TP_BTF),
 	A("nvmet_bdev_execute_rw", FENTRY), A("nvmet_bdev_execute_flush", FENTRY),
 	A("nvmet_file_execute_rw", FENTRY), A("nvmet_file_execute_flush", FENTRY),
-	A("nvmet_req_complete", TP_BTF), A("nvmet_tcp_queue_response", FENTRY),
+	A("nvmet_req_complete", TP_BTF),
 	N("nvmet_try_send_response", FUNC_ABSENT), N("nvmet_try_send_r2t", FUNC_ABSENT),
 	N("nvmet_try_send_data", FUNC_ABSENT), A("kernel_sendpage", FEXIT),
 };
@@ -193,7 +193,7 @@ static const struct expect k618[] = {
 	N("nvmet_tcp_data_ready", MODULE), N("nvmet_tcp_try_recv_pdu", MODULE), N("nvmet_req_init", MODULE),
 	N("nvmet_bdev_execute_rw", MODULE), N("nvmet_bdev_execute_flush", MODULE),
 	N("nvmet_file_execute_rw", MODULE), N("nvmet_file_execute_flush", MODULE),
-	N("nvmet_req_complete", MODULE), N("nvmet_tcp_queue_response", MODULE),
+	N("nvmet_req_complete", MODULE),
 	N("nvmet_try_send_response", MODULE), N("nvmet_try_send_r2t", MODULE),
 	N("nvmet_try_send_data", MODULE), N("kernel_sendpage", FUNC_ABSENT),
 };
