@@ -98,6 +98,16 @@ __u32 arming;
  */
 __u32 issue_deferred;
 __u64 no_start_stamp;
+/*
+ * The target: nvmet_try_send_data ends a command only on a queue without
+ * SQ head updates (sqhd_disabled, the host's choice at connect; Linux
+ * hosts do not by default), so its fentry/fexit pair is not attached
+ * until such a queue is seen (its first command here: sqhd_off_seen).
+ * Until user space has attached it, that queue's records are emitted at
+ * subsys_done (no resp_sent), as where no send hook attaches.
+ */
+__u32 data_send_deferred;
+__u64 sqhd_off_seen;
 
 static __always_inline bool outside_window(__u64 now)
 {
@@ -1043,6 +1053,14 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	if (queuedata)
 		qid = RD(btf, hctx, queue_num) + 1;
 	opcode = RD(btf, cmd, common.opcode);
+	/*
+	 * An I/O queue's connect asking for no SQ head updates (cattr bit 2,
+	 * NVME_CONNECT_DISABLE_SQFLOW): user space attaches nvmet_try_send_data
+	 * before the queue's first I/O, mostly
+	 */
+	if (opcode == 0x7f && data_send_deferred && RD(btf, cmd, connect.fctype) == 0x01 &&
+	    RD(btf, cmd, connect.qid) && (RD(btf, cmd, connect.cattr) & (1 << 2)))
+		__sync_fetch_and_add(&sqhd_off_seen, 1);
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
 	if (!qid || opcode == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
@@ -1440,6 +1458,14 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	__u16 qid = RD(btf, sq, qid), cid;
 	__u8 opcode = RD(btf, cmd, common.opcode);
 
+	/*
+	 * An I/O queue's connect asking for no SQ head updates (cattr bit 2,
+	 * NVME_CONNECT_DISABLE_SQFLOW): user space attaches nvmet_try_send_data
+	 * before the queue's first I/O, mostly
+	 */
+	if (opcode == 0x7f && data_send_deferred && RD(btf, cmd, connect.fctype) == 0x01 &&
+	    RD(btf, cmd, connect.qid) && (RD(btf, cmd, connect.cattr) & (1 << 2)))
+		__sync_fetch_and_add(&sqhd_off_seen, 1);
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
 	if (!qid || opcode == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
@@ -1476,6 +1502,8 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 		s->ctrl = r->ctrl;
 		/* nvmet_req_init runs in the queue's io_work */
 		q_conn(s, sk, qid, bpf_get_smp_processor_id());
+		if (data_send_deferred && RD(btf, sq, sqhd_disabled))
+			__sync_fetch_and_add(&sqhd_off_seen, 1);
 	}
 	if (s) {
 		/* the socket's sock, read with it (a socket keeps its sock) */
@@ -1549,7 +1577,7 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 		return 0;
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
-	if (tgt_emit_at_complete) {
+	if (tgt_emit_at_complete || (data_send_deferred && RD(btf, req, sq, sqhd_disabled))) {
 		if (r->depth)
 			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
 		emit(r, slot, key, NTBPF_ROLE_TARGET);

@@ -423,27 +423,6 @@ static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FIL
 			"not listed\n", cut, n + (idle > 0 ? idle : 0));
 }
 
-/*
- * An NVMe I/O came without a start stamp (queue/iostats 0) while
- * block_rq_issue waited: attach it, say so, and let the header that is
- * rewritten at the end say it is attached.
- */
-static void rec_undefer(struct nt_probes *pr, struct nt_header *hdr)
-{
-	uint64_t n = nt_probes_deferred_need(pr);
-	char err[160];
-
-	if (nt_probes_undefer(pr, &n, err, sizeof(err)))
-		fprintf(stderr, "ntbpf record: warning: %s: I/Os without a start stamp have no blk_submission "
-			"or end_to_end\n", err);
-	else
-		fprintf(stderr, "ntbpf record: %" PRIu64 " I/O(s) came without a start stamp (queue/iostats 0?) and "
-			"have no blk_submission or end_to_end: block_rq_issue attached, blk_issue stands in for "
-			"blk_start from now on\n", n);
-	hdr->nhooks = 0;
-	nt_probes_to_header(pr, hdr);
-}
-
 /* room in the header for the queue list: about 100 bytes a queue, a queue per CPU per controller */
 static uint32_t queue_room(const struct nt_header *hdr)
 {
@@ -503,6 +482,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	 * attaches and detaches every hook.
 	 */
 	po.defer_blk_issue = role == NTBPF_ROLE_INITIATOR && !windowed && nt_devs_nvme_only(&devs);
+	po.defer_data_send = !windowed;	/* the target: until a queue runs without SQ head updates */
 	if (nt_probes_load(&pr, &po, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf record: %s\n", err);
 		goto out;
@@ -572,9 +552,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
 		k0.ok = !nt_dev_iostat("", &devs, &k0.done, &k0.inflight);
 	/* scripts wait for this line before starting the workload */
-	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s%s)\n", nt_role_name(role),
+	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s%s%s)\n", nt_role_name(role),
 		cfg->output, pr.nattached, windowed ? window_text(cfg, &wr.w, err, sizeof(err)) : "",
-		pr.deferred ? "; block_rq_issue only if an I/O lacks its start stamp: NVMe namespaces only" : "",
+		pr.deferred ? "; " : "", nt_probes_deferred_text(&pr),
 		child > 0 ? "" : "; Ctrl-C to stop");
 	if (child > 0) {
 		/* Ctrl-C reaches the command too (same process group); let it end first */
@@ -603,8 +583,11 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			lost_ticked = lost;
 			last_tick = t;
 		}
-		if (pr.deferred && nt_probes_deferred_need(&pr))
-			rec_undefer(&pr, &hdr);
+		/* the header rewritten at the end then says it is attached */
+		if (pr.deferred && nt_probes_undefer_now(&pr, "record")) {
+			hdr.nhooks = 0;
+			nt_probes_to_header(&pr, &hdr);
+		}
 		if (t - last_flush >= 1000000000ull) {
 			rec_flush(&st);
 			last_flush = t;

@@ -224,29 +224,6 @@ static void live_stats(struct nt_probes *pr, const struct nt_devset *devs, const
 	stats[ST_NOT_RUN] = *not_run;
 }
 
-/*
- * An I/O came without a start stamp while block_rq_issue waits (probes.h):
- * attach it now (checked at every wake-up of the loop: a word in the BPF
- * object's memory).  The I/Os before it have no blk_submission and no
- * end_to_end; the line says how many.  True where the hooks changed.
- */
-static bool live_undefer(struct nt_probes *pr)
-{
-	uint64_t n = nt_probes_deferred_need(pr);
-	char err[160];
-
-	if (!n)
-		return false;
-	if (nt_probes_undefer(pr, &n, err, sizeof(err)))
-		fprintf(stderr, "ntbpf live: warning: %s: I/Os without a start stamp have no blk_submission "
-			"or end_to_end\n", err);
-	else
-		fprintf(stderr, "ntbpf live: %" PRIu64 " I/O(s) came without a start stamp (queue/iostats 0?) and "
-			"have no blk_submission or end_to_end: block_rq_issue attached, blk_issue stands in for "
-			"blk_start from now on\n", n);
-	return true;
-}
-
 int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 {
 	char err[256];
@@ -298,6 +275,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	po.role = role;
 	/* on NVMe namespaces only, block_rq_issue waits until an I/O lacks its start stamp (probes.h) */
 	po.defer_blk_issue = role == NTBPF_ROLE_INITIATOR && nt_devs_nvme_only(&devs);
+	po.defer_data_send = true;	/* the target: until a queue runs without SQ head updates */
 	if (nt_probes_load(&pr, &po, err, sizeof(err)) || (loaded = true, nt_probes_attach(&pr, err, sizeof(err)))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		goto out;
@@ -340,9 +318,9 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* --bpf-stats: the process's exact runtime from here on, as record measures it */
 	cpu_start = cfg->bpf_stats ? nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) : 0;
-	fprintf(stderr, "ntbpf live: %s, %d hooks attached%s, every %g s%s%s%s%s%s%s%s; Ctrl-C to stop\n",
-		nt_role_name(role), pr.nattached,
-		pr.deferred ? " (block_rq_issue only if an I/O lacks its start stamp: NVMe namespaces only)" : "",
+	fprintf(stderr, "ntbpf live: %s, %d hooks attached%s%s%s, every %g s%s%s%s%s%s%s%s; Ctrl-C to stop\n",
+		nt_role_name(role), pr.nattached, pr.deferred ? " (" : "", nt_probes_deferred_text(&pr),
+		pr.deferred ? ")" : "",
 		cfg->interval, cfg->serve ? ", serving on " : "",
 		cfg->serve ? cfg->serve : "", cfg->metrics ? ", metrics at http://" : "",
 		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
@@ -364,7 +342,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		}
 		if (st.srv)
 			nt_stream_server_poll(st.srv);
-		if (live_undefer(&pr) && mx)
+		if (nt_probes_undefer_now(&pr, "live") && mx)
 			nt_metrics_set_hooks(mx, pr.nattached);
 		t = nt_clock_ns(CLOCK_MONOTONIC);
 		if (t < t_next)

@@ -3,6 +3,7 @@
 #include <bpf/libbpf.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,20 +268,34 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 	 * Its two program runs per I/O (and one per I/O of every other block
 	 * device on the host) are then saved until an I/O comes unstamped.
 	 */
-	if (o->defer_blk_issue && p->role == NTBPF_ROLE_INITIATOR && p->skel->bss) {
+	/*
+	 * A hook no stage needs until the kernel shows otherwise, loaded but not
+	 * attached (nt_probes_undefer): the initiator's block_rq_issue on NVMe
+	 * namespaces (nvme_setup_cmd starts the record), the target's
+	 * nvmet_try_send_data (nvmet_try_send_response ends the command unless
+	 * a queue runs without SQ head updates).
+	 */
+	if (p->skel->bss && ((o->defer_blk_issue && p->role == NTBPF_ROLE_INITIATOR) ||
+			     (o->defer_data_send && p->role == NTBPF_ROLE_TARGET))) {
+		bool init = p->role == NTBPF_ROLE_INITIATOR;
+		const char *hook = init ? "block_rq_issue" : "nvmet_try_send_data";
+		const char *needed = init ? "nvme_setup_cmd" : "nvmet_try_send_response";
 		int iss = -1, setup = -1;
 
 		for (int i = 0; i < p->nhooks; i++) {
-			if (!strcmp(p->choice[i].hook->name, "block_rq_issue"))
+			if (!strcmp(p->choice[i].hook->name, hook))
 				iss = i;
-			if (!strcmp(p->choice[i].hook->name, "nvme_setup_cmd"))
+			if (!strcmp(p->choice[i].hook->name, needed))
 				setup = i;
 		}
 		if (iss >= 0 && setup >= 0 && p->choice[iss].attach != NT_AT_NONE &&
 		    p->choice[setup].attach != NT_AT_NONE) {
 			p->deferred = iss + 1;
 			p->defer_for = setup;
-			p->skel->bss->issue_deferred = 1;
+			if (init)
+				p->skel->bss->issue_deferred = 1;
+			else
+				p->skel->bss->data_send_deferred = 1;
 		}
 	}
 	if (o->bpf_stats) {
@@ -338,7 +353,9 @@ int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen)
 
 uint64_t nt_probes_deferred_need(const struct nt_probes *p)
 {
-	return p->deferred && p->skel->bss ? p->skel->bss->no_start_stamp : 0;
+	if (!p->deferred || !p->skel->bss)
+		return 0;
+	return p->role == NTBPF_ROLE_INITIATOR ? p->skel->bss->no_start_stamp : p->skel->bss->sqhd_off_seen;
 }
 
 int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_t errlen)
@@ -354,9 +371,46 @@ int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_
 			 strerror(-p->attach_err[i]));
 		return -1;
 	}
-	p->skel->bss->issue_deferred = 0;
-	*unstamped = p->skel->bss->no_start_stamp;
+	if (p->role == NTBPF_ROLE_INITIATOR) {
+		p->skel->bss->issue_deferred = 0;
+		*unstamped = p->skel->bss->no_start_stamp;
+	} else {
+		p->skel->bss->data_send_deferred = 0;
+		*unstamped = p->skel->bss->sqhd_off_seen;
+	}
 	return 0;
+}
+
+const char *nt_probes_deferred_text(const struct nt_probes *p)
+{
+	if (!p->deferred)
+		return "";
+	return p->role == NTBPF_ROLE_INITIATOR ? "block_rq_issue only if an I/O lacks its start stamp: NVMe namespaces only" :
+	       "nvmet_try_send_data only once a queue runs without SQ head updates";
+}
+
+bool nt_probes_undefer_now(struct nt_probes *p, const char *cmd)
+{
+	uint64_t n = nt_probes_deferred_need(p);
+	bool init = p->role == NTBPF_ROLE_INITIATOR;
+	char err[160];
+
+	if (!n)
+		return false;
+	if (nt_probes_undefer(p, &n, err, sizeof(err)))
+		fprintf(stderr, "ntbpf %s: warning: %s: %s\n", cmd, err,
+			init ? "I/Os without a start stamp have no blk_submission or end_to_end" :
+			"I/Os on queues without SQ head updates are emitted at subsys_done (no resp_sent, no "
+			"nvmet_tcp_completion)");
+	else if (init)
+		fprintf(stderr, "ntbpf %s: %" PRIu64 " I/O(s) came without a start stamp (queue/iostats 0?) and "
+			"have no blk_submission or end_to_end: block_rq_issue attached, blk_issue stands in for "
+			"blk_start from now on\n", cmd, n);
+	else
+		fprintf(stderr, "ntbpf %s: %" PRIu64 " queue(s) run without SQ head updates (connected with "
+			"--disable-sqflow?): nvmet_try_send_data attached; their I/Os until now were emitted at "
+			"subsys_done (no resp_sent)\n", cmd, n);
+	return true;
 }
 
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h)
@@ -379,6 +433,10 @@ void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h)
 		if (c->attach == NT_AT_NONE) {
 			nt_why_text(c, hi->status, sizeof(hi->status));
 			snprintf(hi->boundary, sizeof(hi->boundary), "%s", instead);
+		} else if (p->deferred == i + 1 && p->role == NTBPF_ROLE_TARGET) {
+			snprintf(hi->status, sizeof(hi->status), "deferred: no queue without SQ head updates");
+			snprintf(hi->boundary, sizeof(hi->boundary), "nvmet_try_send_response gives resp_sent; "
+				 "attached when a queue runs with sqhd_disabled (its I/Os until then: emitted at subsys_done)");
 		} else if (p->deferred == i + 1) {
 			snprintf(hi->status, sizeof(hi->status), "deferred: NVMe namespaces only");
 			snprintf(hi->boundary, sizeof(hi->boundary), "no stage ends at blk_issue: records start at "

@@ -35,8 +35,8 @@ struct nt_probes {
 	bool no_task_storage;		/* kernel before 5.11: entry_ts not created, functions as kprobes */
 	uint64_t inflight_dropped;	/* records in flight when a sampling window closed */
 	enum nt_detach detached;	/* between sampling windows: what is detached (sampling.h) */
-	int deferred;			/* 1 + the hook loaded but not attached (defer_blk_issue), or 0 */
-	int defer_for;			/* deferred: the hook that stands in for it (nvme_setup_cmd) */
+	int deferred;			/* 1 + the hook loaded but not attached (defer_*), or 0 */
+	int defer_for;			/* deferred: the hook that does its work (nvme_setup_cmd, nvmet_try_send_response) */
 };
 
 struct nt_probe_opts {
@@ -52,6 +52,11 @@ struct nt_probe_opts {
 	 * attached, until an I/O comes without a start stamp (nt_probes_undefer)
 	 */
 	bool defer_blk_issue;
+	/*
+	 * the target: nvmet_try_send_data is loaded but not attached, until a
+	 * queue without SQ head updates is seen (nt_probes_undefer)
+	 */
+	bool defer_data_send;
 	bool verbose;
 	bool quiet;			/* no warning per refused hook (probe shows them) */
 	const struct nt_facts *facts;	/* already read (probe), or NULL: read them */
@@ -62,12 +67,21 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 /* attach every chosen hook; 0 if at least one attached, else -1 with the cause */
 int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen);
 /*
- * defer_blk_issue: I/Os that came without a start stamp so far (0 while
- * none did, or nothing is deferred)
+ * defer_blk_issue: I/Os that came without a start stamp so far;
+ * defer_data_send: queues seen without SQ head updates (0 while none did,
+ * or nothing is deferred)
  */
 uint64_t nt_probes_deferred_need(const struct nt_probes *p);
-/* attach the deferred hook: 0 (*unstamped: the I/Os that came without a start stamp), or -1 with the cause */
+/* attach the deferred hook: 0 (*unstamped: nt_probes_deferred_need() then), or -1 with the cause */
 int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_t errlen);
+/* the start line's words on the deferred hook ("" if none) */
+const char *nt_probes_deferred_text(const struct nt_probes *p);
+/*
+ * Checked at every wake-up of a recording loop: where the deferred hook is
+ * needed now, attach it and say so on stderr ("ntbpf CMD: ...").  True
+ * where the hooks changed.
+ */
+bool nt_probes_undefer_now(struct nt_probes *p, const char *cmd);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);

@@ -1053,7 +1053,8 @@ static int hooks_missing(const struct nt_report *rep)
 
 	for (int i = 0; i < rep->nins; i++)
 		for (uint32_t k = 0; k < rep->ins[i].hdr.nhooks; k++)
-			n += strcmp(rep->ins[i].hdr.hooks[k].status, "attached") != 0;
+			n += strcmp(rep->ins[i].hdr.hooks[k].status, "attached") != 0 &&
+			     strncmp(rep->ins[i].hdr.hooks[k].status, "deferred", 8) != 0;
 	return n;
 }
 
@@ -1264,7 +1265,8 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 			if (strcmp(h->hooks[k].status, "attached")) {
 				fprintf(out, "# %s: hook ", nt_role_name(h->role));
 				nt_put_term(out, h->hooks[k].name);
-				fputs(" not attached (", out);
+				/* deferred: loaded, attached only where the kernel showed it was needed (never, here) */
+				fputs(strncmp(h->hooks[k].status, "deferred", 8) ? " not attached (" : " (", out);
 				nt_put_term(out, h->hooks[k].status);
 				fputs("); ", out);
 				nt_put_term(out, h->hooks[k].boundary[0] ? h->hooks[k].boundary : "its stage is not measured");

@@ -459,6 +459,36 @@ def live_issue_deferred(d, attached=False):
     return f"block_rq_issue attached after {n} I/Os without a start stamp"
 
 
+def hooks_deferred(d, target_attached=False):
+    """record -d nvme0n1 starts without block_rq_issue (the initiator) and the target without
+    nvmet_try_send_data (their start lines say so), and neither attaches it where rq->start_time_ns
+    is stamped and no queue runs without SQ head updates; with target_attached (the host connected
+    with disable_sqflow) the target attaches it at the connect, before any I/O: its line names the
+    queue, the file's hook says attached, and every target record has resp_sent."""
+    import struct
+    logs = {r: open(os.path.join(d, f"record-{r}.log"), errors="replace").read() for r in ("initiator", "target")}
+    assert "block_rq_issue only if an I/O lacks its start stamp" in logs["initiator"], \
+        "the initiator's start line names no deferred block_rq_issue"
+    assert "nvmet_try_send_data only once a queue runs without SQ head updates" in logs["target"], \
+        "the target's start line names no deferred nvmet_try_send_data"
+    assert "came without a start stamp" not in logs["initiator"], "block_rq_issue was attached"
+    rep = load(d, "report.json")
+    hooks = {i["role"]: {h["name"]: h["status"] for h in i["hooks"]} for i in rep["inputs"]}
+    assert hooks["initiator"].get("block:block_rq_issue", "").startswith("deferred"), hooks["initiator"]
+    send = hooks["target"].get("nvmet_tcp!nvmet_try_send_data", "")
+    m = re.search(r"(\d+) queue\(s\) run without SQ head updates", logs["target"])
+    if not target_attached:
+        assert not m and send.startswith("deferred"), f"nvmet_try_send_data: {send}; {m and m.group(0)}"
+        return "block_rq_issue and nvmet_try_send_data deferred, never needed"
+    assert m and send == "attached", f"nvmet_try_send_data: '{send}', log line {m and m.group(0)}"
+    n = no_resp = 0
+    for r in _doc_reader()(os.path.join(d, "target.ntbpf")):
+        n += 1
+        no_resp += not (r["ev_mask"] >> 8 & 1)    # EV_T_RESP_SENT
+    assert n and not no_resp, f"{no_resp} of {n} target records without resp_sent"
+    return f"nvmet_try_send_data attached after {m.group(1)} queue(s) without SQ head updates; {n} target records, all with resp_sent"
+
+
 def live_failed_groups(d, status="blk:10"):
     """failed I/Os with histograms in the kernel (--bad-sectors: the target's null_blk fails
     them, the target answers with an error, the initiator's block layer ends them with
@@ -681,7 +711,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step, live_host_stages_sum, live_issue_deferred, live_failed_groups, live_metrics, hooks_state,
+                                  live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed,
                                   finding, live_queues, windows_detached)}
 

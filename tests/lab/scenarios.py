@@ -110,7 +110,13 @@ def detach_scenario(kind, detach_arg, what):
 SCENARIOS = [
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
-     "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1], "checks": BASIC + QD1_LAT},
+     "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1],
+     "checks": BASIC + QD1_LAT + [("hooks_deferred", {})]},
+    # a host that connects without SQ head updates: the target's 4k reads end with C2H data
+    # carrying SUCCESS (nvmet_try_send_data, deferred until the connect asks for it, then attached)
+    {"name": "one-6.12-randread-disable-sqflow",
+     "args": ["--topology", "one", "--kernel", "6.12", "--disable-sqflow", "--fio", QD1],
+     "checks": BASIC + [("hooks_deferred", {"target_attached": True})]},
     # (also the control of initiator_cpu below: the initiator's stages ~25 % of end_to_end)
     {"name": "two-6.12-randread-qd1",
      "args": ["--topology", "two", "--kernel", "6.12", "--fio", QD1],
@@ -224,7 +230,8 @@ SCENARIOS = [
                     "present": ["blk_submission", "nstack_completion", "nvme_tcp_completion", "blk_completion"],
                     "absent": ["nvme_tcp_submission", "remote", "blk_device"]}),
                 ("hooks_state", {"role": "initiator", "hooks": {
-                    "block:block_rq_issue": "attached", "block:block_rq_complete": "attached",
+                    # -d nvme0n1: block_rq_issue waits until an I/O lacks rq->start_time_ns
+                    "block:block_rq_issue": "deferred: NVMe namespaces only", "block:block_rq_complete": "attached",
                     "nvme:nvme_setup_cmd": "attached", "nvme:nvme_complete_rq": "attached",
                     "nvme_tcp!nvme_tcp_data_ready": "attached", "nvme_tcp!nvme_tcp_recv_skb": "attached",
                     "vmlinux!blk_mq_complete_request_remote": "attached",
