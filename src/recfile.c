@@ -737,7 +737,7 @@ static int write_recs(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_
  * ~4 per byte: 14 words a record, against 430 instructions.  It catches
  * every single changed bit and every swap of two different words.
  */
-static uint32_t raw_check(const uint8_t *p, size_t len)
+uint32_t nt_raw_check(const uint8_t *p, size_t len)
 {
 	uint64_t a = 0, b = 0, v;
 	size_t i;
@@ -833,7 +833,7 @@ static int write_raw(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t
 	put32(hd + 4, n);
 	put32(hd + 8, REC_SIZE);
 	put32(hd + 12, len);
-	put32(hd + 16, raw_check(body, len));
+	put32(hd + 16, nt_raw_check(body, len));
 	if (w->err)
 		return w->err;
 	/* counted only whole: a chunk cut by ENOSPC is not in nt_writer_bytes() */
@@ -1425,7 +1425,7 @@ static bool load_raw(struct nt_reader *rd, uint64_t at)
 			stop_truncated(rd, "no trailer");
 		return false;
 	}
-	if (raw_check(body, len) != get32(hd + 16)) {
+	if (nt_raw_check(body, len) != get32(hd + 16)) {
 		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: chunk at offset %llu (check mismatch)",
 		     (unsigned long long)rd->records, (unsigned long long)at);
 		return false;

@@ -140,6 +140,8 @@ int nt_header_rewrite(FILE *f, const struct nt_header *h, uint64_t len);
 struct nt_writer;
 struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h);	/* writes the header */
 int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a full chunk */
+/* the check of a RECS chunk's body (docs/record-format.md) */
+uint32_t nt_raw_check(const uint8_t *p, size_t len);
 /* chunks of uncoded records from now on (record's default: ~10x the bytes, a fraction of the CPU) */
 void nt_writer_set_raw(struct nt_writer *w, bool raw);
 int nt_writer_flush(struct nt_writer *w);	/* writes the pending records as a chunk (none: no-op), fflush */

@@ -12,8 +12,9 @@
  * chunk and of the trailer.  So a mutation of a column descriptor, an
  * exception or the packed bits reaches the column decoder.  Whatever does not
  * parse as a pre-image (a header length past the end, a cut chunk, bytes
- * that are neither CHNK nor TRLR) is copied as it is, so truncations and bad
- * magics are fuzzed too.  scripts/fuzz-seed makes pre-images of record files.
+ * that are neither CHNK, RECS nor TRLR) is copied as it is, so truncations and bad
+ * magics are fuzzed too.  A RECS chunk (uncoded records) is its file bytes
+ * with the check recomputed.  scripts/fuzz-seed makes pre-images of record files.
  *
  * nt_fuzz_one() reads the file to its end, touching every record, like
  * ntbpf report does.
@@ -121,10 +122,21 @@ static int nt_fuzz_fixup(const uint8_t *in, size_t len, struct fz_buf *out)
 			pos = 16 + plen + 4;
 		}
 	}
-	while (pos && len - pos >= 20 && !memcmp(in + pos, "CHNK", 4)) {
+	while (pos && len - pos >= 20 && (!memcmp(in + pos, "CHNK", 4) || !memcmp(in + pos, "RECS", 4))) {
 		uint32_t raw = fz_get32(in + pos + 12);
 		size_t clen;
 		uint8_t *z;
+
+		if (!memcmp(in + pos, "RECS", 4)) {	/* uncoded records: the file's own bytes, the check made right */
+			if (raw > len - pos - 20)
+				break;
+			memcpy(hd, in + pos, 16);
+			fz_put32(hd + 16, nt_raw_check(in + pos + 20, raw));
+			if (fz_put(out, hd, 20) || fz_put(out, in + pos + 20, raw))
+				return -1;
+			pos += 20 + raw;
+			continue;
+		}
 
 		if (raw > len - pos - 20)
 			break;		/* cut: copied as it is below */
