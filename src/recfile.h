@@ -8,7 +8,8 @@
  *            prediction chosen per column (colcodec.c), zlib, CRC32
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *
- * One format version, NT_FILE_VERSION, is written and read; a file of
+ * One format version, NT_FILE_VERSION, is written; it and the one before
+ * (NT_FILE_VERSION_MIN, the same without RECS chunks) are read; a file of
  * another is refused with a one-line cause.  Pure functions over stdio
  * streams; no BPF, no root.
  */
@@ -21,7 +22,8 @@
 #include <linux/types.h>
 #include "ntbpf.h"
 
-#define NT_FILE_VERSION 3	/* written and read; 1 and 2 (ntbpf's first days) are refused */
+#define NT_FILE_VERSION 4	/* written and read: 3 and RECS chunks (uncoded records) */
+#define NT_FILE_VERSION_MIN 3	/* read too (no RECS chunks); 1 and 2 (ntbpf's first days) are refused */
 #define NT_CHUNK_RECS 4096	/* records per chunk (a writer may flush earlier) */
 
 struct nt_hook_info {

@@ -1299,19 +1299,44 @@ static void test_other_versions(void **state)
 	bb_header(&b, 7, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-	assert_string_equal(err, "record file version 7 is newer than this ntbpf (3)");
+	assert_string_equal(err, "record file version 7 is newer than this ntbpf (4)");
 	fclose(f);
 	bb_header(&b, NT_FILE_VERSION + 1, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-	assert_string_equal(err, "record file version 4 is newer than this ntbpf (3)");
+	assert_string_equal(err, "record file version 5 is newer than this ntbpf (4)");
 	fclose(f);
 	bb_header(&b, 0, 104, 16, false);
 	f = rd_stream(b.b, b.len);
 	assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-	assert_string_equal(err, "record file version 0 not supported (this ntbpf reads version 3)");
+	assert_string_equal(err, "record file version 0 not supported (this ntbpf reads versions 3 and 4)");
 	fclose(f);
-	for (uint16_t v = 1; v < NT_FILE_VERSION; v++) {
+	{	/* version 3 (before RECS chunks) is read as it was */
+		struct ntbpf_rec recs[20], r;
+		enum nt_read_status st;
+		struct nt_reader *rd;
+		size_t n = 0;
+
+		rng_state = 33;
+		for (n = 0; n < 20; n++)
+			rec_random(&recs[n], n);
+		bb_header(&b, NT_FILE_VERSION_MIN, 112, 16, false);
+		bb_chunk(&b, recs, 20, 16, 1);
+		bb_trailer(&b, 20, ST_NR);
+		f = rd_stream(b.b, b.len);
+		rd = nt_reader_open(f, &h, err, sizeof(err));
+		assert_non_null(rd);
+		assert_int_equal(h.version, 3);
+		for (n = 0; nt_reader_next(rd, &r); n++)
+			assert_rec_equal(&r, &recs[n]);
+		st = nt_reader_status(rd, err, sizeof(err));
+		assert_int_equal(st, NT_READ_OK);
+		assert_int_equal(n, 20);
+		nt_reader_close(rd);
+		nt_header_free(&h);
+		fclose(f);
+	}
+	for (uint16_t v = 1; v < NT_FILE_VERSION_MIN; v++) {
 		char want[96];
 
 		bb_header(&b, v, 104, 16, false);
@@ -1319,7 +1344,7 @@ static void test_other_versions(void **state)
 		f = rd_stream(b.b, b.len);
 		err[0] = '\0';
 		assert_null(nt_reader_open(f, &h, err, sizeof(err)));
-		snprintf(want, sizeof(want), "record file version %u not supported (this ntbpf reads version 3)", v);
+		snprintf(want, sizeof(want), "record file version %u not supported (this ntbpf reads versions 3 and 4)", v);
 		assert_string_equal(err, want);
 		assert_null(strchr(err, '\n'));
 		assert_null(h.hooks);	/* nothing left allocated */
