@@ -108,6 +108,7 @@ __u64 no_start_stamp;
  */
 __u32 data_send_deferred;
 __u64 sqhd_off_seen;
+__u64 sqhd_early;	/* records emitted at subsys_done for it */
 
 static __always_inline bool outside_window(__u64 now)
 {
@@ -1577,7 +1578,8 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 		return 0;
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
-	if (tgt_emit_at_complete || (data_send_deferred && RD(btf, req, sq, sqhd_disabled))) {
+	if (tgt_emit_at_complete || (data_send_deferred && RD(btf, req, sq, sqhd_disabled) &&
+				     (__sync_fetch_and_add(&sqhd_early, 1), true))) {
 		if (r->depth)
 			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
 		emit(r, slot, key, NTBPF_ROLE_TARGET);

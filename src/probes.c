@@ -376,7 +376,7 @@ int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_
 		*unstamped = p->skel->bss->no_start_stamp;
 	} else {
 		p->skel->bss->data_send_deferred = 0;
-		*unstamped = p->skel->bss->sqhd_off_seen;
+		*unstamped = p->skel->bss->sqhd_early;
 	}
 	return 0;
 }
@@ -407,8 +407,8 @@ bool nt_probes_undefer_now(struct nt_probes *p, const char *cmd)
 			"have no blk_submission or end_to_end: block_rq_issue attached, blk_issue stands in for "
 			"blk_start from now on\n", cmd, n);
 	else
-		fprintf(stderr, "ntbpf %s: %" PRIu64 " queue(s) run without SQ head updates (connected with "
-			"--disable-sqflow?): nvmet_try_send_data attached; their I/Os until now were emitted at "
+		fprintf(stderr, "ntbpf %s: a queue runs without SQ head updates (connected with --disable-sqflow?): "
+			"nvmet_try_send_data attached; %" PRIu64 " I/O(s) of such queues before it were emitted at "
 			"subsys_done (no resp_sent)\n", cmd, n);
 	return true;
 }

@@ -72,7 +72,11 @@ int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen);
  * or nothing is deferred)
  */
 uint64_t nt_probes_deferred_need(const struct nt_probes *p);
-/* attach the deferred hook: 0 (*unstamped: nt_probes_deferred_need() then), or -1 with the cause */
+/*
+ * attach the deferred hook: 0 (*unstamped: the I/Os that came without a
+ * start stamp, or were emitted at subsys_done for want of it), or -1 with
+ * the cause
+ */
 int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_t errlen);
 /* the start line's words on the deferred hook ("" if none) */
 const char *nt_probes_deferred_text(const struct nt_probes *p);
