@@ -1578,7 +1578,8 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 		return 0;
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
-	if (tgt_emit_at_complete || (data_send_deferred && RD(btf, req, sq, sqhd_disabled) &&
+	/* sqhd_off_seen first: no load through the request until such a queue was seen */
+	if (tgt_emit_at_complete || (data_send_deferred && sqhd_off_seen && RD(btf, req, sq, sqhd_disabled) &&
 				     (__sync_fetch_and_add(&sqhd_early, 1), true))) {
 		if (r->depth)
 			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
