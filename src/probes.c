@@ -435,8 +435,8 @@ void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h)
 			snprintf(hi->boundary, sizeof(hi->boundary), "%s", instead);
 		} else if (p->deferred == i + 1 && p->role == NTBPF_ROLE_TARGET) {
 			snprintf(hi->status, sizeof(hi->status), "deferred: no queue without SQ head updates");
-			snprintf(hi->boundary, sizeof(hi->boundary), "nvmet_try_send_response gives resp_sent; "
-				 "attached when a queue runs with sqhd_disabled (its I/Os until then: emitted at subsys_done)");
+			snprintf(hi->boundary, sizeof(hi->boundary), "nvmet_try_send_response gives resp_sent "
+				 "(attached should a queue run with sqhd_disabled)");
 		} else if (p->deferred == i + 1) {
 			snprintf(hi->status, sizeof(hi->status), "deferred: NVMe namespaces only");
 			snprintf(hi->boundary, sizeof(hi->boundary), "no stage ends at blk_issue: records start at "
