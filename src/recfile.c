@@ -1373,6 +1373,20 @@ static int inflate_chunk(struct nt_reader *rd, uint32_t clen, uint32_t raw)
 	return -1;
 }
 
+/* A chunk's body read: got of want bytes; -1 (status set) where it fell short */
+static int rd_got(struct nt_reader *rd, size_t got, size_t want)
+{
+	rd->off += got;
+	if (got == want)
+		return 0;
+	if (ferror(rd->f))
+		stop(rd, NT_READ_CORRUPT, "read error at offset %llu: %s", (unsigned long long)rd->off,
+		     strerror(errno));
+	else
+		stop_truncated(rd, "no trailer");
+	return -1;
+}
+
 /*
  * A chunk of uncoded records (write_raw), after its magic: the sizes are
  * checked before anything is allocated (at most MAX_CHUNK_NREC records of
@@ -1417,15 +1431,8 @@ static bool load_raw(struct nt_reader *rd, uint64_t at)
 	body = rd->comp;
 #endif
 	got = fread(body, 1, len, rd->f);
-	rd->off += got;
-	if (got != len) {
-		if (ferror(rd->f))
-			stop(rd, NT_READ_CORRUPT, "read error at offset %llu: %s",
-			     (unsigned long long)rd->off, strerror(errno));
-		else
-			stop_truncated(rd, "no trailer");
+	if (rd_got(rd, got, len))
 		return false;
-	}
 	if (nt_raw_check(body, len) != get32(hd + 16)) {
 		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: chunk at offset %llu (check mismatch)",
 		     (unsigned long long)rd->records, (unsigned long long)at);
@@ -1489,15 +1496,8 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 			stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u bytes", clen);
 			return false;
 		}
-		rd->off += got;
-		if (got != clen) {
-			if (ferror(rd->f))
-				stop(rd, NT_READ_CORRUPT, "read error at offset %llu: %s",
-				     (unsigned long long)rd->off, strerror(errno));
-			else
-				stop_truncated(rd, "no trailer");
+		if (rd_got(rd, got, clen))
 			return false;
-		}
 	}
 	if (grow((void **)&rd->raw, &rd->raw_cap, (size_t)raw + NT_COLS_SLACK, 1) ||
 	    nt_coldec_reserve(rd->dec, nrec) ||
