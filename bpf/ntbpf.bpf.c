@@ -1054,14 +1054,6 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	if (queuedata)
 		qid = RD(btf, hctx, queue_num) + 1;
 	opcode = RD(btf, cmd, common.opcode);
-	/*
-	 * An I/O queue's connect asking for no SQ head updates (cattr bit 2,
-	 * NVME_CONNECT_DISABLE_SQFLOW): user space attaches nvmet_try_send_data
-	 * before the queue's first I/O, mostly
-	 */
-	if (opcode == 0x7f && data_send_deferred && RD(btf, cmd, connect.fctype) == 0x01 &&
-	    RD(btf, cmd, connect.qid) && (RD(btf, cmd, connect.cattr) & (1 << 2)))
-		__sync_fetch_and_add(&sqhd_off_seen, 1);
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
 	if (!qid || opcode == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
@@ -1570,6 +1562,7 @@ ENTRY_HOOK1(nvmet_file_execute_flush, on_exec, struct nvmet_req *)
 
 static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 {
+	bool early;
 	__u64 key = (__u64)req;
 	struct nt_slot *slot;
 	struct ntbpf_rec *r = rec_find(key, &slot);
@@ -1579,8 +1572,10 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
 	/* sqhd_off_seen first: no load through the request until such a queue was seen */
-	if (tgt_emit_at_complete || (data_send_deferred && sqhd_off_seen && RD(btf, req, sq, sqhd_disabled) &&
-				     (__sync_fetch_and_add(&sqhd_early, 1), true))) {
+	early = data_send_deferred && sqhd_off_seen && RD(btf, req, sq, sqhd_disabled);
+	if (early)
+		__sync_fetch_and_add(&sqhd_early, 1);
+	if (tgt_emit_at_complete || early) {
 		if (r->depth)
 			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
 		emit(r, slot, key, NTBPF_ROLE_TARGET);

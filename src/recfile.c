@@ -756,8 +756,8 @@ uint32_t nt_raw_check(const uint8_t *p, size_t len)
 	return (uint32_t)(a ^ a >> 32);
 }
 
-/* One record as the file's record layout has it, little endian, into p. */
-static inline void put_rec(uint8_t *p, const struct ntbpf_rec *r)
+/* One record as the file's record layout has it, little endian, into p (a RECS chunk on a big-endian host). */
+void nt_rec_put(uint8_t *p, const struct ntbpf_rec *r)
 {
 	unsigned int i;
 
@@ -781,7 +781,7 @@ static inline void put_rec(uint8_t *p, const struct ntbpf_rec *r)
 	put32(p + 108, 0);
 }
 
-static inline void get_rec(struct ntbpf_rec *r, const uint8_t *p)
+void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p)
 {
 	unsigned int i;
 
@@ -817,6 +817,8 @@ static int write_raw(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t
 	const uint8_t *body = (const uint8_t *)recs;
 	size_t len = (size_t)n * REC_SIZE;
 
+	if (w->err)
+		return w->err;
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 	{
 		uint32_t i;
@@ -826,7 +828,7 @@ static int write_raw(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t
 			return w->err;
 		}
 		for (i = 0; i < n; i++)
-			put_rec(w->out + (size_t)i * REC_SIZE, &recs[i]);
+			nt_rec_put(w->out + (size_t)i * REC_SIZE, &recs[i]);
 		body = w->out;
 	}
 #endif
@@ -835,8 +837,6 @@ static int write_raw(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t
 	put32(hd + 8, REC_SIZE);
 	put32(hd + 12, len);
 	put32(hd + 16, nt_raw_check(body, len));
-	if (w->err)
-		return w->err;
 	/* counted only whole: a chunk cut by ENOSPC is not in nt_writer_bytes() */
 	if (fwrite(hd, 1, CHUNK_HDR, w->f) != CHUNK_HDR || fwrite(body, 1, len, w->f) != len) {
 		w->err = errno ? -errno : -EIO;
@@ -1443,7 +1443,7 @@ static bool load_raw(struct nt_reader *rd, uint64_t at)
 		memset(rd->recs[i].reserved, 0, sizeof(rd->recs[i].reserved));
 #else
 	for (uint32_t i = 0; i < nrec; i++)
-		get_rec(&rd->recs[i], body + (size_t)i * REC_SIZE);
+		nt_rec_get(&rd->recs[i], body + (size_t)i * REC_SIZE);
 #endif
 	rd->n = nrec;
 	rd->pos = 0;

@@ -142,6 +142,13 @@ int nt_header_rewrite(FILE *f, const struct nt_header *h, uint64_t len);
 struct nt_writer;
 struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h);	/* writes the header */
 int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a full chunk */
+/*
+ * A record in the record layout (112 bytes, little endian) and back: what a
+ * RECS chunk holds.  A little-endian host writes and reads its memory as it
+ * is; these are the big-endian path (and the test that both agree).
+ */
+void nt_rec_put(uint8_t *p, const struct ntbpf_rec *r);
+void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p);
 /* the check of a RECS chunk's body (docs/record-format.md) */
 uint32_t nt_raw_check(const uint8_t *p, size_t len);
 /* chunks of uncoded records from now on (record's default: ~10x the bytes, a fraction of the CPU) */
