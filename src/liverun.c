@@ -207,7 +207,10 @@ static void metrics_lost(struct nt_metrics *mx, const uint64_t *s)
  * record counts them for a whole recording: nt_dev_not_run).  The devices
  * are read first, so that an I/O between the two reads counts for ntbpf
  * alone and the figure is never too high; it is kept as the largest seen
- * (a counter: it never goes down).
+ * (a counter: it never goes down).  The I/Os in flight now are left out:
+ * their records are not emitted yet (record counts them at its stop, as
+ * in flight at the end), and counted here they made a busy device's
+ * in-flight I/O a permanent "not_run" loss.
  */
 static void live_stats(struct nt_probes *pr, const struct nt_devset *devs, const struct nt_kcount *k0,
 		       uint64_t *not_run, uint64_t stats[ST_NR])
@@ -217,6 +220,7 @@ static void live_stats(struct nt_probes *pr, const struct nt_devset *devs, const
 
 	if (k0->ok)
 		k.ok = !nt_dev_iostat("", devs, &k.done, &k.inflight);
+	k.inflight = 0;
 	nt_probes_stats(pr, stats);
 	n = nt_dev_not_run(k0, &k, stats);	/* 0 where k was not read */
 	if (n > *not_run)
