@@ -42,6 +42,19 @@ const volatile bool kh_by_queue = false;	/* kernel_agg: a group per NVMe queue t
 /* the -d filters (dev_t, kernel encoding): a scan of ndevs constants is cheaper than a hash lookup */
 const volatile __u32 ndevs = 0;
 const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
+/*
+ * A test knob (NTBPF_TEST_SKIP_END): every Nth run of the program that ends
+ * a record, counting the runs that find one, returns at once, as when the kernel skips a program's run and
+ * counts no miss (seen on 6.18, and once on 6.1 in the lab).  0, always
+ * outside the tests: the verifier drops the check.
+ */
+const volatile __u32 test_skip_end = 0;
+static __u64 test_skip_n;
+
+static __always_inline bool test_skipped(void)
+{
+	return test_skip_end && ++test_skip_n % test_skip_end == 0;
+}
 
 
 /*
@@ -468,16 +481,22 @@ static __always_inline void emit(struct ntbpf_rec *r, struct nt_slot *s, __u64 k
  * never reached us (the kernel can skip a tracing program's run): that
  * record is counted as lost instead of overwritten silently.  The slot stays
  * free (key 0) until rec_publish: a reader that sees the key sees the record.
+ * *gone: the lost record's depth when it was this request's (its queue's
+ * count still holds it: the caller lets it go, depth_out), else 0.
  */
 static __always_inline struct ntbpf_rec *rec_claim(__u64 key, __u64 now, struct nt_slot **sp,
-						   struct ntbpf_rec *tmp)
+						   struct ntbpf_rec *tmp, __u16 *gone)
 {
 	struct nt_slot *s = slot_of(key);
 	__u64 held = s->key;
 
+	*gone = 0;
 	if (held == key || !held || now > s->r.t0 + SLOT_STALE_NS) {
 		if (held)
 			stat_inc(ST_NO_COMPLETE);
+		/* the lost record of this request still counts in its queue's depth */
+		if (held == key)
+			*gone = s->r.depth;
 		s->key = 0;
 		s->entry_ts = 0;
 		barrier();
@@ -490,23 +509,38 @@ static __always_inline struct ntbpf_rec *rec_claim(__u64 key, __u64 now, struct 
 	return tmp;
 }
 
-static __always_inline void rec_publish(__u64 key, struct nt_slot *s, struct ntbpf_rec *r)
+/*
+ * Returns the depth of this request's lost record that r replaced in the
+ * overflow hash (as rec_claim's *gone), else 0.
+ */
+static __always_inline __u16 rec_publish(__u64 key, struct nt_slot *s, struct ntbpf_rec *r)
 {
+	struct ntbpf_rec *old;
+	__u16 gone;
+
 	if (s) {
 		barrier();
 		s->key = key;
-		return;
+		return 0;
 	}
-	if (bpf_map_update_elem(&inflight, &key, r, BPF_NOEXIST)) {
-		if (bpf_map_lookup_elem(&inflight, &key))
-			stat_inc(ST_NO_COMPLETE);
-		else if (bpf_map_update_elem(&inflight, &key, r, BPF_ANY))
+	if (!bpf_map_update_elem(&inflight, &key, r, BPF_NOEXIST)) {
+		__sync_fetch_and_add(&nover, 1);
+		return 0;
+	}
+	old = bpf_map_lookup_elem(&inflight, &key);
+	if (old) {
+		/* an earlier I/O's record on this request: lost, and this one takes its place */
+		stat_inc(ST_NO_COMPLETE);
+		gone = old->depth;
+		if (bpf_map_update_elem(&inflight, &key, r, BPF_ANY))
 			stat_inc(ST_LOST_MAP_FULL);
-		else
-			__sync_fetch_and_add(&nover, 1);
-		return;
+		return gone;
 	}
-	__sync_fetch_and_add(&nover, 1);
+	if (bpf_map_update_elem(&inflight, &key, r, BPF_ANY))
+		stat_inc(ST_LOST_MAP_FULL);
+	else
+		__sync_fetch_and_add(&nover, 1);
+	return 0;
 }
 
 /*
@@ -865,11 +899,15 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 	{
 		struct ntbpf_rec tmp, *nr;
 		struct nt_slot *s;
+		__u16 gone;
 
-		nr = rec_claim(key, now, &s, &tmp);
+		nr = rec_claim(key, now, &s, &tmp, &gone);
 		rec_from_rq(btf, nr, rq, dev, now);
 		ev_set(nr, EV_I_BLK_ISSUE, now);
-		rec_publish(key, s, nr);
+		gone |= rec_publish(key, s, nr);
+		/* an NVMe record lost here: nvme_setup_cmd's program did not run for this I/O */
+		if (gone)
+			depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
 	}
 	return 0;
 }
@@ -898,6 +936,9 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		}
 		return 0;
 	}
+	/* counted on the runs that find a record: in one guest, the target's disk completes I/Os too */
+	if (test_skipped())
+		return 0;
 	/* a partial completion (nr_bytes < what is left) is followed by another */
 	if (nr_bytes < RD(btf, rq, __data_len)) {
 		r->flags |= NTBPF_F_PARTIAL;
@@ -915,6 +956,8 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	if (!(r->flags & NTBPF_F_PARTIAL) && r->op != NTBPF_OP_OTHER && r->sector != RD(btf, rq, __sector)) {
 		stat_inc(ST_NO_COMPLETE);
 		stat_inc(ST_NO_START);
+		if (r->depth)
+			depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
 		rec_drop(slot, key);
 		return 0;
 	}
@@ -1033,6 +1076,7 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	struct nt_slot *slot;
 	struct qstate *s = NULL;
 	void *queuedata = RD(btf, rq, q, queuedata);
+	__u16 gone;
 	struct gendisk *disk = rq_disk(btf, rq);
 	__u32 dev, head = nvme_head_devt_of(btf, disk, queuedata), zero = 0;
 	__u16 qid = 0, cid;
@@ -1076,7 +1120,7 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 			*skip = key;
 		return 0;
 	}
-	r = rec_claim(key, now, &slot, &tmp);
+	r = rec_claim(key, now, &slot, &tmp, &gone);
 	rec_from_rq(btf, r, rq, dev, now);
 	r->cid = cid;
 	r->opcode = opcode;
@@ -1119,6 +1163,9 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 			s->sock = (__u64)sock;
 		}
 	}
+	/* a request belongs to one hctx: a lost record of it counted in dq's depth */
+	if (gone)
+		depth_out(dq);
 	if (s) {
 		r->port = s->port;
 		r->ctrl = s->ctrl;
@@ -1129,7 +1176,8 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		r->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 	}
 	ev_set(r, EV_I_QUEUE_RQ, now);
-	rec_publish(key, slot, r);
+	if (rec_publish(key, slot, r))
+		depth_out(dq);
 	return 0;
 }
 
@@ -1448,7 +1496,7 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	struct socket *sock;
 	struct sock *sk;
 	struct qstate *s;
-	__u16 qid = RD(btf, sq, qid), cid;
+	__u16 qid = RD(btf, sq, qid), cid, gone;
 	__u8 opcode = RD(btf, cmd, common.opcode);
 
 	/*
@@ -1473,7 +1521,7 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	now = bpf_ktime_get_ns();
 	if (outside_window(now))
 		return 0;
-	r = rec_claim(key, now, &slot, &tmp);
+	r = rec_claim(key, now, &slot, &tmp, &gone);
 	r->role = NTBPF_ROLE_TARGET;
 	r->flags = NTBPF_F_NVME;
 	r->qid = qid;
@@ -1485,6 +1533,9 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	r->sector = slba;
 	r->ctrl = RD(btf, sq, ctrl, cntlid);
 	q = tgt_queue_of_sq(sq);
+	/* a command belongs to one queue: a lost record of it counted in q's depth */
+	if (gone)
+		depth_out(q);
 	s = qstate_of(q);
 	sock = q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
 	if (s && (__u64)sock != s->sock) {
@@ -1522,7 +1573,8 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	if (s && s->pickup && s->pickup <= now)
 		ev_set(r, EV_T_CMD_PICKUP, s->pickup >= r->t0 ? s->pickup : r->t0);
 	ev_set(r, EV_T_REQ_INIT, now);
-	rec_publish(key, slot, r);
+	if (rec_publish(key, slot, r))
+		depth_out(q);
 	return 0;
 }
 
@@ -1567,7 +1619,7 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 	struct nt_slot *slot;
 	struct ntbpf_rec *r = rec_find(key, &slot);
 
-	if (!r || r->role != NTBPF_ROLE_TARGET)
+	if (!r || r->role != NTBPF_ROLE_TARGET || (tgt_emit_at_complete && test_skipped()))
 		return 0;
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
@@ -1629,7 +1681,7 @@ static __always_inline int on_r2t_sent(bool btf, struct nvmet_tcp_cmd *cmd, stru
 static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
 					struct nt_slot *s, __u64 key, __u64 ts, int ret)
 {
-	if (ret != 1)
+	if (ret != 1 || test_skipped())
 		return 0;
 	ev_set(r, EV_T_RESP_SENT, ts);
 	if (r->depth)

@@ -139,6 +139,32 @@ static int set_autoload(struct bpf_object *obj, const struct nt_hook_choice *c, 
 	return 0;
 }
 
+/*
+ * NTBPF_TEST_SKIP_END=N, a test knob: the BPF programs that end records
+ * return at once on every Nth run, as a kernel that skips a program's run
+ * now and then (counting no miss).  Said on stderr once; anything but a
+ * whole number from 1 to 1000000 is ignored.
+ */
+static uint32_t test_skip_end(void)
+{
+	static bool said;
+	const char *e = getenv("NTBPF_TEST_SKIP_END");
+	unsigned long n;
+	char *end;
+
+	if (!e || !*e || *e == '-' || strlen(e) > 7)
+		return 0;
+	errno = 0;
+	n = strtoul(e, &end, 10);
+	if (errno || *end || n < 1 || n > 1000000)
+		return 0;
+	if (!said)
+		fprintf(stderr, "ntbpf: test knob NTBPF_TEST_SKIP_END=%lu: every %lu-th run of a program that "
+			"ends a record is skipped\n", n, n);
+	said = true;
+	return (uint32_t)n;
+}
+
 /* open, set rodata and autoload, load: 0; 1 if the load failed (lb names why); -1 on any other error */
 static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
 {
@@ -160,6 +186,7 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->kernel_agg = o->kernel_agg;
 	skel->rodata->kh_by_queue = o->kernel_agg && o->kh_by_queue;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
+	skel->rodata->test_skip_end = test_skip_end();
 	/* only the fentry/fexit pairs use entry_ts; with no task storage they are never chosen */
 	if (p->no_task_storage)
 		bpf_map__set_autocreate(skel->maps.entry_ts, false);
