@@ -333,8 +333,44 @@ class Checks(unittest.TestCase):
         self.assertRaises(AssertionError, c["fewer_queues_wait"], POINTS, "", stage="end_to_end", factor=1)
         self.assertRaisesRegex(AssertionError, "no target_subsystem", c["stage_grows"], POINTS, "", queues=2,
                                stage="target_subsystem", factor=1)
-        c["iops_grows"](POINTS, "", queues=1)
-        self.assertRaises(AssertionError, c["iops_grows"], [point(1, 1, 5, 1), point(1, 8, 5, 1)], "", queues=1)
+
+    def test_depth_grows(self):
+        """depth_grows reads each point's queues from ntbpf report --group-by queue (a fake ntbpf here:
+        the depths its JSON gives, weighted by the I/Os; the target's queues and '-' left out)"""
+        c = sweep.CHECKS
+        with tempfile.TemporaryDirectory() as t:
+            fake = os.path.join(t, "ntbpf")
+            with open(fake, "w") as f:
+                f.write("#!/usr/bin/env python3\nimport json, os, sys\n"
+                        "d = os.path.dirname(sys.argv[-1])\n"
+                        "print(open(os.path.join(d, 'groups.json')).read())\n")
+            os.chmod(fake, 0o700)
+
+            def pt(depth, name, groups):
+                p = dict(point(1, depth, 5, 1), dir=os.path.join(t, name))
+                os.makedirs(p["dir"])
+                with open(os.path.join(p["dir"], "groups.json"), "w") as f:
+                    json.dump({"groups": groups}, f)
+                return p
+
+            def q(name, mean, count, status="ok"):
+                return {"queue": name, "depth_mean": mean, "count": count, "status": status}
+
+            lo = pt(1, "lo", [q("nvme0q1", 1.0, 100), q("nvme0q2", 2.0, 100), q("cntlid1q1", 9.0, 100), q("-", 9.0, 5)])
+            hi = pt(8, "hi", [q("nvme0q1", 3.0, 300), q("nvme0q2", 7.0, 100), q("nvme0q3", 50.0, 9, "few")])
+            old = sweep.NTBPF
+            sweep.NTBPF = fake
+            try:
+                self.assertIn("depth mean 1.50 -> 4.00", c["depth_grows"]([lo, hi], "", queues=1, factor=2.6))
+                self.assertRaisesRegex(AssertionError, r"1.50 -> 4.00 .*want x2.7", c["depth_grows"], [lo, hi], "",
+                                       queues=1, factor=2.7)
+                none = pt(1, "none", [q("cntlid1q1", 1.0, 100)])
+                self.assertRaisesRegex(AssertionError, "no initiator queue", c["depth_grows"], [none, hi], "",
+                                       queues=1, factor=1)
+                sweep.NTBPF = os.path.join(t, "missing")
+                self.assertRaises(OSError, c["depth_grows"], [lo, hi], "", queues=1, factor=1)
+            finally:
+                sweep.NTBPF = old
 
     def test_points_complete_and_table(self):
         c = sweep.CHECKS
