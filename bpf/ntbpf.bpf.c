@@ -653,6 +653,19 @@ static __always_inline void depth_out(__u64 q)
 }
 
 /*
+ * Queue q connects (again): its socket's facts (port, TCP ends, the
+ * controller) are read anew at its next I/O, instead of a probe read of
+ * the socket at every I/O to compare.
+ */
+static __always_inline void conn_reset(__u64 q)
+{
+	struct qstate *s = qstate_of(q);
+
+	if (s)
+		s->sock = 0;
+}
+
+/*
  * Exit hooks: a PDU counts as handed to the socket at the entry of the call
  * that sent its last byte (on loopback the peer's data_ready runs inside
  * that call, so its return would be too late).  The entry program stashes
@@ -1083,6 +1096,10 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	__u8 opcode;
 	__u64 *skip, slba;
 
+	opcode = RD(btf, cmd, common.opcode);
+	/* a queue's connect (the fabrics opcode), before any I/O on a new socket: on its hctx's queue */
+	if (opcode == 0x7f)
+		conn_reset((__u64)RD(btf, rq, mq_hctx, driver_data));
 	/* -d nvme0n1 names the head; the I/O runs on the path disk nvme0c0n1 */
 	if (head != NTBPF_NO_DEV && dev_wanted(head)) {
 		dev = head;
@@ -1097,7 +1114,6 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	hctx = RD(btf, rq, mq_hctx);
 	if (queuedata)
 		qid = RD(btf, hctx, queue_num) + 1;
-	opcode = RD(btf, cmd, common.opcode);
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
 	if (!qid || opcode == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
@@ -1147,21 +1163,18 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 			q = 0;
 	}
 	/*
-	 * A reconnect gives the queue a new socket, whose facts are read once.
-	 * Records carry the port, which pairs them with the target's, so
-	 * record compares the socket at every I/O (a probe read); live's
-	 * histograms use no port, and compare it every 64th I/O of the queue.
+	 * A connection's facts are read at its first I/O: a reconnect gives
+	 * the queue a new socket, and its connect command (conn_reset) comes
+	 * before any I/O on it.  A queue belongs to one controller: its
+	 * instance is read once per connection too.
 	 */
-	if (s && (!kernel_agg || !s->sock || !(s->nchk++ & 63))) {
+	if (s && !s->sock) {
 		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
 
-		/* a queue belongs to one controller: its instance is read once per connection */
-		if ((__u64)sock != s->sock) {
-			s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
-			s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
-			q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
-			s->sock = (__u64)sock;
-		}
+		s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
+		s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
+		q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
+		s->sock = (__u64)sock;
 	}
 	/* a request belongs to one hctx: a lost record of it counted in dq's depth */
 	if (gone)
@@ -1507,6 +1520,9 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	if (opcode == 0x7f && data_send_deferred && RD(btf, cmd, connect.fctype) == 0x01 &&
 	    RD(btf, cmd, connect.qid) && (RD(btf, cmd, connect.cattr) & (1 << 2)))
 		__sync_fetch_and_add(&sqhd_off_seen, 1);
+	/* a queue's connect, its first command (a queue's memory can serve a later connection) */
+	if (opcode == 0x7f)
+		conn_reset(tgt_queue_of_sq(sq));
 	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
 	if (!qid || opcode == 0x7f) {
 		stat_inc(ST_ADMIN_SKIPPED);
@@ -1537,8 +1553,9 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	if (gone)
 		depth_out(q);
 	s = qstate_of(q);
-	sock = q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
-	if (s && (__u64)sock != s->sock) {
+	/* a connection's facts are read at its first I/O (after conn_reset) */
+	sock = s && s->sock ? NULL : q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
+	if (s && !s->sock) {
 		sk = BPF_CORE_READ(sock, sk);
 		s->sock = (__u64)sock;
 		s->sk = (__u64)sk;

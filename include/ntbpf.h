@@ -152,7 +152,7 @@ struct qstate {
 	__s16 tx_queue;	/* skc_tx_queue_mapping: the NIC TX queue the connection sends on (set where the
 			 * device has several: XPS or a hash), -1 unknown */
 	__s32 inflight;	/* recorded requests in flight (depth), 0 after a sampling window's forget */
-	__u32 nchk;	/* live (histograms in the kernel): I/Os since sock was last compared */
+	__u32 pad;	/* 0 */
 	__u64 sk;	/* target: sock->sk of sock, read with it */
 };
 

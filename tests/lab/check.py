@@ -592,6 +592,21 @@ def paired_by_port(d):
     return f"{n}/{m} paired by queue port; controllers (name, cntlid): {ctrls}"
 
 
+def reconnected(d):
+    """--reset-at: the controller was reset while recording, so every I/O queue reconnected on a new
+    socket; both hosts' records carry the I/O queues' ports of both connections (the BPF programs
+    read a connection's facts again after its connect command), and the same ones"""
+    assert os.path.exists(os.path.join(d, "reset-at.txt")), "the controller was not reset (no reset-at.txt)"
+    read = _doc_reader()
+    ports = {}
+    for role in ("initiator", "target"):
+        ports[role] = sorted({r["port"] for r in read(os.path.join(d, f"{role}.ntbpf")) if r["qid"] >= 1})
+    assert 0 not in ports["initiator"] and 0 not in ports["target"], f"records without a port: {ports}"
+    assert len(ports["initiator"]) >= 2, f"initiator I/O queue ports {ports['initiator']}: one connection only"
+    assert ports["initiator"] == ports["target"], f"ports: initiator {ports['initiator']}, target {ports['target']}"
+    return f"ports {ports['initiator']} on both hosts"
+
+
 def hooks_state(d, role, hooks):
     """each named hook of ROLE has a status containing the given text ("attached", or the cause
     it was left out for), in the report's list of the inputs' hooks: what docs/stages.md says"""
@@ -751,7 +766,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, live_metrics, hooks_state,
-                                  records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends,
+                                  records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
                                   finding, live_queues, windows_detached)}
 
 

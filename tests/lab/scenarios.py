@@ -33,6 +33,8 @@ REFUSALS = [
      "--target-cpu-hog needs --topology two (one guest: --cpu-hog)"),
     (["--device-depth", "0", "--out", "/nonexistent"], "--device-depth wants a number of requests (1-9999)"),
     (["--test-skip-end", "0", "--out", "/nonexistent"], "--test-skip-end wants a number of runs (1-999999)"),
+    (["--reset-at", "x", "--out", "/nonexistent"], "--reset-at wants seconds (e.g. 1.5)"),
+    (["--reset-at", "1", "--live", "--out", "/nonexistent"], "--reset-at works with one fio under record only"),
     (["--target-dev", "ram", "--out", "/nonexistent"], "--target-dev must be nullb or brd"),
     (["--target-dev", "brd", "--device-delay", "1ms", "--out", "/nonexistent"],
      "--device-delay, --device-depth, --write-cache and --subsys2-delay are null_blk's"),
@@ -126,6 +128,11 @@ SCENARIOS = [
     {"name": "one-6.1-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.1", "--fio", QD1],
      "checks": BASIC + QD1_LAT + [("queues_listed", {"max_depth": 1})]},
+    # a reset while recording: every queue reconnects on a new socket, whose facts (the port that
+    # pairs the records) the programs read again after the queue's connect command
+    {"name": "one-6.12-randread-reset",
+     "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1, "--reset-at", "1.5"],
+     "checks": [("fio_ok", {}), ("reconnected", {}), ("paired_by_port", {}), ("stages_sum_to_end_to_end", {})]},
     # the kernel skipping program runs (NTBPF_TEST_SKIP_END): each record lost, counted, and let go
     # from its queue's depth once its request is reused (the CI saw a depth stuck at 2 on 6.1's target)
     {"name": "one-6.1-randread-qd1-skipped-ends",
