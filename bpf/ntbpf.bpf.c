@@ -652,6 +652,29 @@ static __always_inline void depth_out(__u64 q)
 		__sync_fetch_and_add(&s->inflight, -1);
 }
 
+struct nt_cnotes cnotes[NT_CNOTE_CTRLS];	/* in the skeleton: record reads them at the end */
+
+/*
+ * Controller inst's cntlid at a connection's first I/O (its nvme_setup_cmd
+ * at now): noted where it differs from the last one noted.  Two queues of
+ * one controller noting at once write the same cntlid.
+ */
+static __always_inline void cntlid_note(__u16 inst, __u16 cntlid, __u64 now)
+{
+	struct nt_cnotes *c;
+	__u32 n;
+
+	if (inst >= NT_CNOTE_CTRLS)
+		return;
+	c = &cnotes[inst];
+	n = c->n;
+	if (n >= NT_CNOTES || (n && c->cntlid[(n - 1) & (NT_CNOTES - 1)] == cntlid))
+		return;
+	c->cntlid[n & (NT_CNOTES - 1)] = cntlid;
+	c->ts[n & (NT_CNOTES - 1)] = now;
+	c->n = n + 1;
+}
+
 /*
  * Queue q connects (again): its socket's facts (port, TCP ends, the
  * controller) are read anew at its next I/O, instead of a probe read of
@@ -1173,6 +1196,9 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 
 		s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
 		s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
+		/* the target gives a reconnecting controller a new cntlid, which pairs the records */
+		if (!kernel_agg)
+			cntlid_note(s->ctrl, BPF_CORE_READ(nreq, ctrl, cntlid), now);
 		q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
 		s->sock = (__u64)sock;
 	}

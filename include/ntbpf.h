@@ -109,6 +109,20 @@ struct ntbpf_rec {
 };
 _Static_assert(sizeof(struct ntbpf_rec) == 112, "struct ntbpf_rec: update the size above and the record format");
 
+/*
+ * Initiator, in the BPF object (not on disk): controller nvmeN's cntlids as
+ * its queues' first I/Os after each connect read them (a reconnect gives a
+ * controller a new cntlid), with the time of that I/O's nvme_setup_cmd.
+ * record puts the changes into the header (nt_header_add_cntlid_change).
+ */
+#define NT_CNOTE_CTRLS 64	/* controllers nvme0 .. nvme63 */
+#define NT_CNOTES 8		/* cntlids noted per controller: a power of two */
+struct nt_cnotes {
+	__u32 n;
+	__u16 cntlid[NT_CNOTES];
+	__u64 ts[NT_CNOTES];
+};
+
 /* An in-flight record in the BPF object's slot array (not on disk). */
 struct nt_slot {
 	__u64 key;		/* the request's address, 0: free */

@@ -396,6 +396,10 @@ static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FIL
 	uint32_t cut = 0;
 	int n = nt_probes_queues(pr, hdr), idle = 0, rc;
 
+	/* a reconnect while recording gave a controller a new cntlid: since when */
+	if (hdr->role == NTBPF_ROLE_INITIATOR)
+		nt_probes_cntlid_changes(pr, hdr);
+
 	if (n < 0)
 		fprintf(stderr, "ntbpf record: warning: out of memory reading the queues: the header lists none\n");
 	/* and the initiator's queues no recorded I/O went to (queue_imbalance counts them) */

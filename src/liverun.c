@@ -173,8 +173,14 @@ struct tick_src {
 
 static void print_tick(const struct tick_src *k, double secs, uint64_t lost)
 {
-	if (k->cfg->group_by & NT_GB_QUEUE) {
+	uint32_t nc = k->hdr->ncchanges;
+
+	/* a reconnect gave a controller a new cntlid: the peer's records pair by it */
+	if (!k->kernel_agg && k->hdr->role == NTBPF_ROLE_INITIATOR)
+		nt_probes_cntlid_changes(k->pr, k->hdr);
+	if (k->cfg->group_by & NT_GB_QUEUE)
 		refresh_queues(k->pr, k->hdr);
+	if ((k->cfg->group_by & NT_GB_QUEUE) || k->hdr->ncchanges != nc) {
 		k->local->hdr = *k->hdr;
 		nt_live_set_local(k->st->l, k->hdr);
 	}

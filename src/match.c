@@ -463,10 +463,19 @@ again:
 	return true;
 }
 
-/* controller instance -> cntlid, from the initiator file's header */
-static inline bool cntlid_of(const struct nt_header *h, uint16_t instance, uint16_t *cntlid)
+/*
+ * controller instance -> cntlid, from the initiator file's header: the one
+ * in force when record r was issued on its queue (nvme_setup_cmd) where a
+ * reconnect changed it while recording
+ */
+static inline bool cntlid_of(const struct nt_header *h, const struct ntbpf_rec *r, uint16_t *cntlid)
 {
 	const struct nt_ctrl_info *c = NULL;
+	uint16_t instance = r->ctrl;
+
+	if (h->ncchanges)
+		return nt_header_cntlid_at(h, instance, r->t0 + ((r->ev_mask >> EV_I_QUEUE_RQ) & 1 ?
+								 r->ev[EV_I_QUEUE_RQ] : 0), cntlid);
 
 	/* a few controllers (the usual host): the first of that instance, as nt_header_ctrl finds it, inline */
 	if (h->nctrls <= 4) {
@@ -667,7 +676,7 @@ enum nt_side nt_mitem_of(const struct ntbpf_rec *r, const struct nt_header *h, s
 	x->lo = x->hi = 0;
 	if (!(r->flags & NTBPF_F_NVME))
 		return NT_SIDE_INIT;
-	if (!cntlid_of(h, r->ctrl, &cntlid)) {
+	if (!cntlid_of(h, r, &cntlid)) {
 		*no_cntlid = true;
 		return NT_SIDE_INIT;
 	}

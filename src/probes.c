@@ -702,6 +702,15 @@ static int cmp_queue(const void *a, const void *b)
 	return (int)x->qid - (int)y->qid;
 }
 
+void nt_probes_cntlid_changes(const struct nt_probes *p, struct nt_header *h)
+{
+	const struct ntbpf_bpf__bss *b = p->skel ? p->skel->bss : NULL;
+
+	for (unsigned int i = 0; b && i < NT_CNOTE_CTRLS; i++)
+		for (unsigned int k = 0; k < b->cnotes[i].n && k < NT_CNOTES; k++)
+			nt_header_add_cntlid_change(h, (int32_t)i, b->cnotes[i].cntlid[k], b->cnotes[i].ts[k]);
+}
+
 int nt_probes_queues(const struct nt_probes *p, struct nt_header *h)
 {
 	struct ntbpf_bpf__bss *b = p->skel->bss;

@@ -97,6 +97,8 @@ int nt_probes_khist_fd(const struct nt_probes *p);
  * controller h lacks (the target's) is added.  Queues seen, or -1 (no memory).
  */
 int nt_probes_queues(const struct nt_probes *p, struct nt_header *h);
+/* initiator: the cntlid changes the BPF side noted (reconnects while recording) into h */
+void nt_probes_cntlid_changes(const struct nt_probes *p, struct nt_header *h);
 /* stop every hook (links destroyed; maps stay readable) */
 void nt_probes_detach(struct nt_probes *p);
 /*

@@ -93,6 +93,7 @@ enum nt_tag {
 	TAG_HOOK = 11,
 	TAG_CTRL = 12,
 	TAG_PAD = 13,		/* zeros: room for a header rewritten at the end (queues) */
+	TAG_CNTLID_CHANGE = 14,	/* initiator: a controller's new cntlid after a reconnect, and since when */
 };
 
 _Static_assert(sizeof(struct ntbpf_rec) == 112, "record layout changed");
@@ -349,6 +350,37 @@ struct nt_queue_info *nt_ctrl_add_queue(struct nt_ctrl_info *c)
 	return q;
 }
 
+bool nt_header_cntlid_at(const struct nt_header *h, uint16_t instance, uint64_t mono_ns, uint16_t *cntlid)
+{
+	const struct nt_ctrl_info *c;
+
+	for (uint32_t k = h->ncchanges < NT_MAX_CNTLID_CHANGES ? h->ncchanges : NT_MAX_CNTLID_CHANGES; k--;)
+		if (h->cchanges[k].instance == instance && h->cchanges[k].from_mono_ns <= mono_ns) {
+			*cntlid = h->cchanges[k].cntlid;
+			return true;
+		}
+	c = nt_header_ctrl(h, instance);
+	if (c)
+		*cntlid = c->cntlid;
+	return c != NULL;
+}
+
+void nt_header_add_cntlid_change(struct nt_header *h, int32_t instance, uint16_t cntlid, uint64_t from_mono_ns)
+{
+	uint16_t now;
+	uint32_t k;
+
+	if (instance < 0 || instance > 0xffff || h->ncchanges >= NT_MAX_CNTLID_CHANGES)
+		return;
+	/* the cntlid in force then already: nothing changed (a connection's first I/O notes it too) */
+	if (nt_header_cntlid_at(h, (uint16_t)instance, from_mono_ns, &now) && now == cntlid)
+		return;
+	for (k = h->ncchanges; k && h->cchanges[k - 1].from_mono_ns > from_mono_ns; k--)
+		h->cchanges[k] = h->cchanges[k - 1];
+	h->cchanges[k] = (struct nt_cntlid_change){ .from_mono_ns = from_mono_ns, .instance = instance, .cntlid = cntlid };
+	h->ncchanges++;
+}
+
 void nt_header_free(struct nt_header *h)
 {
 	uint32_t i;
@@ -364,6 +396,7 @@ void nt_header_free(struct nt_header *h)
 	h->hooks = NULL;
 	h->nctrls = 0;
 	h->nhooks = 0;
+	h->ncchanges = 0;
 }
 
 const char *nt_role_name(uint8_t role)
@@ -519,6 +552,13 @@ static void enc_items(struct buf *b, const struct nt_header *h)
 		enc_hook(b, &h->hooks[i]);
 	for (i = 0; h->ctrls && i < h->nctrls; i++)
 		enc_ctrl(b, &h->ctrls[i]);
+	for (i = 0; i < h->ncchanges && i < NT_MAX_CNTLID_CHANGES; i++) {
+		at = tlv_begin(b, TAG_CNTLID_CHANGE);
+		buf_u32(b, (uint32_t)h->cchanges[i].instance);
+		buf_u16(b, h->cchanges[i].cntlid);
+		buf_u64(b, h->cchanges[i].from_mono_ns);
+		tlv_end(b, at);
+	}
 	if (h->reserve) {
 		uint8_t *z;
 
@@ -1061,6 +1101,15 @@ static int dec_item(struct nt_header *h, uint16_t tag, struct cur *v, uint32_t *
 		return dec_hook(h, v);
 	case TAG_CTRL:
 		return dec_ctrl(h, v, nqueues);
+	case TAG_CNTLID_CHANGE: {
+		int32_t inst = (int32_t)cur_u32(v);
+		uint16_t cntlid = cur_u16(v);
+		uint64_t from = cur_u64(v);
+
+		if (!v->bad)
+			nt_header_add_cntlid_change(h, inst, cntlid, from);
+		break;
+	}
 	}
 	return 0;
 }

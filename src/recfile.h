@@ -62,6 +62,19 @@ struct nt_ctrl_info {
 	struct nt_queue_info *queues;	/* owned by the header */
 };
 
+/*
+ * A reconnect gives an initiator's controller a new cntlid (the target makes
+ * a new controller): from from_mono_ns on (the first I/O issued on the new
+ * connection), controller `instance` has this cntlid.  Noted by the BPF side;
+ * the header's controller list has the cntlid at the recording's start.
+ */
+struct nt_cntlid_change {
+	uint64_t from_mono_ns;
+	int32_t instance;
+	uint16_t cntlid;
+};
+#define NT_MAX_CNTLID_CHANGES 64
+
 struct nt_header {
 	uint16_t version;		/* the file's: NT_FILE_VERSION (the writer ignores it) */
 	uint8_t role;			/* enum ntbpf_role */
@@ -85,6 +98,8 @@ struct nt_header {
 	uint32_t nctrls;
 	struct nt_ctrl_info *ctrls;	/* owned by the header */
 	struct nt_ctrl_index *ctrl_index;	/* nt_header_index(): lookups in O(1); owned */
+	uint32_t ncchanges;		/* initiator: cntlid changes, by from_mono_ns (more: left out) */
+	struct nt_cntlid_change cchanges[NT_MAX_CNTLID_CHANGES];
 	uint32_t reserve;		/* writer: bytes of padding (a PAD item) for a later nt_header_rewrite */
 };
 
@@ -123,6 +138,14 @@ void nt_header_free(struct nt_header *h);
  * lookups scan the list: the same answers, slower.
  */
 int nt_header_index(struct nt_header *h);
+/*
+ * Controller `instance`'s cntlid for an I/O issued at mono_ns (the header's
+ * cntlid changes, then its controller list); false if the header names no
+ * such controller.
+ */
+bool nt_header_cntlid_at(const struct nt_header *h, uint16_t instance, uint64_t mono_ns, uint16_t *cntlid);
+/* note a change (kept in from_mono_ns order; a full list or a repeat of the cntlid in force: ignored) */
+void nt_header_add_cntlid_change(struct nt_header *h, int32_t instance, uint16_t cntlid, uint64_t from_mono_ns);
 /* the first controller whose instance (nvmeN) is this one, or NULL */
 const struct nt_ctrl_info *nt_header_ctrl(const struct nt_header *h, uint16_t instance);
 /*

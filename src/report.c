@@ -1437,6 +1437,13 @@ static void print_facts_text(FILE *out, const struct nt_input *in)
 		nt_put_term(out, c->hostnqn[0] ? c->hostnqn : "-");
 		fputs(")\n", out);
 	}
+	for (uint32_t k = 0; k < h->ncchanges && k < NT_MAX_CNTLID_CHANGES; k++) {
+		const struct nt_cntlid_change *c = &h->cchanges[k];
+
+		nt_fmt_wall(c->from_mono_ns >= h->mono_ns ? c->from_mono_ns - h->mono_ns + h->real_ns : h->real_ns,
+			    t1, sizeof(t1));
+		fprintf(out, "#   nvme%d reconnected: cntlid %u from %s\n", c->instance, c->cntlid, t1);
+	}
 }
 
 static void print_text(FILE *out, const struct nt_report *rep)

@@ -356,6 +356,56 @@ static void test_unknown_controller_never_matches(void **state)
 }
 
 /*
+ * Controller nvme0 reconnects halfway: the target gives it cntlid 8 for 7.
+ * Without the header's note of the change the I/Os after it cannot be
+ * keyed; with it (from the queue_rq of the first I/O after) every I/O pairs,
+ * in the streaming matcher too, and an I/O queued before the change but
+ * started (blk_start) long before still takes the cntlid of its issue.
+ */
+static void test_reconnect_new_cntlid(void **state)
+{
+	struct pair p;
+	struct nt_matching m;
+	uint64_t from = 1000000000ull + (uint64_t)(N / 2) * spacing - 5000;
+	size_t after = 0;
+
+	build(&p, 5000000, "a", "b", 0, 0);
+	for (size_t k = 0; k < p.in[1].n; k++)
+		if (p.in[1].recs[k].ctrl == 7 && p.in[1].recs[k].sector >= N / 2) {
+			p.in[1].recs[k].ctrl = 8;
+			after++;
+		}
+	/* the first I/O after the change waited in the block layer since before it */
+	for (size_t k = 0; k < p.in[0].n; k++)
+		if (p.in[0].recs[k].sector == N / 2) {
+			struct ntbpf_rec *r = &p.in[0].recs[k];
+			uint64_t q = r->t0 + r->ev[EV_I_QUEUE_RQ];
+
+			r->t0 -= 3 * spacing;
+			for (int e = 0; e < NTBPF_MAX_EV; e++)
+				if (r->ev_mask & (1u << e))
+					r->ev[e] += 3 * spacing;
+			assert_int_equal(r->t0 + r->ev[EV_I_QUEUE_RQ], q);
+		}
+	assert_true(after > N / 4);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	check_pairs(&m);
+	assert_int_equal(m.matched, N - after);
+	nt_match_free(&m);
+
+	nt_header_add_cntlid_change(&p.in[0].hdr, 0, 7, from - 1000);	/* the cntlid in force: no change */
+	assert_int_equal(p.in[0].hdr.ncchanges, 0);
+	nt_header_add_cntlid_change(&p.in[0].hdr, 0, 8, from);
+	assert_int_equal(p.in[0].hdr.ncchanges, 1);
+	assert_int_equal(nt_match_build(&m, p.in, 2), 0);
+	check_pairs(&m);
+	assert_int_equal(m.matched, N);
+	assert_stream_same(p.in, &m);
+	nt_match_free(&m);
+	drop(&p);
+}
+
+/*
  * Two subsystems of one target both number their controller 1: the target's
  * records carry cntlid 7 for both.  The I/Os are counted as ambiguous; here
  * they do not overlap in time, so timing still pairs every one correctly.
@@ -778,6 +828,7 @@ int main(void)
 		cmocka_unit_test(test_losses_on_both_sides),
 		cmocka_unit_test(test_same_host),
 		cmocka_unit_test(test_unknown_controller_never_matches),
+		cmocka_unit_test(test_reconnect_new_cntlid),
 		cmocka_unit_test(test_shared_cntlid_is_counted),
 		cmocka_unit_test(test_port_tells_shared_cntlids_apart),
 		cmocka_unit_test(test_one_side_only),

@@ -178,6 +178,44 @@ static void header_full(struct nt_header *h)
 			q->tx_queue = j == 2 ? -1 : (int32_t)(j * 5 + 1);
 		}
 	}
+	/* controller 1 reconnected twice (added out of order: kept by time), and 0 once */
+	nt_header_add_cntlid_change(h, 1, 0xb002, 3000000000ull);
+	nt_header_add_cntlid_change(h, 1, 0xb001, 2000000000ull);
+	nt_header_add_cntlid_change(h, 0, 0xc001, 2500000000ull);
+	nt_header_add_cntlid_change(h, 1, 0xb001, 2100000000ull);	/* in force then: ignored */
+}
+
+/* a controller's cntlid at a time: the changes a reconnect made, else the controller list's */
+static void test_cntlid_changes(void **state)
+{
+	struct nt_header h;
+	uint16_t c = 0;
+
+	(void)state;
+	header_full(&h);
+	assert_int_equal(h.ncchanges, 3);
+	assert_true(nt_header_cntlid_at(&h, 1, 1999999999ull, &c));
+	assert_int_equal(c, 0xa001);
+	assert_true(nt_header_cntlid_at(&h, 1, 2000000000ull, &c));
+	assert_int_equal(c, 0xb001);
+	assert_true(nt_header_cntlid_at(&h, 1, 2999999999ull, &c));
+	assert_int_equal(c, 0xb001);
+	assert_true(nt_header_cntlid_at(&h, 1, 3000000000ull, &c));
+	assert_int_equal(c, 0xb002);
+	assert_true(nt_header_cntlid_at(&h, 0, 2500000000ull, &c));
+	assert_int_equal(c, 0xc001);
+	assert_true(nt_header_cntlid_at(&h, 0, 1, &c));
+	assert_int_equal(c, 0xa000);
+	assert_false(nt_header_cntlid_at(&h, 5, 4000000000ull, &c));
+	/* a full list takes no more; negative instances (the target's) none */
+	for (int k = 0; k < 2 * NT_MAX_CNTLID_CHANGES; k++)
+		nt_header_add_cntlid_change(&h, 3, (uint16_t)k, 5000000000ull + (uint64_t)k);
+	nt_header_add_cntlid_change(&h, -1, 1, 1);
+	assert_int_equal(h.ncchanges, NT_MAX_CNTLID_CHANGES);
+	for (uint32_t k = 1; k < h.ncchanges; k++)
+		assert_true(h.cchanges[k - 1].from_mono_ns <= h.cchanges[k].from_mono_ns);
+	nt_header_free(&h);
+	assert_int_equal(h.ncchanges, 0);
 }
 
 static void assert_header_equal(const struct nt_header *a, const struct nt_header *b)
@@ -207,6 +245,12 @@ static void assert_header_equal(const struct nt_header *a, const struct nt_heade
 		assert_string_equal(a->hooks[i].attach, b->hooks[i].attach);
 		assert_string_equal(a->hooks[i].status, b->hooks[i].status);
 		assert_string_equal(a->hooks[i].boundary, b->hooks[i].boundary);
+	}
+	assert_int_equal(a->ncchanges, b->ncchanges);
+	for (i = 0; i < a->ncchanges; i++) {
+		assert_int_equal(a->cchanges[i].instance, b->cchanges[i].instance);
+		assert_int_equal(a->cchanges[i].cntlid, b->cchanges[i].cntlid);
+		assert_true(a->cchanges[i].from_mono_ns == b->cchanges[i].from_mono_ns);
 	}
 	assert_int_equal(a->nctrls, b->nctrls);
 	for (i = 0; i < a->nctrls; i++) {
@@ -2461,6 +2505,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_role),
 		cmocka_unit_test(test_header_helpers),
+		cmocka_unit_test(test_cntlid_changes),
 		cmocka_unit_test(test_header_roundtrip),
 		cmocka_unit_test(test_records_roundtrip),
 		cmocka_unit_test_setup_teardown(test_records_roundtrip, raw_on, raw_off),
