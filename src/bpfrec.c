@@ -97,22 +97,27 @@ static void part_path(char *buf, size_t len, const char *output, unsigned int k)
 	snprintf(buf, len, "%s.%04u", output, k);
 }
 
-/* the BPF counters since this part of the series began (the trailer of each file counts its own share) */
-static void part_stats(const struct rec_state *st, struct nt_probes *pr, uint64_t *stats, bool last)
+/*
+ * The BPF counters since this part of the series began (the trailer of each
+ * file counts its own share), from one reading of them (now) and of the
+ * windows' drops (dropped): the next part starts from the same reading, so
+ * that what the kernel counts while a part is closed falls into one part.
+ */
+static void part_stats(const struct rec_state *st, const uint64_t *now, uint64_t dropped, uint64_t *stats,
+		       bool last)
 {
 	uint64_t gauge;
 
-	nt_probes_stats(pr, stats);
 	/* in flight at the end: a gauge (the records still open) and a count (those a sampling window dropped) */
-	gauge = stats[ST_INFLIGHT_END] - pr->inflight_dropped;
+	gauge = now[ST_INFLIGHT_END] - dropped;
 	for (int k = 0; k < ST_NR; k++)
-		stats[k] = stats[k] >= st->stats0[k] ? stats[k] - st->stats0[k] : 0;
+		stats[k] = now[k] >= st->stats0[k] ? now[k] - st->stats0[k] : 0;
 	/*
 	 * A record open when a file of the series ends completes in the next
 	 * one: only the last file counts those still open as in flight at
 	 * the end; each counts the windows' drops of its own time.
 	 */
-	stats[ST_INFLIGHT_END] = pr->inflight_dropped - st->dropped0 + (last ? gauge : 0);
+	stats[ST_INFLIGHT_END] = dropped - st->dropped0 + (last ? gauge : 0);
 }
 
 /*
@@ -125,13 +130,16 @@ static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_hea
 		      const char *output)
 {
 	struct nt_trailer tr = { 0 };
+	uint64_t now[ST_NR], dropped;
 	char err[256];
 	int rc;
 
 	rec_flush(st);
 	if (st->werr)
 		return -1;
-	part_stats(st, pr, tr.stats, false);
+	dropped = pr->inflight_dropped;
+	nt_probes_stats(pr, now);
+	part_stats(st, now, dropped, tr.stats, false);
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	tr.records = st->written;
 	tr.lost_user = st->lost_user;
@@ -144,8 +152,8 @@ static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_hea
 		st->werr = EIO;
 		return -1;
 	}
-	nt_probes_stats(pr, st->stats0);
-	st->dropped0 = pr->inflight_dropped;
+	memcpy(st->stats0, now, sizeof(now));
+	st->dropped0 = dropped;
 	st->written = st->lost_user = 0;
 	part_path(st->path, sizeof(st->path), output, ++st->part);
 	if (nt_outfile_open(of, st->path, err, sizeof(err)) || nt_outfile_start(of, err, sizeof(err))) {
@@ -628,7 +636,12 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		nt_probes_stats(&pr, s2);
 		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, nt_lost_sum(s2) - lost_ticked);
 	}
-	part_stats(&st, &pr, tr.stats, true);
+	{
+		uint64_t now[ST_NR], dropped = pr.inflight_dropped;
+
+		nt_probes_stats(&pr, now);
+		part_stats(&st, now, dropped, tr.stats, true);
+	}
 	if (k1.ok) {
 		uint64_t all[ST_NR];	/* the whole recording's, not this file's */
 
