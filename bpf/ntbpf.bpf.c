@@ -44,9 +44,10 @@ const volatile __u32 ndevs = 0;
 const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
 /*
  * A test knob (NTBPF_TEST_SKIP_END): every Nth run of the program that ends
- * a record, counting the runs that find one, returns at once, as when the kernel skips a program's run and
- * counts no miss (seen on 6.18, and once on 6.1 in the lab).  0, always
- * outside the tests: the verifier drops the check.
+ * a record (counting the runs that find one) returns at once, as when the
+ * kernel skips a program's run and counts no miss (seen on 6.18, and once
+ * on 6.1 in the lab).  0, always outside the tests: the verifier drops the
+ * check.
  */
 const volatile __u32 test_skip_end = 0;
 static __u64 test_skip_n;

@@ -1655,6 +1655,17 @@ static void print_facts_json(FILE *out, const struct nt_input *in)
 		fprintf(out, ", \"queues\": %u}", c->nqueues);
 	}
 	fputc(']', out);
+	/* a reconnect while recording: the controller's new cntlid, and from when */
+	fprintf(out, ",\n   \"cntlid_changes\": [");
+	for (uint32_t k = 0; k < h->ncchanges && k < NT_MAX_CNTLID_CHANGES; k++) {
+		const struct nt_cntlid_change *c = &h->cchanges[k];
+
+		nt_fmt_wall(c->from_mono_ns >= h->mono_ns ? c->from_mono_ns - h->mono_ns + h->real_ns : h->real_ns,
+			    t, sizeof(t));
+		fprintf(out, "%s{\"instance\": %d, \"cntlid\": %u, \"from\": \"%s\"}", k ? ", " : "", c->instance,
+			c->cntlid, t);
+	}
+	fputc(']', out);
 }
 
 static void print_json(FILE *out, const struct nt_report *rep)

@@ -595,7 +595,8 @@ def paired_by_port(d):
 def reconnected(d):
     """--reset-at: the controller was reset while recording, so every I/O queue reconnected on a new
     socket; both hosts' records carry the I/O queues' ports of both connections (the BPF programs
-    read a connection's facts again after its connect command), and the same ones"""
+    read a connection's facts again after its connect command), and the same ones; the initiator's
+    report lists the controller's one cntlid change (report.json's cntlid_changes)"""
     assert os.path.exists(os.path.join(d, "reset-at.txt")), "the controller was not reset (no reset-at.txt)"
     read = _doc_reader()
     ports = {}
@@ -604,7 +605,14 @@ def reconnected(d):
     assert 0 not in ports["initiator"] and 0 not in ports["target"], f"records without a port: {ports}"
     assert len(ports["initiator"]) >= 2, f"initiator I/O queue ports {ports['initiator']}: one connection only"
     assert ports["initiator"] == ports["target"], f"ports: initiator {ports['initiator']}, target {ports['target']}"
-    return f"ports {ports['initiator']} on both hosts"
+    # the target's new controller: the initiator's recording says from when its cntlid holds
+    rep = load(d, "report.json")
+    ini = [i for i in rep["inputs"] if i["role"] == "initiator"][0]
+    start = {c["instance"]: c["cntlid"] for c in ini["controllers"] if c["instance"] >= 0}
+    ch = ini["cntlid_changes"]
+    assert len(ch) == 1 and ch[0]["instance"] in start and ch[0]["cntlid"] != start[ch[0]["instance"]], \
+        f"cntlid changes {ch}, controllers at the start {start}"
+    return f"ports {ports['initiator']} on both hosts; nvme{ch[0]['instance']} cntlid {start[ch[0]['instance']]} -> {ch[0]['cntlid']}"
 
 
 def hooks_state(d, role, hooks):
