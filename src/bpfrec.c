@@ -681,8 +681,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			u = tv_s(&ru.ru_utime) - tv_s(&ru_start.ru_utime);
 			sy = tv_s(&ru.ru_stime) - tv_s(&ru_start.ru_stime);
 			fprintf(stderr, "ntbpf record: user-space CPU %.0f ns per recorded I/O while recording (%.3f s of CPU; "
-				"by ticks %.3f s user, %.3f s system; %.3f s more to start)\n", cpu * 1e9 / tr.stats[ST_EMITTED],
-				cpu, u, sy, tv_s(&ru_start.ru_utime) + tv_s(&ru_start.ru_stime));
+				"by ticks %.3f s user, %.3f s system; %.3f s more to start; %ld context switches, "
+				"%ld involuntary)\n", cpu * 1e9 / tr.stats[ST_EMITTED],
+				cpu, u, sy, tv_s(&ru_start.ru_utime) + tv_s(&ru_start.ru_stime),
+				ru.ru_nvcsw - ru_start.ru_nvcsw, ru.ru_nivcsw - ru_start.ru_nivcsw);
 		}
 	}
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
