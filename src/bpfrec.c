@@ -54,12 +54,18 @@ struct rec_state {
 	uint64_t part_start_ns;
 	uint64_t stats0[ST_NR];
 	uint64_t dropped0;		/* the probes' inflight_dropped when this file began */
+	bool discard;			/* NTBPF_TEST_COST=discard: records taken off the ring and dropped */
+	uint64_t discarded;
 };
 
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct rec_state *st = ctx;
 
+	if (st->discard) {
+		st->discarded++;
+		return 0;
+	}
 	if (st->live && size >= sizeof(struct ntbpf_rec))
 		nt_live_push(st->live, data);
 	if (st->werr || size < sizeof(struct ntbpf_rec) || nt_writer_add(st->w, data)) {
@@ -530,6 +536,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (!st.live)
 			goto out;
 	}
+	st.discard = nt_test_cost() == NT_TEST_COST_DISCARD;
 	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
 	if (!rb) {
 		fprintf(stderr, "ntbpf record: cannot set up the ring buffer: %s\n", strerror(errno));
@@ -687,6 +694,15 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				ru.ru_nvcsw - ru_start.ru_nvcsw, ru.ru_nivcsw - ru_start.ru_nivcsw);
 		}
 	}
+	if (st.discard)
+		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records taken off the ring buffer and dropped\n",
+			st.discarded);
+	else if (nt_test_cost() == NT_TEST_COST_NOEMIT)
+		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records built and ended, none put on the ring buffer\n",
+			tr.stats[ST_EMITTED]);
+	else if (nt_test_cost() == NT_TEST_COST_EMPTY)
+		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records built (every program run returned at once)\n",
+			tr.stats[ST_EMITTED]);
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	if (!st.w) {	/* --rotate could not go on: the files of the series before it are whole */
 		opened = false;

@@ -165,6 +165,33 @@ static uint32_t test_skip_end(void)
 	return (uint32_t)n;
 }
 
+/*
+ * NTBPF_TEST_COST, a test knob for the cost model (bench/lab-cost), for
+ * record: "empty", every hook attached and every program run returns at once
+ * (the paused flag: what the kernel's dispatch into the programs costs);
+ * "noemit", the programs build and end every record but put none on the
+ * ring buffer (what the programs cost); "discard", user space takes the
+ * records off the ring buffer and drops them (src/bpfrec.c: what the ring
+ * buffer adds).  Said on stderr once; anything else is ignored.
+ */
+int nt_test_cost(void)
+{
+	static const char *what[] = {
+		[NT_TEST_COST_EMPTY] = "every program run returns at once",
+		[NT_TEST_COST_NOEMIT] = "no record is put on the ring buffer",
+		[NT_TEST_COST_DISCARD] = "records are taken off the ring buffer and dropped, not written",
+	};
+	static bool said;
+	const char *e = getenv("NTBPF_TEST_COST");
+	int v = !e ? 0 : !strcmp(e, "empty") ? NT_TEST_COST_EMPTY : !strcmp(e, "noemit") ? NT_TEST_COST_NOEMIT :
+		!strcmp(e, "discard") ? NT_TEST_COST_DISCARD : 0;
+
+	if (v && !said)
+		fprintf(stderr, "ntbpf: test knob NTBPF_TEST_COST=%s: %s\n", e, what[v]);
+	said = true;
+	return v;
+}
+
 /* open, set rodata and autoload, load: 0; 1 if the load failed (lb names why); -1 on any other error */
 static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
 {
@@ -187,6 +214,7 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->kh_by_queue = o->kernel_agg && o->kh_by_queue;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
 	skel->rodata->test_skip_end = test_skip_end();
+	skel->rodata->test_no_emit = !o->kernel_agg && nt_test_cost() == NT_TEST_COST_NOEMIT;
 	/* only the fentry/fexit pairs use entry_ts; with no task storage they are never chosen */
 	if (p->no_task_storage)
 		bpf_map__set_autocreate(skel->maps.entry_ts, false);
@@ -362,6 +390,8 @@ static int attach_one(struct nt_probes *p, int i)
 
 int nt_probes_attach(struct nt_probes *p, char *err, size_t errlen)
 {
+	if (nt_test_cost() == NT_TEST_COST_EMPTY)
+		p->skel->bss->paused = 1;
 	for (int i = 0; i < p->nhooks; i++)
 		if (p->deferred != i + 1)
 			attach_one(p, i);

@@ -89,6 +89,10 @@ bool nt_probes_undefer_now(struct nt_probes *p, const char *cmd);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);
+
+/* NTBPF_TEST_COST, a test knob of the cost model: 0, or what record leaves out */
+enum { NT_TEST_COST_EMPTY = 1, NT_TEST_COST_NOEMIT, NT_TEST_COST_DISCARD };
+int nt_test_cost(void);
 /* the in-kernel histograms (per-CPU hash, ntbpf_kh.h), for kernel_agg */
 int nt_probes_khist_fd(const struct nt_probes *p);
 /*

@@ -20,6 +20,8 @@ IC_W128 = ("rw=randwrite bs=128k iodepth=1 numjobs=1 runtime=1 number_ios=400 cp
 # Command lines tests/lab/run must refuse at once (exit 1, one line naming the cause), before
 # any guest boots: (arguments, what the line must say).
 REFUSALS = [
+    (["--env", "X=$(reboot)", "--out", "/nonexistent"], "--env wants VAR=VALUE"),
+    (["--env", "1X=a", "--out", "/nonexistent"], "--env wants VAR=VALUE"),
     (["--topology", "two", "--clock", "icount", "--out", "/nonexistent"],
      "--clock icount needs --topology one (two guests cannot share an instruction clock)"),
     (["--topology", "one", "--clock", "icount", "--accel", "kvm", "--out", "/nonexistent"],
