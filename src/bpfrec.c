@@ -54,6 +54,8 @@ struct rec_state {
 	uint64_t part_start_ns;
 	uint64_t stats0[ST_NR];
 	uint64_t dropped0;		/* the probes' inflight_dropped when this file began */
+	uint64_t hdr_len;		/* the length of this file's header, its room for the queue list included */
+	uint32_t nctrls0;		/* the header's controllers before any queue list was added */
 	bool discard;			/* NTBPF_TEST_COST=discard: records taken off the ring and dropped */
 	uint64_t discarded;
 };
@@ -126,11 +128,34 @@ static void part_stats(const struct rec_state *st, const uint64_t *now, uint64_t
 	stats[ST_INFLIGHT_END] = dropped - st->dropped0 + (last ? gauge : 0);
 }
 
+static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FILE *f, uint64_t hdr_len);
+
+/*
+ * The queue list record_queues put into a header (and the controllers it
+ * added for them), taken out again: the next file of a series lists its
+ * queues at its own end.  The queue arrays stay allocated (array_add
+ * reallocates them as they grow again); those of dropped controllers are
+ * freed.  The cntlid changes stay: they hold for the next file's I/Os too.
+ */
+static void queues_reset(struct nt_header *hdr, uint32_t nctrls0)
+{
+	for (uint32_t i = 0; i < hdr->nctrls; i++) {
+		hdr->ctrls[i].nqueues = 0;
+		if (i >= nctrls0) {
+			free(hdr->ctrls[i].queues);
+			hdr->ctrls[i].queues = NULL;
+		}
+	}
+	if (hdr->nctrls > nctrls0)
+		hdr->nctrls = nctrls0;
+}
+
 /*
  * --rotate: end this file of the series (a whole file: its trailer counts
- * what it holds and what was lost while it was written) and go on in the
- * next, FILE.NNNN, with the header's clocks read again.  0, or -1 (st->werr
- * or a message: the recording stops).
+ * what it holds and what was lost while it was written, its header the
+ * queues and cntlid changes as at its end) and go on in the next,
+ * FILE.NNNN, with the header's clocks read again.  0, or -1 (st->werr or a
+ * message: the recording stops).
  */
 static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_header *hdr, struct nt_probes *pr,
 		      const char *output)
@@ -151,6 +176,10 @@ static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_hea
 	tr.lost_user = st->lost_user;
 	rc = nt_writer_close(st->w, &tr);
 	st->w = NULL;
+	if (!rc && !of->is_stream) {
+		record_queues(pr, hdr, of->f, st->hdr_len);
+		queues_reset(hdr, st->nctrls0);
+	}
 	if (rc || nt_outfile_commit(of, err, sizeof(err))) {
 		if (rc)
 			snprintf(err, sizeof(err), "writing the end of %s failed: %s", st->path, strerror(rc < 0 ? -rc : EIO));
@@ -180,6 +209,8 @@ static int rec_rotate(struct rec_state *st, struct nt_outfile *of, struct nt_hea
 		return -1;
 	}
 	nt_writer_set_raw(st->w, !st->compress);
+	/* its header may be longer than the last file's: cntlid changes, a deferred hook attached */
+	st->hdr_len = nt_writer_bytes(st->w);
 	return 0;
 }
 
@@ -472,7 +503,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0;
 	pid_t child = -1;
-	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes, hdr_len = 0;
+	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes;
 	bool child_done = false, loaded = false, opened = false, started = false;
 	/* the devices' own counts, at the start and the stop: unsampled initiator recordings (nt_dev_not_run) */
 	struct nt_kcount k0 = { 0 }, k1 = { 0 };
@@ -530,7 +561,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	st.compress = cfg->compress;
 	nt_writer_set_raw(st.w, !cfg->compress);
-	hdr_len = nt_writer_bytes(st.w);
+	st.hdr_len = nt_writer_bytes(st.w);
+	st.nctrls0 = hdr.nctrls;
 	if (cfg->interval > 0) {
 		st.live = nt_live_new(cfg, &hdr);
 		if (!st.live)
@@ -722,8 +754,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			st.werr = rc < 0 ? -rc : EIO;
 			fprintf(stderr, "ntbpf record: writing the end of %s failed: %s\n", st.path, strerror(st.werr));
 		} else if (!of.is_stream) {
-			/* with --rotate: the series' last file (each part's header is as long as the first's) */
-			record_queues(&pr, &hdr, of.f, hdr_len);
+			/* with --rotate: the series' last file */
+			record_queues(&pr, &hdr, of.f, st.hdr_len);
 		}
 	}
 	{

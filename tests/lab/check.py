@@ -679,6 +679,33 @@ def _report(d, *args):
     return json.loads(r.stdout)
 
 
+def rotated_parts(d, min_parts):
+    """record --rotate: every file of each host's series is whole on its own, and each one holding I/O
+    lists its queues (io_cpu, both TCP ends) in its own header, not only the series' last file"""
+    import glob
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    exe = os.environ.get("NTBPF_BIN", os.path.join(root, ".output", "ntbpf"))
+    for role in ("initiator", "target"):
+        parts = sorted(glob.glob(os.path.join(d, f"{role}.ntbpf.[0-9][0-9][0-9][0-9]")))
+        with_io = 0
+        for p in parts:
+            r = subprocess.run([exe, "report", "--format", "json", "--group-by", "queue", p],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, f"ntbpf report {os.path.basename(p)}: {r.stderr.strip()[:200]}"
+            rep = json.loads(r.stdout)
+            assert rep["inputs"][0]["complete"], f"{os.path.basename(p)}: not a whole file"
+            groups = [g for g in rep["groups"] if g["queue"] != "-" and g["status"] == "ok"]
+            if not groups:
+                continue
+            with_io += 1
+            for g in groups:
+                assert g["io_cpu"] is not None and g["local"] and g["remote"], \
+                    f"{os.path.basename(p)}: queue {g['queue']} has no header facts: {g}"
+        assert with_io >= min_parts, f"{role}: {with_io} files with I/O of {len(parts)}, want {min_parts}"
+    return f"every file with I/O lists its queues ({len(parts)} target files)"
+
+
 REUSE_IOS = 256   # a request is reused within this many I/Os of its queue: the target cycles its
                   # 2 x sqsize (128) commands first in, first out; the initiator's 128 tags per CPU hint
 
@@ -775,7 +802,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
-                                  finding, live_queues, windows_detached)}
+                                  finding, live_queues, windows_detached, rotated_parts)}
 
 
 def run_checks(d, checks, out=sys.stdout):

@@ -136,6 +136,11 @@ SCENARIOS = [
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1, "--reset-at", "1.5"],
      "checks": [("fio_ok", {}), ("reconnected", {}), ("matched_fraction", {"min": 0.99}), ("paired_by_port", {}),
                 ("stages_sum_to_end_to_end", {})]},
+    # record --rotate 1s: each file of the series is whole, and lists its queues in its own header
+    {"name": "one-6.12-randread-rotate",
+     "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1, "--record-args", "--rotate 1s",
+              "--no-report"],
+     "checks": [("fio_ok", {}), ("rotated_parts", {"min_parts": 3})]},
     # the kernel skipping program runs (NTBPF_TEST_SKIP_END): each record lost, counted, and let go
     # from its queue's depth once its request is reused (the CI saw a depth stuck at 2 on 6.1's target)
     {"name": "one-6.1-randread-qd1-skipped-ends",
