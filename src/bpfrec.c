@@ -501,7 +501,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_probe_opts po = { .sample = windowed ? 1 : cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats,
 				    .verbose = cfg->verbose };
-	int role, rc = 1, go_fd = -1, child_status = 0;
+	int role, rc = 1, go_fd = -1, child_status = 0, knob = 0;
 	pid_t child = -1;
 	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes;
 	bool child_done = false, loaded = false, opened = false, started = false;
@@ -568,7 +568,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		if (!st.live)
 			goto out;
 	}
-	st.discard = nt_test_cost() == NT_TEST_COST_DISCARD;
+	knob = nt_test_cost();
+	st.discard = knob == NT_TEST_COST_DISCARD;
 	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
 	if (!rb) {
 		fprintf(stderr, "ntbpf record: cannot set up the ring buffer: %s\n", strerror(errno));
@@ -729,10 +730,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	if (st.discard)
 		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records taken off the ring buffer and dropped\n",
 			st.discarded);
-	else if (nt_test_cost() == NT_TEST_COST_NOEMIT)
+	else if (knob == NT_TEST_COST_NOEMIT)
 		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records built and ended, none put on the ring buffer\n",
 			tr.stats[ST_EMITTED]);
-	else if (nt_test_cost() == NT_TEST_COST_EMPTY)
+	else if (knob == NT_TEST_COST_EMPTY)
 		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records built (every program run returned at once)\n",
 			tr.stats[ST_EMITTED]);
 	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);

@@ -668,14 +668,16 @@ def stages_as_documented(d, present, absent):
     return f"{len(present)} stages for every I/O, {len(absent)} absent as documented"
 
 
-def _report(d, *args):
-    """ntbpf report ARGS on the run's two files, as JSON"""
+def _report(d, *args, files=None):
+    """ntbpf report ARGS on the run's two files (or on files), as JSON"""
     import subprocess
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     exe = os.environ.get("NTBPF_BIN", os.path.join(root, ".output", "ntbpf"))
-    files = [os.path.join(d, f) for f in ("initiator.ntbpf", "target.ntbpf") if os.path.exists(os.path.join(d, f))]
+    if files is None:
+        files = [os.path.join(d, f) for f in ("initiator.ntbpf", "target.ntbpf") if os.path.exists(os.path.join(d, f))]
     r = subprocess.run([exe, "report", "--format", "json", *args, *files], capture_output=True, text=True)
-    assert r.returncode == 0, f"ntbpf report {' '.join(args)}: {r.stderr.strip()[:200]}"
+    assert r.returncode == 0, f"ntbpf report {' '.join(args)} {' '.join(map(os.path.basename, files))}: " \
+                              f"{r.stderr.strip()[:200]}"
     return json.loads(r.stdout)
 
 
@@ -683,17 +685,11 @@ def rotated_parts(d, min_parts):
     """record --rotate: every file of each host's series is whole on its own, and each one holding I/O
     lists its queues (io_cpu, both TCP ends) in its own header, not only the series' last file"""
     import glob
-    import subprocess
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    exe = os.environ.get("NTBPF_BIN", os.path.join(root, ".output", "ntbpf"))
     for role in ("initiator", "target"):
         parts = sorted(glob.glob(os.path.join(d, f"{role}.ntbpf.[0-9][0-9][0-9][0-9]")))
         with_io = 0
         for p in parts:
-            r = subprocess.run([exe, "report", "--format", "json", "--group-by", "queue", p],
-                               capture_output=True, text=True)
-            assert r.returncode == 0, f"ntbpf report {os.path.basename(p)}: {r.stderr.strip()[:200]}"
-            rep = json.loads(r.stdout)
+            rep = _report(d, "--group-by", "queue", files=[p])
             assert rep["inputs"][0]["complete"], f"{os.path.basename(p)}: not a whole file"
             groups = [g for g in rep["groups"] if g["queue"] != "-" and g["status"] == "ok"]
             if not groups:
