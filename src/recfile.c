@@ -28,7 +28,8 @@
 
 #define FILE_MAGIC	"NTBPFREC"
 #define CHUNK_MAGIC	"CHNK"
-#define RAWCHUNK_MAGIC	"RECS"	/* records as they are, uncoded (record's default) */
+#define RAWCHUNK_MAGIC	"RECS"	/* records as they are, uncoded (record's default in version 4) */
+#define PACKCHUNK_MAGIC	"RECP"	/* records packed, uncoded: only the events they have (record's default) */
 #define TRAILER_MAGIC	"TRLR"
 
 #define HDR_FIXED	16	/* magic 8, version 2, flags 2, payload length 4 */
@@ -36,6 +37,11 @@
 #define REC_SIZE	sizeof(struct ntbpf_rec)
 #define REC_PREFIX	offsetof(struct ntbpf_rec, ev)	/* fixed forever */
 #define EV_SIZE		sizeof(((struct ntbpf_rec *)0)->ev[0])
+/* a packed record (RECP): the 40 fixed bytes, port and depth, then its events */
+#define PACK_FIXED	(REC_PREFIX + 4)
+#define PACK_MAX	(PACK_FIXED + NTBPF_MAX_EV * EV_SIZE)
+_Static_assert(offsetof(struct ntbpf_rec, depth) == offsetof(struct ntbpf_rec, port) + 2,
+	       "struct ntbpf_rec: port and depth are packed as one word");
 
 /*
  * Reader limits: a corrupt length must not make us allocate gigabytes.  Our
@@ -630,9 +636,11 @@ struct nt_writer {
 	uint64_t bytes;
 	uint8_t *out;			/* chunk header + compressed bytes */
 	size_t out_cap;
-	struct ntbpf_rec *recs;		/* pending records */
+	struct ntbpf_rec *recs;		/* pending records (coded chunks) */
 	struct nt_colenc *enc;		/* the column codec's scratch */
-	bool raw;			/* chunks of uncoded records (nt_writer_set_raw) */
+	bool raw;			/* chunks of packed uncoded records (nt_writer_set_raw) */
+	uint8_t *pk;			/* pending packed records (raw) */
+	size_t pk_len;
 };
 
 static void writer_free(struct nt_writer *w)
@@ -641,6 +649,7 @@ static void writer_free(struct nt_writer *w)
 	free(w->out);
 	nt_colenc_free(w->enc);
 	free(w->recs);
+	free(w->pk);
 	free(w);
 }
 
@@ -672,8 +681,9 @@ struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h)
 		return NULL;
 	}
 	w->recs = malloc(NT_CHUNK_RECS * REC_SIZE);
+	w->pk = malloc(NT_CHUNK_RECS * PACK_MAX + 8);
 	w->enc = nt_colenc_new();
-	err = w->recs && w->enc ? 0 : -ENOMEM;	/* w->out: grown for each chunk */
+	err = w->recs && w->pk && w->enc ? 0 : -ENOMEM;	/* w->out: grown for each chunk */
 	if (!err)
 		err = enc_header(&b, h);
 	if (!err)
@@ -771,14 +781,8 @@ static int write_recs(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_
 	return 0;
 }
 
-/*
- * The check of a chunk of uncoded records: Fletcher's sums over the body's
- * little-endian 64-bit words (a = sum of words, b = sum of a after each),
- * folded to 32 bits.  ~3 instructions per word where zlib's CRC32 takes
- * ~4 per byte: 14 words a record, against 430 instructions.  It catches
- * every single changed bit and every swap of two different words.
- */
-uint32_t nt_raw_check(const uint8_t *p, size_t len)
+/* Fletcher's sums over the body's little-endian 64-bit words: a = sum of words, b = sum of a after each */
+static void fletcher64(const uint8_t *p, size_t len, uint64_t *pa, uint64_t *pb)
 {
 	uint64_t a = 0, b = 0, v;
 	size_t i;
@@ -792,8 +796,50 @@ uint32_t nt_raw_check(const uint8_t *p, size_t len)
 		a += v;
 		b += a;
 	}
+	*pa = a;
+	*pb = b;
+}
+
+/*
+ * The check of a RECS chunk (version 4's uncoded records): the sums folded
+ * to 32 bits.  ~3 instructions per word where zlib's CRC32 takes ~4 per
+ * byte.  Its fold is weak: a change in a word's top bytes reaches only the
+ * check's top bits, and ~1.6 % of single bit flips go unseen.  Read only;
+ * RECP chunks have nt_pack_check.
+ */
+uint32_t nt_raw_check(const uint8_t *p, size_t len)
+{
+	uint64_t a, b;
+
+	fletcher64(p, len, &a, &b);
 	a ^= b * 0x9e3779b97f4a7c15ull;
 	return (uint32_t)(a ^ a >> 32);
+}
+
+/* MurmurHash3's finaliser: a bijection whose every output bit depends on every input bit */
+static uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+/*
+ * The check of a RECP chunk: the same sums, mixed before the fold, so that
+ * any change of a word (which changes a) or swap of two different words
+ * (which changes b) changes the check but with probability 2^-32.  The
+ * mixing is ~15 instructions a chunk.
+ */
+uint32_t nt_pack_check(const uint8_t *p, size_t len)
+{
+	uint64_t a, b, x;
+
+	fletcher64(p, len, &a, &b);
+	x = fmix64(a + fmix64(b));
+	return (uint32_t)(x ^ x >> 32);
 }
 
 /* One record as the file's record layout has it, little endian, into p (a RECS chunk on a big-endian host). */
@@ -846,67 +892,138 @@ void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p)
 }
 
 /*
- * A chunk of uncoded records: the header, then the records in the record
- * layout (REC_SIZE bytes each, little endian).  On a little-endian host
- * that is the records' memory as it is: one check pass and one write, no
- * coding (what makes record cheap to run; the file is ~10x larger).
+ * One record packed (a RECP chunk's record, docs/record-format.md): bytes
+ * 0..39 of the record layout, port and depth, then ev[i] for each bit i < 16
+ * of ev_mask, in slot order (a slot outside ev_mask holds nothing: it is
+ * read as 0); returns its length.  A record has the events of
+ * one role (6-8 of 16 slots): 68-72 bytes instead of 112, which is what
+ * writing the file costs by (the page cache's copy, per byte).
  */
-static int write_raw(struct nt_writer *w, const struct ntbpf_rec *recs, uint32_t n)
+size_t nt_rec_pack(uint8_t *p, const struct ntbpf_rec *r)
+{
+	uint32_t m = r->ev_mask & ((1u << NTBPF_MAX_EV) - 1);
+	uint8_t *q = p + PACK_FIXED;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, r, REC_PREFIX);
+	memcpy(p + REC_PREFIX, &r->port, 4);
+	while (m) {
+		memcpy(q, &r->ev[__builtin_ctz(m)], 4);
+		q += 4;
+		m &= m - 1;
+	}
+#else
+	uint8_t full[REC_SIZE];
+
+	nt_rec_put(full, r);
+	memcpy(p, full, REC_PREFIX);
+	memcpy(p + REC_PREFIX, full + 104, 4);
+	while (m) {
+		put32(q, r->ev[__builtin_ctz(m)]);
+		q += 4;
+		m &= m - 1;
+	}
+#endif
+	return (size_t)(q - p);
+}
+
+/*
+ * The next packed record of a body of len bytes at *off, into r: its
+ * length checked against what is left.  false: it does not fit.
+ */
+static bool rec_unpack(struct ntbpf_rec *r, const uint8_t *p, size_t len, size_t *off)
+{
+	size_t o = *off;
+	uint32_t m, i;
+
+	if (len - o < PACK_FIXED)
+		return false;
+	p += o;
+	m = get32(p + 24) & ((1u << NTBPF_MAX_EV) - 1);
+	if (len - o - PACK_FIXED < (size_t)__builtin_popcount(m) * EV_SIZE)
+		return false;
+	r->t0 = get64(p);
+	r->sector = get64(p + 8);
+	r->dev = get32(p + 16);
+	r->bytes = get32(p + 20);
+	r->ev_mask = get32(p + 24);
+	r->ctrl = get16(p + 28);
+	r->qid = get16(p + 30);
+	r->cid = get16(p + 32);
+	r->op = p[34];
+	r->opcode = p[35];
+	r->flags = p[36];
+	r->role = p[37];
+	r->status = get16(p + 38);
+	r->port = get16(p + 40);
+	r->depth = get16(p + 42);
+	memset(r->reserved, 0, sizeof(r->reserved));
+	memset(r->ev, 0, sizeof(r->ev));
+	p += PACK_FIXED;
+	for (i = 0; m; m &= m - 1, p += EV_SIZE)
+		r->ev[__builtin_ctz(m)] = get32(p), i++;
+	*off = o + PACK_FIXED + i * EV_SIZE;
+	return true;
+}
+
+/*
+ * A chunk of packed uncoded records: the header, then the records as
+ * nt_rec_pack() lays them out, zeros to a multiple of 8 bytes.  One check
+ * pass and one write, no coding (what makes record cheap to run; the file
+ * is ~6x a coded chunk's size).
+ */
+static int write_packed(struct nt_writer *w)
 {
 	uint8_t hd[CHUNK_HDR];
-	const uint8_t *body = (const uint8_t *)recs;
-	size_t len = (size_t)n * REC_SIZE;
+	size_t len = w->pk_len;
 
 	if (w->err)
 		return w->err;
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-	{
-		uint32_t i;
-
-		if (grow((void **)&w->out, &w->out_cap, len, 1)) {
-			w->err = -ENOMEM;
-			return w->err;
-		}
-		for (i = 0; i < n; i++)
-			nt_rec_put(w->out + (size_t)i * REC_SIZE, &recs[i]);
-		body = w->out;
-	}
-#endif
-	memcpy(hd, RAWCHUNK_MAGIC, 4);
-	put32(hd + 4, n);
-	put32(hd + 8, REC_SIZE);
+	while (len % 8)
+		w->pk[len++] = 0;	/* room: NT_CHUNK_RECS * PACK_MAX + 8 */
+	memcpy(hd, PACKCHUNK_MAGIC, 4);
+	put32(hd + 4, w->n);
+	put32(hd + 8, PACK_FIXED);
 	put32(hd + 12, len);
-	put32(hd + 16, nt_raw_check(body, len));
+	put32(hd + 16, nt_pack_check(w->pk, len));
 	/* counted only whole: a chunk cut by ENOSPC is not in nt_writer_bytes() */
-	if (fwrite(hd, 1, CHUNK_HDR, w->f) != CHUNK_HDR || fwrite(body, 1, len, w->f) != len) {
+	if (fwrite(hd, 1, CHUNK_HDR, w->f) != CHUNK_HDR || fwrite(w->pk, 1, len, w->f) != len) {
 		w->err = errno ? -errno : -EIO;
 		return w->err;
 	}
 	w->bytes += CHUNK_HDR + len;
-	w->records += n;
+	w->records += w->n;
+	w->pk_len = 0;
+	return 0;
+}
+
+static int write_chunk(struct nt_writer *w)
+{
+	if (w->raw ? write_packed(w) : write_recs(w, w->recs, w->n))
+		return w->err;
+	w->n = 0;
 	return 0;
 }
 
 void nt_writer_set_raw(struct nt_writer *w, bool raw)
 {
+	/* the records collected so far go out in the kind they were collected for */
+	if (w->raw != raw && w->n && !w->err)
+		write_chunk(w);
 	w->raw = raw;
-}
-
-static int write_chunk(struct nt_writer *w)
-{
-	if (w->raw ? write_raw(w, w->recs, w->n) : write_recs(w, w->recs, w->n))
-		return w->err;
-	w->n = 0;
-	return 0;
 }
 
 int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
 {
 	if (w->err)
 		return w->err;
-	w->recs[w->n] = *r;
-	/* not written (no column): 0 whatever the caller left there */
-	memset(w->recs[w->n].reserved, 0, sizeof(r->reserved));
+	if (w->raw) {
+		w->pk_len += nt_rec_pack(w->pk + w->pk_len, r);
+	} else {
+		w->recs[w->n] = *r;
+		/* not written (no column): 0 whatever the caller left there */
+		memset(w->recs[w->n].reserved, 0, sizeof(r->reserved));
+	}
 	if (++w->n == NT_CHUNK_RECS)
 		return write_chunk(w);
 	return 0;
@@ -1232,7 +1349,7 @@ static int read_header(FILE *f, struct nt_header *h, uint64_t *off, char *err, s
 		return hdr_fail(h, NULL, err, errlen, NULL);
 	}
 	if (h->version < NT_FILE_VERSION_MIN) {	/* earlier formats: ntbpf's first days */
-		snprintf(err, errlen, "record file version %u not supported (this ntbpf reads versions %u and %u)",
+		snprintf(err, errlen, "record file version %u not supported (this ntbpf reads versions %u to %u)",
 			 h->version, NT_FILE_VERSION_MIN, NT_FILE_VERSION);
 		return hdr_fail(h, NULL, err, errlen, NULL);
 	}
@@ -1502,6 +1619,75 @@ static bool load_raw(struct nt_reader *rd, uint64_t at)
 }
 
 /*
+ * A chunk of packed uncoded records (write_packed), after its magic: the
+ * sizes are checked before anything is allocated (at most MAX_CHUNK_NREC
+ * records, each 44 to 108 bytes, zeros to a multiple of 8), the check
+ * decides, then each record must fit in what is left, and the records must
+ * end where the padding starts.
+ */
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+static bool load_packed(struct nt_reader *rd, uint64_t at)
+{
+	uint8_t hd[CHUNK_HDR];
+	uint32_t nrec, fixed, len, i;
+	size_t got, off = 0;
+
+	if (rd_read(rd, hd + 4, CHUNK_HDR - 4, "no trailer"))
+		return false;
+	nrec = get32(hd + 4);
+	fixed = get32(hd + 8);
+	len = get32(hd + 12);
+	if (!nrec || nrec > MAX_CHUNK_NREC || fixed != PACK_FIXED || len % 8 ||
+	    len < (uint64_t)nrec * PACK_FIXED || len > (uint64_t)nrec * PACK_MAX + 7) {
+		stop(rd, NT_READ_CORRUPT,
+		     "corrupt after %llu records: chunk at offset %llu has bad sizes (%u packed records of %u fixed bytes, %u bytes)",
+		     (unsigned long long)rd->records, (unsigned long long)at, nrec, fixed, len);
+		return false;
+	}
+	if (rd->nev != NTBPF_MAX_EV || rd->rec_size != REC_SIZE) {
+		stop(rd, NT_READ_CORRUPT,
+		     "chunk at offset %llu holds packed records of this version's layout, but the header's is %u bytes with %u events",
+		     (unsigned long long)at, rd->rec_size, rd->nev);
+		return false;
+	}
+	if (grow((void **)&rd->recs, &rd->recs_cap, nrec, REC_SIZE) ||
+	    grow((void **)&rd->comp, &rd->comp_cap, len, 1)) {
+		stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u records", nrec);
+		return false;
+	}
+	got = fread(rd->comp, 1, len, rd->f);
+	if (rd_got(rd, got, len))
+		return false;
+	if (nt_pack_check(rd->comp, len) != get32(hd + 16)) {
+		stop(rd, NT_READ_CORRUPT, "corrupt after %llu records: chunk at offset %llu (check mismatch)",
+		     (unsigned long long)rd->records, (unsigned long long)at);
+		return false;
+	}
+	for (i = 0; i < nrec; i++)
+		if (!rec_unpack(&rd->recs[i], rd->comp, len, &off))
+			break;
+	if (i < nrec || len - off >= 8 || !all_zero(rd->comp + off, len - off)) {
+		stop(rd, NT_READ_CORRUPT,
+		     "corrupt after %llu records: chunk at offset %llu: %s",
+		     (unsigned long long)rd->records + i, (unsigned long long)at,
+		     i < nrec ? "a packed record runs past the chunk" : "bytes after its last packed record");
+		return false;
+	}
+	rd->n = nrec;
+	rd->pos = 0;
+	rd->records += nrec;
+	rd->chunks++;
+	return true;
+}
+
+/*
  * Read and decode the next chunk; false when the file ended (status set).
  * Not inlined: nt_reader_next stays a short function for every record.
  */
@@ -1518,6 +1704,8 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 		read_trailer(rd);
 		return false;
 	}
+	if (!memcmp(hd, PACKCHUNK_MAGIC, 4))
+		return load_packed(rd, at);
 	if (!memcmp(hd, RAWCHUNK_MAGIC, 4))
 		return load_raw(rd, at);
 	if (memcmp(hd, CHUNK_MAGIC, 4)) {

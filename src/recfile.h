@@ -4,13 +4,16 @@
  *
  *   header   magic "NTBPFREC", version, then TLV items (host, kernel, clocks,
  *            hooks, controllers, queues, ...), CRC32
- *   chunks   "CHNK", record count, the records as bit-packed columns with a
- *            prediction chosen per column (colcodec.c), zlib, CRC32
+ *   chunks   "RECP" (record's default), record count, the records packed
+ *            (each with only the event slots it has), a Fletcher check; or
+ *            "CHNK" (record -z), the records as bit-packed columns with a
+ *            prediction chosen per column (colcodec.c), zlib, CRC32; or
+ *            "RECS" (version 4's default, read only), the records as they are
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *
- * One format version, NT_FILE_VERSION, is written; it and the one before
- * (NT_FILE_VERSION_MIN, the same without RECS chunks) are read; a file of
- * another is refused with a one-line cause.  Pure functions over stdio
+ * One format version, NT_FILE_VERSION, is written; it and the ones before
+ * down to NT_FILE_VERSION_MIN (without RECP, or RECS, chunks) are read; a
+ * file of another is refused with a one-line cause.  Pure functions over stdio
  * streams; no BPF, no root.
  */
 #ifndef NTBPF_RECFILE_H
@@ -22,8 +25,8 @@
 #include <linux/types.h>
 #include "ntbpf.h"
 
-#define NT_FILE_VERSION 4	/* written and read: 3 and RECS chunks (uncoded records) */
-#define NT_FILE_VERSION_MIN 3	/* read too (no RECS chunks); 1 and 2 (ntbpf's first days) are refused */
+#define NT_FILE_VERSION 5	/* written and read: 4 and RECP chunks (packed uncoded records) */
+#define NT_FILE_VERSION_MIN 3	/* read too (3: no RECS chunks, 4: RECS, no RECP); 1 and 2 (ntbpf's first days) are refused */
 #define NT_CHUNK_RECS 4096	/* records per chunk (a writer may flush earlier) */
 
 struct nt_hook_info {
@@ -172,9 +175,12 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a 
  */
 void nt_rec_put(uint8_t *p, const struct ntbpf_rec *r);
 void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p);
-/* the check of a RECS chunk's body (docs/record-format.md) */
+/* the checks of a RECS and a RECP chunk's body (docs/record-format.md) */
 uint32_t nt_raw_check(const uint8_t *p, size_t len);
-/* chunks of uncoded records from now on (record's default: ~10x the bytes, a fraction of the CPU) */
+uint32_t nt_pack_check(const uint8_t *p, size_t len);
+/* one record as a RECP chunk has it (docs/record-format.md) into p (room: 108 bytes); returns its length */
+size_t nt_rec_pack(uint8_t *p, const struct ntbpf_rec *r);
+/* chunks of packed uncoded records from now on (record's default: ~6x the bytes, a fraction of the CPU) */
 void nt_writer_set_raw(struct nt_writer *w, bool raw);
 int nt_writer_flush(struct nt_writer *w);	/* writes the pending records as a chunk (none: no-op), fflush */
 int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t);	/* flush, trailer, free; not fclose */
