@@ -32,7 +32,7 @@ VERSION   ?= $(if $(GIT_DESC),$(patsubst v%,%,$(GIT_DESC)),$(if $(GIT_HASH),$(BA
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -std=gnu11 \
 	   -Iinclude -Isrc -I$(OUTPUT) -DNTBPF_VERSION='"$(VERSION)"'
-BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
 	   -Iinclude -Ivmlinux -Ibpf
 LDLIBS  := -lbpf -lelf -lz -lcrypto
 ifeq ($(STATIC),1)

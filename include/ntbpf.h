@@ -123,6 +123,22 @@ struct nt_cnotes {
 	__u64 ts[NT_CNOTES];
 };
 
+/*
+ * record's per-CPU rings (in the BPF object, not on disk): each CPU's
+ * programs put records into their CPU's ring of an mmapable array, without
+ * a helper call or a lock; user space takes them every 20 ms.  A program
+ * that finds its CPU's ring full, or taken by a program it interrupted or
+ * preempted (busy), uses the shared ring buffer instead.  x86 only (the
+ * order of the programs' stores).  One per CPU, a cache line each.
+ */
+struct nt_pcr_ctl {
+	__u64 head;	/* records written into this CPU's ring (BPF) */
+	__u64 tail;	/* records taken from it (user space) */
+	__u64 busy;	/* programs of this CPU claiming it (atomic adds): 1, the one writing */
+	__u64 pad[5];
+};
+#define NT_PCR_MAX_RECS 8192	/* records per CPU ring, at most (a power of two) */
+
 /* An in-flight record in the BPF object's slot array (not on disk). */
 struct nt_slot {
 	__u64 key;		/* the request's address, 0: free */

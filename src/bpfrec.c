@@ -57,6 +57,7 @@ struct rec_state {
 	uint64_t hdr_len;		/* the length of this file's header, its room for the queue list included */
 	uint32_t nctrls0;		/* the header's controllers before any queue list was added */
 	bool discard;			/* NTBPF_TEST_COST=discard: records taken off the ring and dropped */
+	uint64_t seen;			/* records taken from the kernel (on_event) */
 	uint64_t discarded;
 };
 
@@ -64,6 +65,7 @@ static int on_event(void *ctx, void *data, size_t size)
 {
 	struct rec_state *st = ctx;
 
+	st->seen++;
 	if (st->discard) {
 		st->discarded++;
 		return 0;
@@ -82,6 +84,35 @@ static int on_event(void *ctx, void *data, size_t size)
 		st->pending = 0;
 	}
 	return 0;
+}
+
+/*
+ * record's per-CPU rings (struct nt_pcr_ctl), mapped: each CPU's records
+ * from its tail to its head, in order, through on_event; then the tail,
+ * which lets the CPU's programs reuse those places.
+ */
+struct pcr_reader {
+	struct nt_pcr_ctl *ctl;
+	const struct ntbpf_rec *recs;
+	int ncpu;
+	uint32_t n;	/* records per CPU, a power of two */
+	uint64_t taken;	/* records that came through them */
+};
+
+static void pcr_drain(struct pcr_reader *pc, struct rec_state *st)
+{
+	for (int c = 0; c < pc->ncpu; c++) {
+		struct nt_pcr_ctl *ctl = &pc->ctl[c];
+		uint64_t h = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE), t = ctl->tail;
+		const struct ntbpf_rec *ring = pc->recs + (size_t)c * pc->n;
+
+		/* a head more than a ring ahead is not the programs' (they never pass the tail) */
+		if (h - t > pc->n)
+			t = h - pc->n;
+		for (; t != h; t++, pc->taken++)
+			on_event(st, (void *)&ring[t & (pc->n - 1)], sizeof(struct ntbpf_rec));
+		__atomic_store_n(&ctl->tail, t, __ATOMIC_RELEASE);
+	}
 }
 
 static void rec_flush(struct rec_state *st)
@@ -491,6 +522,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_probes pr = { 0 };
 	struct nt_outfile of = { .fd = -1 };
 	struct ring_buffer *rb = NULL;
+	struct pcr_reader pc = { 0 };
 	struct rusage ru_start = { 0 };
 	uint64_t cpu_start = 0;
 	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
@@ -499,7 +531,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 								 cfg->sample_detach_all ? fn_gap_ns() : UINT64_MAX),
 				  .verbose = cfg->verbose };
 	struct nt_probe_opts po = { .sample = windowed ? 1 : cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
-				    .bpf_stats = cfg->bpf_stats,
+				    .bpf_stats = cfg->bpf_stats, .percpu_rings = true,
 				    .verbose = cfg->verbose };
 	int role, rc = 1, go_fd = -1, child_status = 0, knob = 0;
 	pid_t child = -1;
@@ -575,6 +607,14 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		fprintf(stderr, "ntbpf record: cannot set up the ring buffer: %s\n", strerror(errno));
 		goto out;
 	}
+	if (pr.pcr_recs) {
+		if (nt_probes_pcr_map(&pr, &pc.ctl, &pc.recs)) {
+			fprintf(stderr, "ntbpf record: cannot map the per-CPU rings: %s\n", strerror(errno));
+			goto out;
+		}
+		pc.ncpu = pr.pcr_ncpu;
+		pc.n = pr.pcr_recs;
+	}
 	/* recording really starts: only now does an existing file become FILE.old (as perf does) */
 	if (nt_outfile_start(&of, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf record: %s\n", err);
@@ -619,7 +659,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
 	last_flush = last_tick = st.part_start_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
-		int n = nt_recorder_poll(rb, 100);	/* records wait <= 100 ms */
+		/* records wait <= 100 ms; <= 20 ms in the per-CPU rings, which wake no one */
+		int n = nt_recorder_poll(rb, pc.ncpu ? 20 : 100);
+
+		pcr_drain(&pc, &st);
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0) {
@@ -670,6 +713,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	nt_probes_detach(&pr);
 	ring_buffer__consume(rb);
+	pcr_drain(&pc, &st);
 	if (st.live) {
 		uint64_t s2[ST_NR], t = nt_clock_ns(CLOCK_MONOTONIC);
 
@@ -694,6 +738,9 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				all[ST_EMITTED], all[ST_LOST_RINGBUF] + all[ST_LOST_MAP_FULL] + all[ST_NO_COMPLETE],
 				all[ST_NO_START], all[ST_INFLIGHT_END]);
 	}
+	if (cfg->verbose && pc.ncpu)
+		fprintf(stderr, "ntbpf record: per-CPU rings of %u records on %d CPUs: %" PRIu64 " records came through "
+			"them, %" PRIu64 " through the shared ring buffer\n", pc.n, pc.ncpu, pc.taken, st.seen - pc.taken);
 	if (cfg->bpf_stats) {
 		uint64_t ns, runs;
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include "ntbpf.h"
 #include "ntbpf.skel.h"
 #include "facts.h"
@@ -192,6 +193,60 @@ int nt_test_cost(void)
 	return v;
 }
 
+/*
+ * Records per CPU ring: NT_PCR_MAX_RECS, fewer where many CPUs would take
+ * more than 16 MiB in all (a CPU that fills its ring uses the shared ring
+ * buffer), at least 256; NTBPF_TEST_PCR_RECS (a power of two, 1 .. 8192)
+ * sets it for the tests.
+ */
+static uint32_t pcr_recs_for(int ncpu)
+{
+	const char *e = getenv("NTBPF_TEST_PCR_RECS");
+	uint32_t n = NT_PCR_MAX_RECS;
+
+	if (e && *e && strlen(e) < 6) {
+		char *end;
+		unsigned long v = strtoul(e, &end, 10);
+
+		if (!*end && v >= 1 && v <= NT_PCR_MAX_RECS && !(v & (v - 1))) {
+			fprintf(stderr, "ntbpf: test knob NTBPF_TEST_PCR_RECS=%lu: per-CPU rings of %lu records\n",
+				v, v);
+			return (uint32_t)v;
+		}
+	}
+	while (n > 256 && (uint64_t)ncpu * n * sizeof(struct ntbpf_rec) > (16u << 20))
+		n /= 2;
+	return n;
+}
+
+int nt_probes_pcr_map(struct nt_probes *p, struct nt_pcr_ctl **ctl, const struct ntbpf_rec **recs)
+{
+	size_t cl = (size_t)p->pcr_ncpu * sizeof(struct nt_pcr_ctl);
+	size_t rl = (size_t)p->pcr_ncpu * p->pcr_recs * sizeof(struct ntbpf_rec);
+	void *a, *b;
+
+	if (!p->pcr_recs) {
+		errno = ENOENT;
+		return -1;
+	}
+	a = mmap(NULL, cl, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(p->skel->maps.pcr_ctl), 0);
+	if (a == MAP_FAILED)
+		return -1;
+	b = mmap(NULL, rl, PROT_READ, MAP_SHARED, bpf_map__fd(p->skel->maps.pcr_recs), 0);
+	if (b == MAP_FAILED) {
+		int e = errno;
+
+		munmap(a, cl);
+		errno = e;
+		return -1;
+	}
+	p->pcr_ctl_map = a;
+	p->pcr_recs_map = b;
+	*ctl = a;
+	*recs = b;
+	return 0;
+}
+
 /* open, set rodata and autoload, load: 0; 1 if the load failed (lb names why); -1 on any other error */
 static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
 {
@@ -215,6 +270,15 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
 	skel->rodata->test_skip_end = test_skip_end();
 	skel->rodata->test_no_emit = !o->kernel_agg && nt_test_cost() == NT_TEST_COST_NOEMIT;
+	if (p->pcr_recs) {
+		skel->rodata->pcr_n = p->pcr_recs;
+		if (bpf_map__set_max_entries(skel->maps.pcr_ctl, p->pcr_ncpu) ||
+		    bpf_map__set_max_entries(skel->maps.pcr_recs, (uint32_t)p->pcr_ncpu * p->pcr_recs)) {
+			snprintf(err, errlen, "cannot size the per-CPU rings: %s", strerror(errno));
+			ntbpf_bpf__destroy(skel);
+			return -1;
+		}
+	}
 	/* only the fentry/fexit pairs use entry_ts; with no task storage they are never chosen */
 	if (p->no_task_storage)
 		bpf_map__set_autocreate(skel->maps.entry_ts, false);
@@ -288,6 +352,14 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 				 "no task storage for tracing programs (kernel before 5.11): kprobes used");
 		force_kprobe = true;
 	}
+	/* x86 only: elsewhere the programs' stores could be seen out of order (pcr_put) */
+#if defined(__x86_64__) || defined(__i386__)
+	if (o->percpu_rings && !o->kernel_agg) {
+		p->pcr_ncpu = libbpf_num_possible_cpus();
+		if (p->pcr_ncpu > 0)
+			p->pcr_recs = pcr_recs_for(p->pcr_ncpu);
+	}
+#endif
 	for (rounds = 0; rounds <= 2 * p->nhooks + 1; rounds++) {
 		int rc, i;
 
@@ -839,6 +911,11 @@ void nt_probes_destroy(struct nt_probes *p)
 		close(p->stats_fd);
 	p->stats_fd = -1;
 	nt_probes_detach(p);
+	if (p->pcr_ctl_map)
+		munmap(p->pcr_ctl_map, (size_t)p->pcr_ncpu * sizeof(struct nt_pcr_ctl));
+	if (p->pcr_recs_map)
+		munmap(p->pcr_recs_map, (size_t)p->pcr_ncpu * p->pcr_recs * sizeof(struct ntbpf_rec));
+	p->pcr_ctl_map = p->pcr_recs_map = NULL;
 	ntbpf_bpf__destroy(p->skel);
 	p->skel = NULL;
 }

@@ -37,6 +37,9 @@ struct nt_probes {
 	enum nt_detach detached;	/* between sampling windows: what is detached (sampling.h) */
 	int deferred;			/* 1 + the hook loaded but not attached (defer_*), or 0 */
 	int defer_for;			/* deferred: the hook that does its work (nvme_setup_cmd, nvmet_try_send_response) */
+	uint32_t pcr_recs;		/* records per CPU ring (nt_probe_opts.percpu_rings), 0: none */
+	int pcr_ncpu;			/* the rings: one per possible CPU */
+	void *pcr_ctl_map, *pcr_recs_map;	/* nt_probes_pcr_map's, unmapped by nt_probes_destroy */
 };
 
 struct nt_probe_opts {
@@ -57,6 +60,8 @@ struct nt_probe_opts {
 	 * queue without SQ head updates is seen (nt_probes_undefer)
 	 */
 	bool defer_data_send;
+	/* record: per-CPU rings before the shared ring buffer (struct nt_pcr_ctl; x86) */
+	bool percpu_rings;
 	bool verbose;
 	bool quiet;			/* no warning per refused hook (probe shows them) */
 	const struct nt_facts *facts;	/* already read (probe), or NULL: read them */
@@ -89,6 +94,11 @@ bool nt_probes_undefer_now(struct nt_probes *p, const char *cmd);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);
+/*
+ * The per-CPU rings mapped into user space (pcr_recs > 0): 0, or -1 with
+ * errno; nt_probes_destroy unmaps them
+ */
+int nt_probes_pcr_map(struct nt_probes *p, struct nt_pcr_ctl **ctl, const struct ntbpf_rec **recs);
 
 /* NTBPF_TEST_COST, a test knob of the cost model: 0, or what record leaves out */
 enum { NT_TEST_COST_EMPTY = 1, NT_TEST_COST_NOEMIT, NT_TEST_COST_DISCARD };
