@@ -126,7 +126,8 @@ struct nt_cnotes {
 /*
  * record's per-CPU rings (in the BPF object, not on disk): each CPU's
  * programs put records into their CPU's ring of an mmapable array, without
- * a helper call or a lock; user space takes them every 20 ms.  A program
+ * a helper call or a lock; user space takes them every 100 ms, or at once
+ * when a ring is half full (an 8-byte mark on the ring buffer).  A program
  * that finds its CPU's ring full, or taken by a program it interrupted or
  * preempted (busy), uses the shared ring buffer instead.  x86 only (the
  * order of the programs' stores).  One per CPU, a cache line each.

@@ -65,6 +65,8 @@ static int on_event(void *ctx, void *data, size_t size)
 {
 	struct rec_state *st = ctx;
 
+	if (size == sizeof(uint64_t))
+		return 0;	/* a per-CPU ring half full woke us (pcr_put): no record */
 	st->seen++;
 	if (st->discard) {
 		st->discarded++;
@@ -659,8 +661,8 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
 	last_flush = last_tick = st.part_start_ns = nt_clock_ns(CLOCK_MONOTONIC);
 	while (!st.werr) {
-		/* records wait <= 100 ms; <= 20 ms in the per-CPU rings, which wake no one */
-		int n = nt_recorder_poll(rb, pc.ncpu ? 20 : 100);
+		/* records wait <= 100 ms; a per-CPU ring half full wakes us at once */
+		int n = nt_recorder_poll(rb, 100);
 
 		pcr_drain(&pc, &st);
 		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);

@@ -867,10 +867,9 @@ void nt_rec_put(uint8_t *p, const struct ntbpf_rec *r)
 	put32(p + 108, 0);
 }
 
-void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p)
+/* bytes 0..39 of the record layout (RECS and RECP records alike) */
+static void rec_get_prefix(struct ntbpf_rec *r, const uint8_t *p)
 {
-	unsigned int i;
-
 	r->t0 = get64(p);
 	r->sector = get64(p + 8);
 	r->dev = get32(p + 16);
@@ -884,6 +883,13 @@ void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p)
 	r->flags = p[36];
 	r->role = p[37];
 	r->status = get16(p + 38);
+}
+
+void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p)
+{
+	unsigned int i;
+
+	rec_get_prefix(r, p);
 	for (i = 0; i < NTBPF_MAX_EV; i++)
 		r->ev[i] = get32(p + REC_PREFIX + 4 * i);
 	r->port = get16(p + 104);
@@ -942,19 +948,7 @@ static bool rec_unpack(struct ntbpf_rec *r, const uint8_t *p, size_t len, size_t
 	m = get32(p + 24) & ((1u << NTBPF_MAX_EV) - 1);
 	if (len - o - PACK_FIXED < (size_t)__builtin_popcount(m) * EV_SIZE)
 		return false;
-	r->t0 = get64(p);
-	r->sector = get64(p + 8);
-	r->dev = get32(p + 16);
-	r->bytes = get32(p + 20);
-	r->ev_mask = get32(p + 24);
-	r->ctrl = get16(p + 28);
-	r->qid = get16(p + 30);
-	r->cid = get16(p + 32);
-	r->op = p[34];
-	r->opcode = p[35];
-	r->flags = p[36];
-	r->role = p[37];
-	r->status = get16(p + 38);
+	rec_get_prefix(r, p);
 	r->port = get16(p + 40);
 	r->depth = get16(p + 42);
 	memset(r->reserved, 0, sizeof(r->reserved));
