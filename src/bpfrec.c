@@ -663,9 +663,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	while (!st.werr) {
 		/* records wait <= 100 ms; a per-CPU ring half full wakes us at once */
 		int n = nt_recorder_poll(rb, 100);
+		uint64_t t;
 
 		pcr_drain(&pc, &st);
-		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
+		t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0) {
 			fprintf(stderr, "ntbpf record: ring buffer poll failed: %s\n", strerror(-n));
