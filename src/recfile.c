@@ -1547,6 +1547,17 @@ static int rd_got(struct nt_reader *rd, size_t got, size_t want)
 	return -1;
 }
 
+/* RECS and RECP chunks hold this version's records: the file's header must say so (else stop) */
+static bool layout_is_ours(struct nt_reader *rd, uint64_t at, const char *kind)
+{
+	if (rd->nev == NTBPF_MAX_EV && rd->rec_size == REC_SIZE)
+		return true;
+	stop(rd, NT_READ_CORRUPT,
+	     "chunk at offset %llu holds %s records of this version's layout, but the header's is %u bytes with %u events",
+	     (unsigned long long)at, kind, rd->rec_size, rd->nev);
+	return false;
+}
+
 /*
  * A chunk of uncoded records (write_raw), after its magic: the sizes are
  * checked before anything is allocated (at most MAX_CHUNK_NREC records of
@@ -1571,12 +1582,8 @@ static bool load_raw(struct nt_reader *rd, uint64_t at)
 		     (unsigned long long)rd->records, (unsigned long long)at, nrec, rsize, len);
 		return false;
 	}
-	if (rd->nev != NTBPF_MAX_EV || rd->rec_size != REC_SIZE) {
-		stop(rd, NT_READ_CORRUPT,
-		     "chunk at offset %llu holds uncoded records of this version's layout, but the header's is %u bytes with %u events",
-		     (unsigned long long)at, rd->rec_size, rd->nev);
+	if (!layout_is_ours(rd, at, "uncoded"))
 		return false;
-	}
 	if (grow((void **)&rd->recs, &rd->recs_cap, nrec, REC_SIZE)) {
 		stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u records", nrec);
 		return false;
@@ -1645,12 +1652,8 @@ static bool load_packed(struct nt_reader *rd, uint64_t at)
 		     (unsigned long long)rd->records, (unsigned long long)at, nrec, fixed, len);
 		return false;
 	}
-	if (rd->nev != NTBPF_MAX_EV || rd->rec_size != REC_SIZE) {
-		stop(rd, NT_READ_CORRUPT,
-		     "chunk at offset %llu holds packed records of this version's layout, but the header's is %u bytes with %u events",
-		     (unsigned long long)at, rd->rec_size, rd->nev);
+	if (!layout_is_ours(rd, at, "packed"))
 		return false;
-	}
 	if (grow((void **)&rd->recs, &rd->recs_cap, nrec, REC_SIZE) ||
 	    grow((void **)&rd->comp, &rd->comp_cap, len, 1)) {
 		stop(rd, NT_READ_CORRUPT, "out of memory for a chunk of %u records", nrec);
