@@ -787,6 +787,8 @@ static void fletcher64(const uint8_t *p, size_t len, uint64_t *pa, uint64_t *pb)
 	uint64_t a = 0, b = 0, v;
 	size_t i;
 
+	/* unrolled: a load and two adds a word, the loop's own three every four words */
+#pragma GCC unroll 4
 	for (i = 0; i + 8 <= len; i += 8) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 		memcpy(&v, p + i, 8);
@@ -905,7 +907,38 @@ void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p)
  * one role (6-8 of 16 slots): 68-72 bytes instead of 112, which is what
  * writing the file costs by (the page cache's copy, per byte).
  */
-size_t nt_rec_pack(uint8_t *p, const struct ntbpf_rec *r)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/*
+ * The slots of e[0..3] whose bits are set in m's low four, in order, at q:
+ * a jump by those four bits to their copy, a load and a store a slot (or
+ * two slots, or three, in one go where they are neighbours).  ~30
+ * instructions for the 16 slots where a loop over the set bits took ~9 per
+ * slot set (a record has 6-8): ~40 a record less on the lab's clock.
+ */
+static inline __attribute__((always_inline)) uint8_t *pack4(uint8_t *q, const uint32_t *e, uint32_t m)
+{
+	switch (m & 15) {
+	case 0: return q;
+	case 1: memcpy(q, e, 4); return q + 4;
+	case 2: memcpy(q, e + 1, 4); return q + 4;
+	case 3: memcpy(q, e, 8); return q + 8;
+	case 4: memcpy(q, e + 2, 4); return q + 4;
+	case 5: memcpy(q, e, 4); memcpy(q + 4, e + 2, 4); return q + 8;
+	case 6: memcpy(q, e + 1, 8); return q + 8;
+	case 7: memcpy(q, e, 12); return q + 12;
+	case 8: memcpy(q, e + 3, 4); return q + 4;
+	case 9: memcpy(q, e, 4); memcpy(q + 4, e + 3, 4); return q + 8;
+	case 10: memcpy(q, e + 1, 4); memcpy(q + 4, e + 3, 4); return q + 8;
+	case 11: memcpy(q, e, 8); memcpy(q + 8, e + 3, 4); return q + 12;
+	case 12: memcpy(q, e + 2, 8); return q + 8;
+	case 13: memcpy(q, e, 4); memcpy(q + 4, e + 2, 8); return q + 12;
+	case 14: memcpy(q, e + 1, 12); return q + 12;
+	default: memcpy(q, e, 16); return q + 16;
+	}
+}
+#endif
+
+static inline __attribute__((always_inline)) size_t rec_pack(uint8_t *p, const struct ntbpf_rec *r)
 {
 	uint32_t m = r->ev_mask & ((1u << NTBPF_MAX_EV) - 1);
 	uint8_t *q = p + PACK_FIXED;
@@ -913,11 +946,11 @@ size_t nt_rec_pack(uint8_t *p, const struct ntbpf_rec *r)
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	memcpy(p, r, REC_PREFIX);
 	memcpy(p + REC_PREFIX, &r->port, 4);
-	while (m) {
-		memcpy(q, &r->ev[__builtin_ctz(m)], 4);
-		q += 4;
-		m &= m - 1;
-	}
+	_Static_assert(NTBPF_MAX_EV == 16, "nt_rec_pack: four groups of four slots");
+	q = pack4(q, r->ev, m);
+	q = pack4(q, r->ev + 4, m >> 4);
+	q = pack4(q, r->ev + 8, m >> 8);
+	q = pack4(q, r->ev + 12, m >> 12);
 #else
 	uint8_t full[REC_SIZE];
 
@@ -931,6 +964,11 @@ size_t nt_rec_pack(uint8_t *p, const struct ntbpf_rec *r)
 	}
 #endif
 	return (size_t)(q - p);
+}
+
+size_t nt_rec_pack(uint8_t *p, const struct ntbpf_rec *r)
+{
+	return rec_pack(p, r);
 }
 
 /*
@@ -1012,7 +1050,7 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
 	if (w->err)
 		return w->err;
 	if (w->raw) {
-		w->pk_len += nt_rec_pack(w->pk + w->pk_len, r);
+		w->pk_len += rec_pack(w->pk + w->pk_len, r);
 	} else {
 		w->recs[w->n] = *r;
 		/* not written (no column): 0 whatever the caller left there */
