@@ -1095,6 +1095,15 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		return 0;
 	}
 	ev_set(r, EV_I_BLK_DONE, bpf_ktime_get_ns());
+	/*
+	 * An NVMe I/O's status (nvme_complete_rq's, since 5.11): an I/O that
+	 * failed has an error here (nvme_error_status(status)), one that did
+	 * not had status 0 (its success code), so only a failed I/O needs the
+	 * probe read.  A status the NVMe request does not hold: the block
+	 * layer's error.
+	 */
+	if (!blk_tp_has_q && error && (r->flags & NTBPF_F_NVME))
+		r->status = BPF_CORE_READ((struct nvme_request *)((void *)rq + bpf_core_type_size(struct request)), status);
 	if (!r->status)
 		r->status = (__u16)error;
 	/* counted only where hctx->driver_data was the queue (on_setup_cmd): loads, no helper call */
@@ -1328,8 +1337,12 @@ static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 
 	if (r) {
 		ev_set(r, EV_I_NVME_DONE, bpf_ktime_get_ns());
-		/* a probe read; the in-kernel histograms keep no status */
-		if (!kernel_agg)
+		/*
+		 * block_rq_complete reads it where the I/O failed (its error),
+		 * except before 5.11 (no error there): a probe read here then.
+		 * The in-kernel histograms keep no status.
+		 */
+		if (!kernel_agg && blk_tp_has_q)
 			r->status = BPF_CORE_READ(nreq, status);
 	}
 	return 0;

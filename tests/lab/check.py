@@ -514,6 +514,34 @@ def live_failed_groups(d, status="blk:10"):
     return f"{bad} I/Os in groups of status {status} (fio: {err} errors), {ok} ok, {lost} lost, fio {n} I/Os"
 
 
+def record_failed_status(d, status):
+    """failed I/Os in records (--bad-sectors: the target's null_blk fails them, nvmet answers
+    with STATUS, e.g. 0x6006: Internal Error, More, DNR): in groups of their own, the NVMe status the
+    response carried on both hosts (the initiator reads it only for an I/O whose block layer
+    error says it failed: a status lost there would show the block error, 0x000a), as many as
+    fio's errors; the ok groups hold fio's other I/Os, paired"""
+    rep = _report(d)
+    # the target's own groups (device nsidN) hold its unpaired records: the initiator kernel's
+    # reads of the namespace at connect (partition scan, sector 0: failed too), before its recorder
+    groups = [g for g in rep["groups"] if not g["device"].startswith("nsid")]
+    bad = {}
+    for g in groups:
+        if g["status"] != "ok":
+            bad[g["status"]] = bad.get(g["status"], 0) + g["count"]
+    ok = sum(g["count"] for g in groups if g["status"] == "ok")
+    job = load(d, "fio.json")["jobs"][0]
+    err = job.get("total_err")
+    assert err, "fio counted no errors (continue_on_error=all and --bad-sectors wanted)"
+    assert set(bad) == {status}, f"failed groups of status {sorted(bad)}, {status} wanted"
+    assert bad[status] == err, f"{bad[status]} I/Os of status {status}, fio counted {err} errors"
+    n = fio_total_ios(load(d, "fio.json"))
+    assert ok + bad[status] == n, f"ok {ok} + failed {bad[status]} vs fio's {n} I/Os"
+    for g in groups:
+        m = g["stages"].get("target_residence", {}).get("count")
+        assert m == g["count"], f"group {g['op']}/{g['status']}: {m} of {g['count']} I/Os paired with the target's"
+    return f"{bad[status]} I/Os of status {status} (fio: {err} errors), {ok} ok, every I/O paired"
+
+
 def live_host_stages_sum(d, min_intervals=3, rel=0.01, unstamped=False):
     """an initiator alone: over the run, each of its six host stages (remote for the target's
     part) covers every I/O and their totals add up to end_to_end's.  In-kernel histograms are
@@ -796,7 +824,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
-                                  live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, live_metrics, hooks_state,
+                                  live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, record_failed_status, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
                                   finding, live_queues, windows_detached, rotated_parts)}
 

@@ -225,6 +225,12 @@ SCENARIOS = [
               "--fio", "rw=randread bs=4k iodepth=4 numjobs=2 runtime=1 number_ios=1000 cpus_allowed=0-1"
                        " cpus_allowed_policy=split"],
      "checks": BASIC + [("queues_listed", {"n": 2, "max_depth": 4})] + findings(absent=("queue_imbalance",))},
+    # failed I/Os in records: the target's null_blk fails reads of the first 1 % of its sectors,
+    # nvmet answers Internal Error with More and DNR (0x6006), the initiator's record keeps it
+    {"name": "one-6.12-icount-record-failed-ios",
+     "args": ["--topology", "one", "--kernel", "6.12", "--clock", "icount", "--bad-sectors", "0-20971",
+              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=1 number_ios=1500 continue_on_error=all"],
+     "checks": [("record_failed_status", {"status": "0x6006"})]},
     # 7.2 (Debian unstable, split packaging, virtio built in): two hosts, and a 7.2 initiator
     # against a 6.1 target
     {"name": "two-7.2-randread-qd1",
