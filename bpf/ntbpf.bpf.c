@@ -1102,9 +1102,10 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	 * probe read.  A status the NVMe request does not hold: the block
 	 * layer's error.  Where nvme-core has no BTF (not loaded), the type
 	 * check is 0 and the verifier drops the read: this program loads on
-	 * any host.
+	 * any host.  The in-kernel histograms keep the block layer's error.
 	 */
-	if (bpf_core_type_exists(struct nvme_request) && !blk_tp_has_q && error && (r->flags & NTBPF_F_NVME))
+	if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && !blk_tp_has_q && error &&
+	    (r->flags & NTBPF_F_NVME))
 		r->status = BPF_CORE_READ((struct nvme_request *)((void *)rq + bpf_core_type_size(struct request)), status);
 	if (!r->status)
 		r->status = (__u16)error;
