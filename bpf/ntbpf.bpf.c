@@ -1045,6 +1045,12 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 	return 0;
 }
 
+/* struct nvme_request opens every NVMe driver's blk-mq pdu, right behind struct request */
+static __always_inline struct nvme_request *nvme_req_of_rq(struct request *rq)
+{
+	return (void *)rq + bpf_core_type_size(struct request);
+}
+
 static __always_inline int on_rq_complete(bool btf, struct request *rq, int error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq;
@@ -1106,7 +1112,7 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	 */
 	if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && !blk_tp_has_q && error &&
 	    (r->flags & NTBPF_F_NVME))
-		r->status = BPF_CORE_READ((struct nvme_request *)((void *)rq + bpf_core_type_size(struct request)), status);
+		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
 	if (!r->status)
 		r->status = (__u16)error;
 	/* counted only where hctx->driver_data was the queue (on_setup_cmd): loads, no helper call */
@@ -1215,7 +1221,7 @@ static __always_inline __u32 nvme_head_devt_of(bool btf, struct gendisk *disk, v
 static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
 {
 	__u64 now, key = (__u64)rq, q = 0, dq;
-	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
+	struct nvme_request *nreq = nvme_req_of_rq(rq);
 	struct blk_mq_hw_ctx *hctx;
 	struct ntbpf_rec tmp, *r;
 	struct nt_slot *slot;
@@ -1336,7 +1342,7 @@ static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 {
 	__u64 key = (__u64)rq;
 	struct ntbpf_rec *r = rec_get(key);
-	struct nvme_request *nreq = (void *)tcp_req_of_rq(rq);
+	struct nvme_request *nreq = nvme_req_of_rq(rq);
 
 	if (r) {
 		ev_set(r, EV_I_NVME_DONE, bpf_ktime_get_ns());

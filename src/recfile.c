@@ -899,14 +899,6 @@ void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p)
 	memset(r->reserved, 0, sizeof(r->reserved));
 }
 
-/*
- * One record packed (a RECP chunk's record, docs/record-format.md): bytes
- * 0..39 of the record layout, port and depth, then ev[i] for each bit i < 16
- * of ev_mask, in slot order (a slot outside ev_mask holds nothing: it is
- * read as 0); returns its length.  A record has the events of
- * one role (6-8 of 16 slots): 68-72 bytes instead of 112, which is what
- * writing the file costs by (the page cache's copy, per byte).
- */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 /*
  * The slots of e[0..3] whose bits are set in m's low four, in order, at q:
@@ -938,6 +930,14 @@ static inline __attribute__((always_inline)) uint8_t *pack4(uint8_t *q, const ui
 }
 #endif
 
+/*
+ * One record packed (a RECP chunk's record, docs/record-format.md): bytes
+ * 0..39 of the record layout, port and depth, then ev[i] for each bit i < 16
+ * of ev_mask, in slot order (a slot outside ev_mask holds nothing: it is
+ * read as 0); returns its length.  A record has the events of
+ * one role (6-8 of 16 slots): 68-72 bytes instead of 112, which is what
+ * writing the file costs by (the page cache's copy, per byte).
+ */
 static inline __attribute__((always_inline)) size_t rec_pack(uint8_t *p, const struct ntbpf_rec *r)
 {
 	uint32_t m = r->ev_mask & ((1u << NTBPF_MAX_EV) - 1);

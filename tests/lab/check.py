@@ -529,12 +529,12 @@ def record_failed_status(d, status):
         if g["status"] != "ok":
             bad[g["status"]] = bad.get(g["status"], 0) + g["count"]
     ok = sum(g["count"] for g in groups if g["status"] == "ok")
-    job = load(d, "fio.json")["jobs"][0]
-    err = job.get("total_err")
+    fio = load(d, "fio.json")
+    err = fio["jobs"][0].get("total_err")
     assert err, "fio counted no errors (continue_on_error=all and --bad-sectors wanted)"
     assert set(bad) == {status}, f"failed groups of status {sorted(bad)}, {status} wanted"
     assert bad[status] == err, f"{bad[status]} I/Os of status {status}, fio counted {err} errors"
-    n = fio_total_ios(load(d, "fio.json"))
+    n = fio_total_ios(fio)
     assert ok + bad[status] == n, f"ok {ok} + failed {bad[status]} vs fio's {n} I/Os"
     for g in groups:
         m = g["stages"].get("target_residence", {}).get("count")
