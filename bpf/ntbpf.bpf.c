@@ -1844,12 +1844,28 @@ static __always_inline struct ntbpf_rec *tgt_rec_sqhd_off(bool btf, struct nvmet
 	return tgt_rec_of(btf, cmd, sp, key);
 }
 
-/* the R2T for a write has been handed to the socket */
+/* the R2T for a write has been handed to the socket (the 6.1 stand-in: its last send's entry) */
 static __always_inline int on_r2t_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
 				       struct nt_slot *s, __u64 key, __u64 ts, int ret)
 {
 	if (ret == 1)
 		ev_set(r, EV_T_R2T_SENT, ts);
+	return 0;
+}
+
+/*
+ * nvmet_try_send_r2t(cmd) entered: r2t_sent is the entry of the last call,
+ * the one that sends the R2T's last byte (a send cut short is called again,
+ * and each call overwrites the stamp), as cmd_sent on the initiator.
+ */
+static __always_inline int on_r2t_send(bool btf, struct nvmet_tcp_cmd *cmd)
+{
+	struct nt_slot *s;
+	__u64 k;
+	struct ntbpf_rec *r = tgt_rec_of(btf, cmd, &s, &k);
+
+	if (r)
+		ev_set(r, EV_T_R2T_SENT, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -1867,6 +1883,23 @@ static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, str
 }
 
 /*
+ * nvmet_try_send_response(cmd) entered: resp_sent is the entry of the first
+ * call, and the record is emitted there, in the one program run (no fexit:
+ * a run and the trampoline's call of the function fewer per I/O).  A
+ * response of 24 bytes (28 with a header digest) goes out whole unless the
+ * socket has no room for it; the calls after such a first one find no
+ * record, and the wait for room, TCP's, counts as network time.
+ */
+static __always_inline int on_resp_send(bool btf, struct nvmet_tcp_cmd *cmd)
+{
+	struct nt_slot *s;
+	__u64 k;
+	struct ntbpf_rec *r = tgt_rec_of(btf, cmd, &s, &k);
+
+	return r ? on_resp_sent(btf, cmd, r, s, k, bpf_ktime_get_ns(), 1) : 0;
+}
+
+/*
  * C2H data with SUCCESS (sqhd disabled: the gate, tgt_rec_sqhd_off, checked
  * it) ends the command without a response capsule
  */
@@ -1878,8 +1911,8 @@ static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd,
 	return 0;
 }
 
-EXIT_HOOK2(nvmet_try_send_response, on_resp_sent, struct nvmet_tcp_cmd *, bool, tgt_rec_of)
-EXIT_HOOK2(nvmet_try_send_r2t, on_r2t_sent, struct nvmet_tcp_cmd *, bool, tgt_rec_of)
+ENTRY_HOOK1(nvmet_try_send_response, on_resp_send, struct nvmet_tcp_cmd *)
+ENTRY_HOOK1(nvmet_try_send_r2t, on_r2t_send, struct nvmet_tcp_cmd *)
 EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_rec_sqhd_off)
 
 /*

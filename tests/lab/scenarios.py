@@ -318,6 +318,14 @@ SCENARIOS = [
               "--fio", "rw=randrw bs=8k iodepth=1 numjobs=1 runtime=4"],
      "checks": BASIC + [("functions_attached_as", {"kinds": ["kprobe", "kretprobe"]}),
                         ("ops_present", {"ops": ["read", "write"]})]},
+    # kprobes on 6.12, where every send helper is a function of its own: the entry-only kprobes
+    # that stamp cmd_sent, r2t_sent and resp_sent (the record emitted at that entry), with R2T
+    # writes (64k > the 16k in-capsule size) and reads
+    {"name": "one-6.12-randrw64k-kprobe",
+     "args": ["--topology", "one", "--kernel", "6.12", "--record-args", "--kprobe",
+              "--fio", "rw=randrw bs=64k iodepth=2 numjobs=1 runtime=3"],
+     "checks": BASIC + [("functions_attached_as", {"kinds": ["kprobe", "kretprobe"]}),
+                        ("ops_present", {"ops": ["read", "write"]})]},
     # continuous mode across hosts: ntbpf live --serve on the target, --peer on the initiator,
     # netem switched on 6 s into a 12 s run
     {"name": "two-6.12-live-netem-50ms-at-6s",

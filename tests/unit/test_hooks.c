@@ -166,7 +166,7 @@ static const struct expect k612[] = {
 	A("nvmet_bdev_execute_rw", FENTRY), A("nvmet_bdev_execute_flush", FENTRY),
 	A("nvmet_file_execute_rw", FENTRY), A("nvmet_file_execute_flush", FENTRY),
 	A("nvmet_req_complete", TP_BTF),
-	A("nvmet_try_send_response", FEXIT), A("nvmet_try_send_r2t", FEXIT), A("nvmet_try_send_data", FEXIT),
+	A("nvmet_try_send_response", FENTRY), A("nvmet_try_send_r2t", FENTRY), A("nvmet_try_send_data", FEXIT),
 	N("kernel_sendpage", NOT_NEEDED),	/* gone since 6.5, and what it stands in for attaches: no news */
 };
 
@@ -333,8 +333,10 @@ static void test_prog_to_hook(void **state)
 	nt_hooks_decide(&f, c, n, 0, false);
 	assert_int_equal(nt_hook_of_prog(c, n, "fentry_nvme_tcp_try_send_cmd_pdu"), hook_index("nvme_tcp_try_send_cmd_pdu"));
 	assert_int_equal(nt_hook_of_prog(c, n, "fexit_nvme_tcp_try_send_cmd_pdu"), -1);	/* an entry hook now */
-	assert_int_equal(nt_hook_of_prog(c, n, "fexit_nvmet_try_send_response"), hook_index("nvmet_try_send_response"));
+	assert_int_equal(nt_hook_of_prog(c, n, "fexit_nvmet_try_send_response"), -1);	/* an entry hook too */
 	assert_int_equal(nt_hook_of_prog(c, n, "fentry_nvmet_try_send_response"), hook_index("nvmet_try_send_response"));
+	assert_int_equal(nt_hook_of_prog(c, n, "fexit_nvmet_try_send_data"), hook_index("nvmet_try_send_data"));
+	assert_int_equal(nt_hook_of_prog(c, n, "fentry_nvmet_try_send_data"), hook_index("nvmet_try_send_data"));
 	assert_int_equal(nt_hook_of_prog(c, n, "tp_btf_nvme_setup_cmd"), hook_index("nvme_setup_cmd"));
 	assert_int_equal(nt_hook_of_prog(c, n, "raw_tp_nvme_setup_cmd"), -1);	/* not the chosen variant */
 	assert_int_equal(nt_hook_of_prog(c, n, "kh_record"), -1);
