@@ -1844,15 +1844,6 @@ static __always_inline struct ntbpf_rec *tgt_rec_sqhd_off(bool btf, struct nvmet
 	return tgt_rec_of(btf, cmd, sp, key);
 }
 
-/* the R2T for a write has been handed to the socket (the 6.1 stand-in: its last send's entry) */
-static __always_inline int on_r2t_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
-				       struct nt_slot *s, __u64 key, __u64 ts, int ret)
-{
-	if (ret == 1)
-		ev_set(r, EV_T_R2T_SENT, ts);
-	return 0;
-}
-
 /*
  * nvmet_try_send_r2t(cmd) entered: r2t_sent is the entry of the last call,
  * the one that sends the R2T's last byte (a send cut short is called again,
@@ -1966,7 +1957,7 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 		if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_RESPONSE))
 			on_resp_sent(false, cmd, r, slot, key, ts, 1);
 		else if (state == bpf_core_enum_value(enum nvmet_tcp_send_state, NVMET_TCP_SEND_R2T))
-			on_r2t_sent(false, cmd, r, slot, key, ts, 1);
+			ev_set(r, EV_T_R2T_SENT, ts);	/* the R2T is out */
 	}
 	return 0;
 }
