@@ -980,6 +980,18 @@ int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 	return handler(false, (T0)a.a[0], r, s, k, a.ts, ret);			\
 }
 
+/* the tp_btf program once more as tp_btf_rc_tp, whose handler may call bpf_rdonly_cast (btf 2) */
+#define TP_RC2(tp, handler, T0, T1, run_armed)					\
+SEC("tp_btf/" #tp)								\
+int BPF_PROG(tp_btf_rc_##tp, T0 a0, T1 a1)					\
+{										\
+	int p = stays_paused();							\
+										\
+	if (p == 1 || (p == 2 && !(run_armed)))					\
+		return 0;							\
+	return NONNULL(a0) && NONNULL(a1) ? handler(2, a0, a1) : 0;		\
+}
+
 /* ------------------------------------------------------------------ */
 /* initiator: block layer                                              */
 
@@ -1424,6 +1436,25 @@ static __always_inline __u64 sk_arrival(struct qstate *s, struct sock *sk, __u32
 	return arrival_of(s, BPF_CORE_READ((struct tcp_sock *)sk, copied_seq) + extra);
 }
 
+/*
+ * bpf_rdonly_cast (v6.2) makes a kept address a typed pointer to load from
+ * directly (a guarded load, ~8 instructions) where a probe read is a helper
+ * call (~80 on the lab's clock).  Weak: on a kernel without it the programs
+ * that call it are not loaded (their tp_btf_rc_ names; src/hooks.c).
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* sk_arrival through bpf_rdonly_cast: sk is an address kept in the queue's state */
+static __always_inline __u64 sk_arrival_rc(struct qstate *s, struct sock *sk, __u32 extra)
+{
+	struct tcp_sock *tp;
+
+	if (!s || !sk)
+		return 0;
+	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	return arrival_of(s, tp->copied_seq + extra);
+}
+
 static __always_inline __u64 queue_arrival(struct qstate *s, struct socket *sock, __u32 extra)
 {
 	if (!s || !sock)
@@ -1659,9 +1690,10 @@ static __always_inline __u8 nvme_op(__u8 opcode)
 	}
 }
 
-static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct nvme_command *cmd)
+/* btf: 0 probe reads (raw_tp), 1 BTF loads (tp_btf), 2 BTF loads and bpf_rdonly_cast (tp_btf_rc_) */
+static __always_inline int on_req_init(int btf, struct nvmet_req *req, struct nvme_command *cmd)
 {
-	__u64 now, key = (__u64)req, q, arr, slba;
+	__u64 now, key = (__u64)req, q, arr, slba, pick;
 	struct nvmet_sq *sq = RD(btf, req, sq);
 	struct ntbpf_rec tmp, *r;
 	struct nt_slot *slot;
@@ -1693,7 +1725,18 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 		stat_inc(ST_FILTERED);
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
+	q = tgt_queue_of_sq(sq);
+	s = qstate_of(q);
+	/*
+	 * No clock read of its own where nvmet_tcp_try_recv_pdu's program
+	 * noted when it picked this command up: that call is running now (it
+	 * read the header, then handed the PDU to nvmet_req_init), its time a
+	 * few microseconds back.  No stage ends at req_init (docs/stages.md),
+	 * so the record has no req_init event then; it has one where there is
+	 * no cmd_pickup.  The clock read was ~55 instructions per I/O.
+	 */
+	pick = s ? s->pickup : 0;
+	now = pick ? pick : bpf_ktime_get_ns();
 	if (outside_window(now))
 		return 0;
 	r = rec_claim(key, now, &slot, &tmp, &gone);
@@ -1707,11 +1750,9 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	r->bytes = RD(btf, cmd, common.dptr.sgl.length);
 	r->sector = slba;
 	r->ctrl = RD(btf, sq, ctrl, cntlid);
-	q = tgt_queue_of_sq(sq);
 	/* a command belongs to one queue: a lost record of it counted in q's depth */
 	if (gone)
 		depth_out(q);
-	s = qstate_of(q);
 	/* a connection's facts are read at its first I/O (after conn_reset) */
 	sock = s && s->sock ? NULL : q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
 	if (s && !s->sock) {
@@ -1737,8 +1778,9 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	}
 	r->t0 = now;
 	/* recvmsg has just read the command header: copied_seq is right behind it */
-	arr = sk_arrival(s, sk, 0);
-	if (arr && arr <= now) {
+	arr = btf == 2 ? sk_arrival_rc(s, sk, 0) : sk_arrival(s, sk, 0);
+	/* a delivery noted before this run: with pick, it may have come after the pickup (below) */
+	if (arr && (pick || arr <= now)) {
 		r->t0 = arr;
 		ev_set(r, EV_T_CMD_ARRIVE, arr);
 	}
@@ -1746,9 +1788,10 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 	 * The header's tail can arrive while nvmet_tcp_try_recv_pdu is already
 	 * reading it: the PDU is picked up when it has all arrived.
 	 */
-	if (s && s->pickup && s->pickup <= now)
-		ev_set(r, EV_T_CMD_PICKUP, s->pickup >= r->t0 ? s->pickup : r->t0);
-	ev_set(r, EV_T_REQ_INIT, now);
+	if (pick)
+		ev_set(r, EV_T_CMD_PICKUP, pick >= r->t0 ? pick : r->t0);
+	else
+		ev_set(r, EV_T_REQ_INIT, now);
 	if (rec_publish(key, slot, r))
 		depth_out(q);
 	return 0;
@@ -1756,6 +1799,7 @@ static __always_inline int on_req_init(bool btf, struct nvmet_req *req, struct n
 
 /* armed here, the command's arrival and pickup were not noted: that I/O is left out */
 TP_HOOK2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *, false)
+TP_RC2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *, false)
 
 /* the request goes to the backend; for data that came after an R2T, note when it arrived */
 static __always_inline int on_exec(bool btf, struct nvmet_req *req)

@@ -177,6 +177,8 @@ void nt_facts_read_system(struct nt_facts *f)
 	f->root = geteuid() == 0;
 	f->vmlinux_btf = vmlinux_btf() != NULL;
 	f->kprobes = path_exists("/sys/bus/event_source/devices/kprobe");
+	/* kfuncs are functions of vmlinux BTF; a program that calls one this kernel lacks does not load */
+	f->rdonly_cast = vmlinux_btf() ? btf__find_by_name_kind(vmlinux_btf(), "bpf_rdonly_cast", BTF_KIND_FUNC) > 0 : -1;
 	f->tracefs = -1;
 	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]) && !root; i++) {
 		char p[128];

@@ -41,7 +41,7 @@ static const struct nt_hook hooks[] = {
 	{ .name = "nvmet_tcp_try_recv_pdu", .kind = NT_HK_ENTRY, .where = "nvmet_tcp", .module = "nvmet_tcp", .roles = T,
 	  .boundary = "cmd_pickup", .instead = "nstack_submission and nvmet_tcp_submission not measured" },
 	{ .name = "nvmet_req_init", .kind = NT_HK_TP, .where = "nvmet", .module = "nvmet", .roles = T,
-	  .boundary = "req_init (target record created)", .instead = "no target records" },
+	  .boundary = "req_init (target record created)", .instead = "no target records", .rc = true },
 	{ .name = "nvmet_bdev_execute_rw", .kind = NT_HK_ENTRY, .where = "nvmet", .module = "nvmet", .roles = T,
 	  .boundary = "exec (block-device namespace read/write)" },
 	{ .name = "nvmet_bdev_execute_flush", .kind = NT_HK_ENTRY, .where = "nvmet", .module = "nvmet", .roles = T,
@@ -158,8 +158,9 @@ const struct nt_mod_fact *nt_facts_mod(const struct nt_facts *f, const char *nam
 
 void nt_facts_print(FILE *out, const struct nt_facts *f)
 {
-	fprintf(out, "# ntbpf facts 1\nkernel %s\nroot %d\nvmlinux_btf %d\nkallsyms %d\ntracefs %d\nkprobes %d\n",
-		f->kernel[0] ? f->kernel : "-", f->root, f->vmlinux_btf, f->kallsyms, f->tracefs, f->kprobes);
+	fprintf(out, "# ntbpf facts 1\nkernel %s\nroot %d\nvmlinux_btf %d\nkallsyms %d\ntracefs %d\nkprobes %d\n"
+		"rdonly_cast %d\n", f->kernel[0] ? f->kernel : "-", f->root, f->vmlinux_btf, f->kallsyms, f->tracefs,
+		f->kprobes, f->rdonly_cast);
 	for (int i = 0; i < f->nmod && i < NT_FACT_MODS; i++)
 		fprintf(out, "module %s loaded=%d btf=%d\n", f->mod[i].name, f->mod[i].loaded, f->mod[i].btf);
 	for (int i = 0; i < f->ntp && i < NT_FACTS_MAX; i++)
@@ -203,7 +204,7 @@ int nt_facts_parse(FILE *in, struct nt_facts *f, char *err, size_t errlen)
 	bool magic = false;
 
 	memset(f, 0, sizeof(*f));
-	f->tracefs = f->kprobes = -1;
+	f->tracefs = f->kprobes = f->rdonly_cast = -1;
 	while (fgets(line, sizeof(line), in)) {
 		char *tok[8], *save = NULL, *t;
 		int nt = 0, bad = 0;
@@ -230,16 +231,18 @@ int nt_facts_parse(FILE *in, struct nt_facts *f, char *err, size_t errlen)
 			continue;
 		}
 		if (nt == 2) {
-			static const char *const keys[] = { "root", "vmlinux_btf", "kallsyms", "tracefs", "kprobes" };
-			int8_t *dst[] = { &f->root, &f->vmlinux_btf, &f->kallsyms, &f->tracefs, &f->kprobes };
+			static const char *const keys[] = { "root", "vmlinux_btf", "kallsyms", "tracefs", "kprobes",
+							    "rdonly_cast" };
+			int8_t *dst[] = { &f->root, &f->vmlinux_btf, &f->kallsyms, &f->tracefs, &f->kprobes,
+					  &f->rdonly_cast };
 			char kvb[64];
 			size_t k;
 
-			for (k = 0; k < 5; k++)
+			for (k = 0; k < 6; k++)
 				if (!strcmp(tok[0], keys[k]))
 					break;
 			snprintf(kvb, sizeof(kvb), "v=%s", tok[1]);
-			if (k < 5 && kv(kvb, "v", dst[k]) == 1)
+			if (k < 6 && kv(kvb, "v", dst[k]) == 1)
 				continue;
 		}
 		if (nt >= 2 && (!good_name(tok[1]) || strlen(tok[1]) >= NT_FACT_NAME))
@@ -305,8 +308,10 @@ static void decide_tp(const struct nt_facts *f, struct nt_hook_choice *c)
 	const struct nt_tp_fact *t = nt_facts_tp(f, c->hook->name);
 
 	/* tp_btf needs the tracepoint's btf_trace_* type (vmlinux or module BTF) */
-	if (t && t->btf == 1 && f->vmlinux_btf == 1)
+	if (t && t->btf == 1 && f->vmlinux_btf == 1) {
 		c->attach = NT_AT_TP_BTF;
+		c->rc = c->hook->rc && f->rdonly_cast == 1;
+	}
 	/* raw_tp needs the tracepoint itself: its kallsyms symbols or its tracefs directory */
 	else if (t && (t->ksym == 1 || t->tracefs == 1))
 		c->attach = NT_AT_RAW_TP;
@@ -376,6 +381,7 @@ void nt_hooks_decide(const struct nt_facts *f, struct nt_hook_choice *c, int n, 
 		c[i].hook = h;
 		c[i].attach = NT_AT_NONE;
 		c[i].why = NT_WHY_NONE;
+		c[i].rc = false;
 		if (c[i].refused)
 			c[i].why = NT_WHY_REFUSED;
 		else if (role && !(h->roles & (1u << role)))
@@ -430,6 +436,10 @@ int nt_hook_variant_progs(const struct nt_hook *h, enum nt_attach a, char names[
 
 int nt_hook_progs(const struct nt_hook_choice *c, char names[2][96])
 {
+	if (c->rc && c->attach == NT_AT_TP_BTF) {
+		snprintf(names[0], 96, "tp_btf_rc_%s", c->hook->name);
+		return 1;
+	}
 	return nt_hook_variant_progs(c->hook, c->attach, names);
 }
 

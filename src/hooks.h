@@ -47,6 +47,7 @@ struct nt_hook {
 	const char *boundary;	/* the event it stamps */
 	const char *stands_in_for;	/* comma list: attached only where one of these is not */
 	const char *instead;	/* what the report does when this hook is missing (NULL: nothing) */
+	bool rc;		/* tracepoint: a tp_btf_rc_ program too, for kernels with bpf_rdonly_cast */
 };
 
 struct nt_hook_choice {
@@ -54,6 +55,7 @@ struct nt_hook_choice {
 	enum nt_attach attach;
 	enum nt_why why;	/* when attach == NT_AT_NONE */
 	bool refused;		/* set by the loader: kept off by every later decision */
+	bool rc;		/* tp_btf through its tp_btf_rc_ program (struct nt_hook.rc) */
 	char detail[80];	/* NT_WHY_REFUSED: the kernel's or libbpf's word */
 };
 
@@ -75,6 +77,7 @@ struct nt_facts {
 	int8_t kallsyms;	/* /proc/kallsyms read */
 	int8_t tracefs;		/* tracefs events and available_filter_functions read */
 	int8_t kprobes;		/* kprobe PMU (/sys/bus/event_source/devices/kprobe) */
+	int8_t rdonly_cast;	/* the bpf_rdonly_cast kfunc (v6.2) in vmlinux BTF: direct loads through a kept address */
 	int ntp, nfn, nmod;
 	struct nt_tp_fact tp[NT_FACTS_MAX];
 	struct nt_fn_fact fn[NT_FACTS_MAX];

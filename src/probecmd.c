@@ -25,12 +25,14 @@ static void print_facts_line(FILE *out, const struct nt_facts *f)
 		"NO (CONFIG_DEBUG_INFO_BTF off): no tp_btf, no fentry");
 	fprintf(out, "modules: nvme_tcp %s, nvmet_tcp %s\n", ti && ti->loaded == 1 ? "loaded" : "not loaded",
 		tt && tt->loaded == 1 ? "loaded" : "not loaded");
-	fprintf(out, "facts: kallsyms %s; tracefs %s; kprobes %s\n",
+	fprintf(out, "facts: kallsyms %s; tracefs %s; kprobes %s; bpf_rdonly_cast %s\n",
 		tri(f->kallsyms, "read", "NOT readable (functions and raw tracepoints unknown, so left out)", "?"),
 		tri(f->tracefs, "read (traceable functions from available_filter_functions)",
 		    "mounted, no available_filter_functions (traceable functions from kallsyms)",
 		    "not mounted (tracepoints from BTF and kallsyms, traceable functions from kallsyms)"),
-		tri(f->kprobes, "yes", "no (CONFIG_KPROBES off)", "?"));
+		tri(f->kprobes, "yes", "no (CONFIG_KPROBES off)", "?"),
+		tri(f->rdonly_cast, "yes (nvmet_req_init reads the socket without a probe read)",
+		    "no (before v6.2: nvmet_req_init reads the socket by a probe read)", "?"));
 }
 
 int nt_probe_print(FILE *out, FILE *err, bool force_kprobe, bool facts_only, bool verify)

@@ -370,6 +370,13 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		i = lb.prog[0] ? nt_hook_of_prog(p->choice, p->nhooks, lb.prog) : -1;
 		if (i < 0)	/* not one program's fault (a map, the object): nothing to turn off */
 			return -1;
+		if (p->choice[i].rc) {
+			/* a kernel that has bpf_rdonly_cast but refuses it here: the probe-read program then */
+			p->facts.rdonly_cast = 0;
+			snprintf(p->fallback, sizeof(p->fallback), "bpf_rdonly_cast refused (%s: %s): probe reads used",
+				 lb.prog, load_cause());
+			continue;
+		}
 		if (!force_kprobe && (p->choice[i].attach == NT_AT_FENTRY || p->choice[i].attach == NT_AT_FEXIT)) {
 			/* some kernels (lockdown, some LSMs) refuse fentry/fexit: kprobes then */
 			force_kprobe = true;

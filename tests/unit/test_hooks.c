@@ -97,6 +97,22 @@ static void test_object_has_every_program(void **state)
 					fail_msg("program %s is in section %s, not %s", names[j], sec, want);
 			}
 		}
+		/* a tracepoint with a bpf_rdonly_cast program: tp_btf_rc_<name>, a tp_btf program of it */
+		if (h->rc) {
+			struct nt_hook_choice c = { .hook = h, .attach = NT_AT_TP_BTF, .rc = true };
+			char names[2][96], want[128];
+			struct bpf_program *prog;
+
+			assert_int_equal(h->kind, NT_HK_TP);
+			assert_int_equal(nt_hook_progs(&c, names), 1);
+			snprintf(want, sizeof(want), "tp_btf_rc_%s", h->name);
+			assert_string_equal(names[0], want);
+			prog = bpf_object__find_program_by_name(obj, names[0]);
+			if (!prog)
+				fail_msg("hook %s: no program %s in the BPF object", h->name, names[0]);
+			snprintf(want, sizeof(want), "tp_btf/%s", h->name);
+			assert_string_equal(bpf_program__section_name(prog), want);
+		}
 	}
 	/* and no program the table does not own (it would never load) */
 	bpf_object__for_each_program(p, obj) {
@@ -114,6 +130,9 @@ static void test_object_has_every_program(void **state)
 				c[i].hook = nt_hook_at(i);
 				c[i].attach = all[a];
 				found = nt_hook_of_prog(c, i + 1, bpf_program__name(p)) == i;
+				c[i].rc = c[i].hook->rc && all[a] == NT_AT_TP_BTF;
+				found = found || (c[i].rc && nt_hook_of_prog(c, i + 1, bpf_program__name(p)) == i);
+				c[i].rc = false;
 			}
 			c[i].attach = NT_AT_NONE;
 		}
@@ -132,6 +151,7 @@ struct expect {
 	const char *hook;
 	enum nt_attach attach;
 	enum nt_why why;
+	bool rc;	/* through its tp_btf_rc_ program (bpf_rdonly_cast) */
 };
 
 static void check_choices(const char *facts, int role, bool force_kprobe, const struct expect *e, int n)
@@ -146,15 +166,17 @@ static void check_choices(const char *facts, int role, bool force_kprobe, const 
 	for (int k = 0; k < n; k++) {
 		int i = hook_index(e[k].hook);
 
-		if (c[i].attach != e[k].attach || c[i].why != e[k].why)
-			fail_msg("%s, role %d%s: %s is %s (why %d), want %s (why %d)", facts, role,
-				 force_kprobe ? ", kprobes" : "", e[k].hook, nt_attach_name(c[i].attach), c[i].why,
-				 nt_attach_name(e[k].attach), e[k].why);
+		if (c[i].attach != e[k].attach || c[i].why != e[k].why || c[i].rc != e[k].rc)
+			fail_msg("%s, role %d%s: %s is %s%s (why %d), want %s%s (why %d)", facts, role,
+				 force_kprobe ? ", kprobes" : "", e[k].hook, nt_attach_name(c[i].attach),
+				 c[i].rc ? " rc" : "", c[i].why, nt_attach_name(e[k].attach), e[k].rc ? " rc" : "",
+				 e[k].why);
 	}
 }
 
-#define A(h, at) { h, NT_AT_##at, NT_WHY_NONE }
-#define N(h, w) { h, NT_AT_NONE, NT_WHY_##w }
+#define A(h, at) { h, NT_AT_##at, NT_WHY_NONE, false }
+#define RC(h) { h, NT_AT_TP_BTF, NT_WHY_NONE, true }
+#define N(h, w) { h, NT_AT_NONE, NT_WHY_##w, false }
 
 /* main's "ntbpf probe" in a 6.12 guest (tests/lab, nvme_tcp and nvmet_tcp loaded) */
 static const struct expect k612[] = {
@@ -162,7 +184,7 @@ static const struct expect k612[] = {
 	A("nvme_complete_rq", TP_BTF), A("nvme_tcp_data_ready", FENTRY), A("nvme_tcp_recv_skb", FENTRY),
 	A("blk_mq_complete_request_remote", FENTRY), A("nvme_tcp_try_send_cmd_pdu", FENTRY),
 	A("nvme_tcp_try_send_data", FENTRY), A("nvme_tcp_try_send_data_pdu", FENTRY),
-	A("nvmet_tcp_data_ready", FENTRY), A("nvmet_tcp_try_recv_pdu", FENTRY), A("nvmet_req_init", TP_BTF),
+	A("nvmet_tcp_data_ready", FENTRY), A("nvmet_tcp_try_recv_pdu", FENTRY), RC("nvmet_req_init"),
 	A("nvmet_bdev_execute_rw", FENTRY), A("nvmet_bdev_execute_flush", FENTRY),
 	A("nvmet_file_execute_rw", FENTRY), A("nvmet_file_execute_flush", FENTRY),
 	A("nvmet_req_complete", TP_BTF),
@@ -267,6 +289,15 @@ static void test_unknown_is_absent(void **state)
 		assert_int_equal(c[i].attach, NT_AT_NONE);
 		assert_true(c[i].why == NT_WHY_TP_ABSENT || c[i].why == NT_WHY_FUNC_ABSENT ||
 			    c[i].why == NT_WHY_NOT_NEEDED);
+	}
+	/* bpf_rdonly_cast unknown (facts without its line) or absent: the probe-read program */
+	for (int v = -1; v <= 0; v++) {
+		load_facts("facts-6.12.txt", &f);
+		f.rdonly_cast = (int8_t)v;
+		memset(c, 0, sizeof(c));
+		nt_hooks_decide(&f, c, n, 0, false);
+		assert_int_equal(c[hook_index("nvmet_req_init")].attach, NT_AT_TP_BTF);
+		assert_false(c[hook_index("nvmet_req_init")].rc);
 	}
 	/* a module fact missing: not loaded */
 	load_facts("facts-6.12.txt", &f);
