@@ -178,6 +178,9 @@ void nt_rec_get(struct ntbpf_rec *r, const uint8_t *p);
 /* the checks of a RECS and a RECP chunk's body (docs/record-format.md) */
 uint32_t nt_raw_check(const uint8_t *p, size_t len);
 uint32_t nt_pack_check(const uint8_t *p, size_t len);
+/* the sums behind both checks (SSE2 where there is), and the plain loop they must equal (tests) */
+void nt_fletcher64(const uint8_t *p, size_t len, uint64_t *pa, uint64_t *pb);
+void nt_fletcher64_ref(const uint8_t *p, size_t len, uint64_t *pa, uint64_t *pb);
 /* one record as a RECP chunk has it (docs/record-format.md) into p (room: 108 bytes); returns its length */
 size_t nt_rec_pack(uint8_t *p, const struct ntbpf_rec *r);
 /* chunks of packed uncoded records from now on (record's default: ~6x the bytes, a fraction of the CPU) */

@@ -1706,6 +1706,38 @@ static void test_pack_check(void **state)
 	assert_true(missed_raw > 0);
 }
 
+/* the two-lane sums equal the plain loop's, for every length (odd word counts too) and alignment */
+static void test_fletcher_lanes(void **state)
+{
+	_Alignas(16) uint8_t buf[8 * 70 + 16];
+	static const size_t offs[] = { 0, 8, 3 };	/* 16-aligned (the writer's), 8-aligned, odd */
+
+	(void)state;
+	rng_state = 77;
+	for (size_t k = 0; k < sizeof(buf); k++)
+		buf[k] = (uint8_t)rnd();
+	for (size_t oi = 0, off = offs[0]; oi < 3; oi++, off = oi < 3 ? offs[oi] : 0)
+		for (size_t len = 0; len + off <= sizeof(buf) && len <= 8 * 69; len += 8) {
+			uint64_t a, b, ra, rb;
+
+			nt_fletcher64(buf + off, len, &a, &b);
+			nt_fletcher64_ref(buf + off, len, &ra, &rb);
+			if (a != ra || b != rb)
+				fail_msg("len %zu at +%zu: sums %llx %llx, want %llx %llx", len, off,
+					 (unsigned long long)a, (unsigned long long)b, (unsigned long long)ra,
+					 (unsigned long long)rb);
+		}
+	/* all ones: the lanes' sums wrap as the loop's do */
+	memset(buf, 0xff, sizeof(buf));
+	{
+		uint64_t a, b, ra, rb;
+
+		nt_fletcher64(buf, 8 * 69, &a, &b);
+		nt_fletcher64_ref(buf, 8 * 69, &ra, &rb);
+		assert_true(a == ra && b == rb);
+	}
+}
+
 /*
  * Packed records (record's default since version 5) are read back, the
  * slots outside ev_mask as 0; a chunk whose sizes do not add up, whose
@@ -2709,6 +2741,7 @@ int main(void)
 		cmocka_unit_test(test_raw_layout_refused),
 		cmocka_unit_test(test_packed_refused),
 		cmocka_unit_test(test_pack_check),
+		cmocka_unit_test(test_fletcher_lanes),
 		cmocka_unit_test(test_rec_put_get),
 		cmocka_unit_test(test_corrupt_chunk_message),
 		cmocka_unit_test(test_bad_magic),
