@@ -111,6 +111,26 @@ static void pcr_drain(struct pcr_reader *pc, struct rec_state *st)
 		/* a head more than a ring ahead is not the programs' (they never pass the tail) */
 		if (h - t > pc->n)
 			t = h - pc->n;
+		/* the plain case, records to the file only: each run of the ring in one call */
+		while (t != h && !st->discard && !st->live && !st->werr) {
+			uint64_t at = t & (pc->n - 1), k = pc->n - at < h - t ? pc->n - at : h - t;
+			size_t added;
+
+			st->seen += k;
+			pc->taken += k;
+			t += k;
+			if (nt_writer_add_run(st->w, &ring[at], k, &added)) {
+				/* a chunk's write failed: what the file holds is its whole chunks (as on_event) */
+				st->lost_user += k - added + 1;
+				st->werr = errno ? errno : EIO;
+				st->written = nt_writer_records(st->w);
+				st->pending = 0;
+				break;
+			}
+			st->pending += added;
+			st->written += st->pending / NT_CHUNK_RECS * NT_CHUNK_RECS;
+			st->pending %= NT_CHUNK_RECS;
+		}
 		for (; t != h; t++, pc->taken++)
 			on_event(st, (void *)&ring[t & (pc->n - 1)], sizeof(struct ntbpf_rec));
 		__atomic_store_n(&ctl->tail, t, __ATOMIC_RELEASE);

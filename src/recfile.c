@@ -1134,6 +1134,43 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
 	return 0;
 }
 
+/*
+ * n records in a row: for packed chunks one loop that packs them, with the
+ * checks of nt_writer_add once per run (record's drain hands over a per-CPU
+ * ring's records this way: ~20 instructions a record fewer).  *added: how
+ * many the writer took before an error (all n when it returns 0).
+ */
+int nt_writer_add_run(struct nt_writer *w, const struct ntbpf_rec *r, size_t n, size_t *added)
+{
+	size_t done = 0;
+
+	*added = 0;
+	if (w->err)
+		return w->err;
+	if (!w->raw) {
+		for (; done < n; done++)
+			if (nt_writer_add(w, &r[done]))
+				break;
+		*added = done;
+		return w->err;
+	}
+	while (done < n) {
+		uint32_t room = NT_CHUNK_RECS - w->n, k = n - done < room ? (uint32_t)(n - done) : room;
+		uint8_t *pk = w->pk;
+		size_t len = w->pk_len;
+
+		for (uint32_t j = 0; j < k; j++)
+			len += rec_pack(pk + len, &r[done + j]);
+		w->pk_len = len;
+		w->n += k;
+		done += k;
+		if (w->n == NT_CHUNK_RECS && write_chunk(w))
+			break;
+	}
+	*added = done;
+	return w->err;
+}
+
 int nt_writer_flush(struct nt_writer *w)
 {
 	if (w->n && write_chunk(w))
@@ -1182,6 +1219,11 @@ void nt_writer_recover(struct nt_writer *w)
 	w->err = 0;
 	w->n = 0;
 	clearerr(w->f);
+}
+
+uint64_t nt_writer_records(const struct nt_writer *w)
+{
+	return w->records;
 }
 
 uint64_t nt_writer_bytes(const struct nt_writer *w)

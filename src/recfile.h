@@ -168,6 +168,8 @@ int nt_header_rewrite(FILE *f, const struct nt_header *h, uint64_t len);
 struct nt_writer;
 struct nt_writer *nt_writer_open(FILE *f, const struct nt_header *h);	/* writes the header */
 int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r);	/* flushes a full chunk */
+/* n records in a row (one loop for packed chunks); *added: how many it took before an error */
+int nt_writer_add_run(struct nt_writer *w, const struct ntbpf_rec *r, size_t n, size_t *added);
 /*
  * A record in the record layout (112 bytes, little endian) and back: what a
  * RECS chunk holds.  A little-endian host writes and reads its memory as it
@@ -188,6 +190,7 @@ void nt_writer_set_raw(struct nt_writer *w, bool raw);
 int nt_writer_flush(struct nt_writer *w);	/* writes the pending records as a chunk (none: no-op), fflush */
 int nt_writer_close(struct nt_writer *w, const struct nt_trailer *t);	/* flush, trailer, free; not fclose */
 uint64_t nt_writer_bytes(const struct nt_writer *w);	/* bytes written so far */
+uint64_t nt_writer_records(const struct nt_writer *w);	/* records in the whole chunks written so far */
 /*
  * After a failed write on an unbuffered stream (setvbuf _IONBF: every block is
  * one write, counted only when whole), the caller cut the file back to
