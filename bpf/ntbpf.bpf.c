@@ -536,8 +536,8 @@ static __always_inline void emit(struct ntbpf_rec *r, struct nt_slot *s, __u64 k
 		rec_drop(s, key);
 		return;
 	}
+	/* counted by the rings' heads (user space adds them to ST_EMITTED): no stat a record */
 	if (pcr_put(r)) {
-		stat_inc(ST_EMITTED);
 		rec_drop(s, key);
 		return;
 	}

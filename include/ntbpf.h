@@ -195,7 +195,7 @@ struct nt_qslot {
 
 /* Counters kept by the BPF side (per-CPU array, index = enum). */
 enum ntbpf_stat {
-	ST_EMITTED = 0,		/* records handed to the ring buffer */
+	ST_EMITTED = 0,		/* records handed to user space (the ring buffer's counted here, the per-CPU rings' by their heads: nt_probes_stats adds them) */
 	ST_LOST_RINGBUF,	/* ring buffer full: record dropped */
 	ST_LOST_MAP_FULL,	/* in-flight map full: request not tracked */
 	ST_NO_START,		/* completion of a request not seen starting */

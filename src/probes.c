@@ -863,6 +863,10 @@ void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR])
 			stats[k] += vals[c];
 	}
 	free(vals);
+	/* record's per-CPU rings count what they took by their heads, not in the stats map */
+	for (int c = 0; p->pcr_ctl_map && c < p->pcr_ncpu; c++)
+		stats[ST_EMITTED] += __atomic_load_n(&((const struct nt_pcr_ctl *)p->pcr_ctl_map)[c].head,
+						     __ATOMIC_RELAXED);
 	/* the slots are the object's .bss, mapped into this process */
 	for (unsigned int i = 0; p->skel->bss && i < sizeof(p->skel->bss->slots) / sizeof(p->skel->bss->slots[0]); i++)
 		inflight += p->skel->bss->slots[i].key != 0;
