@@ -882,27 +882,27 @@ int BPF_PROG(raw_tp_##tp, T0 a0)						\
 /*
  * The two-argument tracepoints are the ones that create records (see
  * stays_paused); run_armed: whether the run that armed the programs still
- * records its I/O (not where that I/O's earlier events were missed).
+ * records its I/O (not where that I/O's earlier events were missed).  how:
+ * the handler's btf argument (1 tp_btf, 0 raw_tp, 2 tp_btf_rc_).
  */
-#define TP_HOOK2(tp, handler, T0, T1, run_armed)				\
-SEC("tp_btf/" #tp)								\
-int BPF_PROG(tp_btf_##tp, T0 a0, T1 a1)						\
+#define TP2_PROG(sec, name, handler, T0, T1, run_armed, how)			\
+SEC(sec)									\
+int BPF_PROG(name, T0 a0, T1 a1)						\
 {										\
 	int p = stays_paused();							\
 										\
 	if (p == 1 || (p == 2 && !(run_armed)))					\
 		return 0;							\
-	return NONNULL(a0) && NONNULL(a1) ? handler(true, a0, a1) : 0;		\
-}										\
-SEC("raw_tp/" #tp)								\
-int BPF_PROG(raw_tp_##tp, T0 a0, T1 a1)						\
-{										\
-	int p = stays_paused();							\
-										\
-	if (p == 1 || (p == 2 && !(run_armed)))					\
-		return 0;							\
-	return NONNULL(a0) && NONNULL(a1) ? handler(false, a0, a1) : 0;	\
+	return NONNULL(a0) && NONNULL(a1) ? handler(how, a0, a1) : 0;		\
 }
+
+#define TP_HOOK2(tp, handler, T0, T1, run_armed)				\
+	TP2_PROG("tp_btf/" #tp, tp_btf_##tp, handler, T0, T1, run_armed, true)	\
+	TP2_PROG("raw_tp/" #tp, raw_tp_##tp, handler, T0, T1, run_armed, false)
+
+/* the tp_btf program once more as tp_btf_rc_tp, whose handler may call bpf_rdonly_cast */
+#define TP_RC2(tp, handler, T0, T1, run_armed)					\
+	TP2_PROG("tp_btf/" #tp, tp_btf_rc_##tp, handler, T0, T1, run_armed, 2)
 
 /* function f(T0 a0) entered: handler(a0), as fentry or as kprobe */
 #define ENTRY_HOOK1(fn, handler, T0)						\
@@ -980,17 +980,6 @@ int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 	return handler(false, (T0)a.a[0], r, s, k, a.ts, ret);			\
 }
 
-/* the tp_btf program once more as tp_btf_rc_tp, whose handler may call bpf_rdonly_cast (btf 2) */
-#define TP_RC2(tp, handler, T0, T1, run_armed)					\
-SEC("tp_btf/" #tp)								\
-int BPF_PROG(tp_btf_rc_##tp, T0 a0, T1 a1)					\
-{										\
-	int p = stays_paused();							\
-										\
-	if (p == 1 || (p == 2 && !(run_armed)))					\
-		return 0;							\
-	return NONNULL(a0) && NONNULL(a1) ? handler(2, a0, a1) : 0;		\
-}
 
 /* ------------------------------------------------------------------ */
 /* initiator: block layer                                              */
