@@ -980,7 +980,6 @@ int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 	return handler(false, (T0)a.a[0], r, s, k, a.ts, ret);			\
 }
 
-
 /* ------------------------------------------------------------------ */
 /* initiator: block layer                                              */
 
