@@ -36,6 +36,8 @@ const volatile bool filter_dev = false;		/* only devices in the devs map */
 const volatile __u32 sample = 1;		/* record about 1 in sample I/Os */
 const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq) (before v5.11) */
 const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
+/* test knob NTBPF_TEST_REFUSE_RC: the tp_btf_rc_ programs read past the stack, which the verifier refuses */
+const volatile bool test_refuse_rc = false;
 const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
 const volatile bool kernel_agg = false;	/* histograms in the kernel instead of per-I/O records */
 const volatile bool kh_by_queue = false;	/* kernel_agg: a group per NVMe queue too, with its depths */
@@ -893,6 +895,8 @@ int BPF_PROG(name, T0 a0, T1 a1)						\
 										\
 	if (p == 1 || (p == 2 && !(run_armed)))					\
 		return 0;							\
+	if ((how) == 2 && test_refuse_rc)					\
+		asm volatile("r0 = *(u64 *)(r10 + 8)" ::: "r0");		\
 	return NONNULL(a0) && NONNULL(a1) ? handler(how, a0, a1) : 0;		\
 }
 

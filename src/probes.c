@@ -141,6 +141,27 @@ static int set_autoload(struct bpf_object *obj, const struct nt_hook_choice *c, 
 }
 
 /*
+ * NTBPF_TEST_REFUSE_RC=1, a test knob: the tp_btf_rc_ programs make a read
+ * the verifier refuses, as a kernel that has bpf_rdonly_cast but refuses the
+ * program would (the loader's fallback to the probe-read programs is what the
+ * lab checks with it).  Elsewhere the verifier drops that branch unread.
+ */
+static bool test_refuse_rc(void)
+{
+	const char *e = getenv("NTBPF_TEST_REFUSE_RC");
+
+	return e && !strcmp(e, "1");
+}
+
+/* one more reason the loader chose a fallback, after those it already has */
+static void add_fallback(struct nt_probes *p, const char *what)
+{
+	size_t n = strlen(p->fallback);
+
+	snprintf(p->fallback + n, sizeof(p->fallback) - n, "%s%s", n ? "; " : "", what);
+}
+
+/*
  * NTBPF_TEST_SKIP_END=N, a test knob: the BPF programs that end records
  * return at once on every Nth run, as a kernel that skips a program's run
  * now and then (counting no miss).  Said on stderr once; anything but a
@@ -269,6 +290,7 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 	skel->rodata->kh_by_queue = o->kernel_agg && o->kh_by_queue;
 	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
 	skel->rodata->test_skip_end = test_skip_end();
+	skel->rodata->test_refuse_rc = test_refuse_rc();
 	skel->rodata->test_no_emit = !o->kernel_agg && nt_test_cost() == NT_TEST_COST_NOEMIT;
 	if (p->pcr_recs) {
 		skel->rodata->pcr_n = p->pcr_recs;
@@ -319,7 +341,8 @@ static const char *load_cause(void)
 /*
  * One loop: decide from the facts, load; when the kernel refuses a program,
  * turn its hook off (or, for a refused fentry/fexit, every function over to
- * kprobes, once), decide again (stand-ins may now be needed) and retry.
+ * kprobes, once; for a refused tp_btf_rc_ program, the probe-read tp_btf
+ * one), decide again (stand-ins may now be needed) and retry.
  * Each round turns at least one more thing off, so it ends.
  */
 int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
@@ -372,16 +395,21 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 			return -1;
 		if (p->choice[i].rc) {
 			/* a kernel that has bpf_rdonly_cast but refuses it here: the probe-read program then */
+			char why[200];
+
 			p->facts.rdonly_cast = 0;
-			snprintf(p->fallback, sizeof(p->fallback), "bpf_rdonly_cast refused (%s: %s): probe reads used",
-				 lb.prog, load_cause());
+			snprintf(why, sizeof(why), "bpf_rdonly_cast refused (%s: %s): probe reads used", lb.prog,
+				 load_cause());
+			add_fallback(p, why);
 			continue;
 		}
 		if (!force_kprobe && (p->choice[i].attach == NT_AT_FENTRY || p->choice[i].attach == NT_AT_FEXIT)) {
 			/* some kernels (lockdown, some LSMs) refuse fentry/fexit: kprobes then */
+			char why[200];
+
 			force_kprobe = true;
-			snprintf(p->fallback, sizeof(p->fallback), "fentry/fexit refused (%s: %s): kprobes used",
-				 lb.prog, load_cause());
+			snprintf(why, sizeof(why), "fentry/fexit refused (%s: %s): kprobes used", lb.prog, load_cause());
+			add_fallback(p, why);
 			continue;
 		}
 		p->choice[i].refused = true;

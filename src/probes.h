@@ -29,7 +29,7 @@ struct nt_probes {
 	int attach_err[NT_MAX_HOOKS];	/* -errno of a failed attach */
 	struct nt_facts facts;		/* what the kernel offers (facts.c) */
 	int nrefused;			/* hooks whose program the kernel refused to load */
-	char fallback[200];		/* why kprobes were used instead of fentry (or probe reads instead of bpf_rdonly_cast), or "" */
+	char fallback[400];		/* why kprobes were used instead of fentry, probe reads instead of bpf_rdonly_cast; or "" */
 	int nattached;
 	int stats_fd;			/* BPF_ENABLE_STATS while >= 0 */
 	bool no_task_storage;		/* kernel before 5.11: entry_ts not created, functions as kprobes */

@@ -773,6 +773,14 @@ def queues_listed(d, n=None, max_depth=None):
         (f"; {nocomp} lost without a completion" if nocomp else "")
 
 
+def record_log_says(d, role, text):
+    """record-ROLE.log has TEXT (a warning the recorder must give, e.g. a fallback it took)"""
+    log = open(os.path.join(d, f"record-{role}.log"), errors="replace").read()
+    line = next((l for l in log.splitlines() if text in l), None)
+    assert line, f"record-{role}.log does not say '{text}'"
+    return line.strip()[:200]
+
+
 def skipped_ends(d, every):
     """NTBPF_TEST_SKIP_END=every: on both hosts the kernel 'skipped' every Nth run of the programs
     that end records.  Each such record is lost, counted as no_completion on its own host (once its
@@ -829,7 +837,7 @@ CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiato
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, record_failed_status, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
-                                  finding, live_queues, windows_detached, rotated_parts)}
+                                  finding, live_queues, windows_detached, rotated_parts, record_log_says)}
 
 
 def run_checks(d, checks, out=sys.stdout):

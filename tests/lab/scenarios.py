@@ -149,6 +149,12 @@ SCENARIOS = [
                 ("queues_listed", {"max_depth": 1})]},
     {"name": "two-6.1-randread-qd1",
      "args": ["--topology", "two", "--kernel", "6.1", "--fio", QD1], "checks": BASIC + QD1_LAT},
+    # a kernel that has bpf_rdonly_cast but refuses the program that calls it
+    # (NTBPF_TEST_REFUSE_RC): the target falls back to nvmet_req_init's probe-read program
+    {"name": "one-6.12-randread-qd1-rc-refused",
+     "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1, "--env", "NTBPF_TEST_REFUSE_RC=1"],
+     "checks": BASIC + [("record_log_says", {"role": "target",
+                                             "text": "bpf_rdonly_cast refused (tp_btf_rc_nvmet_req_init"})]},
     # injected ground truth, netem: two guests, delay on the initiator's egress = 1 crossing
     # per read; one guest, delay on lo = both crossings
     {"name": "two-6.12-randread-netem-50ms",
