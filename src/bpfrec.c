@@ -120,7 +120,11 @@ static void pcr_drain(struct pcr_reader *pc, struct rec_state *st)
 			pc->taken += k;
 			t += k;
 			if (nt_writer_add_run(st->w, &ring[at], k, &added)) {
-				/* a chunk's write failed: what the file holds is its whole chunks (as on_event) */
+				/*
+				 * A chunk's write failed: lost, as on_event counts them, the
+				 * record whose add failed and those not handed over; what the
+				 * file holds is its whole chunks.
+				 */
 				st->lost_user += k - added + 1;
 				st->werr = errno ? errno : EIO;
 				st->written = nt_writer_records(st->w);

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,11 +155,18 @@ static bool test_refuse_rc(void)
 }
 
 /* one more reason the loader chose a fallback, after those it already has */
-static void add_fallback(struct nt_probes *p, const char *what)
+static void __attribute__((format(printf, 2, 3))) add_fallback(struct nt_probes *p, const char *fmt, ...)
 {
 	size_t n = strlen(p->fallback);
+	va_list ap;
 
-	snprintf(p->fallback + n, sizeof(p->fallback) - n, "%s%s", n ? "; " : "", what);
+	if (n && n + 2 < sizeof(p->fallback)) {
+		memcpy(p->fallback + n, "; ", 3);
+		n += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(p->fallback + n, sizeof(p->fallback) - n, fmt, ap);
+	va_end(ap);
 }
 
 /*
@@ -395,21 +403,14 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 			return -1;
 		if (p->choice[i].rc) {
 			/* a kernel that has bpf_rdonly_cast but refuses it here: the probe-read program then */
-			char why[200];
-
 			p->facts.rdonly_cast = 0;
-			snprintf(why, sizeof(why), "bpf_rdonly_cast refused (%s: %s): probe reads used", lb.prog,
-				 load_cause());
-			add_fallback(p, why);
+			add_fallback(p, "bpf_rdonly_cast refused (%s: %s): probe reads used", lb.prog, load_cause());
 			continue;
 		}
 		if (!force_kprobe && (p->choice[i].attach == NT_AT_FENTRY || p->choice[i].attach == NT_AT_FEXIT)) {
 			/* some kernels (lockdown, some LSMs) refuse fentry/fexit: kprobes then */
-			char why[200];
-
 			force_kprobe = true;
-			snprintf(why, sizeof(why), "fentry/fexit refused (%s: %s): kprobes used", lb.prog, load_cause());
-			add_fallback(p, why);
+			add_fallback(p, "fentry/fexit refused (%s: %s): kprobes used", lb.prog, load_cause());
 			continue;
 		}
 		p->choice[i].refused = true;

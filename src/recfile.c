@@ -1138,7 +1138,8 @@ int nt_writer_add(struct nt_writer *w, const struct ntbpf_rec *r)
  * n records in a row: for packed chunks one loop that packs them, with the
  * checks of nt_writer_add once per run (record's drain hands over a per-CPU
  * ring's records this way: ~20 instructions a record fewer).  *added: how
- * many the writer took before an error (all n when it returns 0).
+ * many the writer took (all n when it returns 0; on an error, the record
+ * whose chunk's write failed is the last one taken, as in nt_writer_add).
  */
 int nt_writer_add_run(struct nt_writer *w, const struct ntbpf_rec *r, size_t n, size_t *added)
 {
@@ -1148,8 +1149,8 @@ int nt_writer_add_run(struct nt_writer *w, const struct ntbpf_rec *r, size_t n, 
 	if (w->err)
 		return w->err;
 	if (!w->raw) {
-		for (; done < n; done++)
-			if (nt_writer_add(w, &r[done]))
+		while (done < n)
+			if (nt_writer_add(w, &r[done++]))
 				break;
 		*added = done;
 		return w->err;

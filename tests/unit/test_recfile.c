@@ -1706,6 +1706,80 @@ static void test_pack_check(void **state)
 	assert_true(missed_raw > 0);
 }
 
+/*
+ * nt_writer_add_run writes the file nt_writer_add writes, record by record,
+ * for packed and for coded chunks, whatever the runs; and on a failed chunk
+ * write it says how many it took, the one whose chunk failed the last.
+ */
+static void test_writer_add_run(void **state)
+{
+	enum { N = 10000 };
+	static const size_t runs[] = { 1, 4095, 3000, 7, N };
+	struct ntbpf_rec *recs = calloc(N, sizeof(*recs));
+	struct nt_header h;
+	size_t added;
+
+	(void)state;
+	assert_non_null(recs);
+	rng_state = 99;
+	for (size_t i = 0; i < N; i++)
+		rec_random(&recs[i], i);
+	for (int raw = 0; raw <= 1; raw++) {
+		struct memfile a, b;
+		struct nt_writer *wa, *wb;
+		size_t at = 0;
+
+		nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+		mf_open(&a);
+		mf_open(&b);
+		wa = nt_writer_open(a.f, &h);
+		wb = nt_writer_open(b.f, &h);
+		assert_true(wa && wb);
+		nt_writer_set_raw(wa, raw);
+		nt_writer_set_raw(wb, raw);
+		for (size_t i = 0; i < N; i++)
+			assert_int_equal(nt_writer_add(wa, &recs[i]), 0);
+		for (size_t k = 0; at < N; k++) {
+			size_t n = runs[k] < N - at ? runs[k] : N - at;
+
+			assert_int_equal(nt_writer_add_run(wb, &recs[at], n, &added), 0);
+			assert_int_equal(added, n);
+			at += n;
+		}
+		assert_int_equal(nt_writer_records(wa), nt_writer_records(wb));
+		assert_int_equal(nt_writer_close(wa, NULL), 0);
+		assert_int_equal(nt_writer_close(wb, NULL), 0);
+		mf_close(&a);
+		mf_close(&b);
+		assert_int_equal(a.len, b.len);
+		assert_memory_equal(a.buf, b.buf, a.len);
+		free(a.buf);
+		free(b.buf);
+		nt_header_free(&h);
+	}
+	/* a stream with room for the header only: the first packed chunk's write fails */
+	{
+		static char small[16384];
+		FILE *f = fmemopen(small, sizeof(small), "w");
+		struct nt_writer *w;
+
+		assert_non_null(f);
+		nt_header_init(&h, NTBPF_ROLE_INITIATOR);
+		w = nt_writer_open(f, &h);
+		assert_non_null(w);
+		nt_writer_set_raw(w, true);
+		assert_int_not_equal(nt_writer_add_run(w, recs, N, &added), 0);
+		assert_int_equal(added, NT_CHUNK_RECS);
+		assert_int_equal(nt_writer_records(w), 0);
+		assert_int_not_equal(nt_writer_add_run(w, recs, 5, &added), 0);
+		assert_int_equal(added, 0);
+		nt_writer_close(w, NULL);
+		fclose(f);
+		nt_header_free(&h);
+	}
+	free(recs);
+}
+
 /* the two-lane sums equal the plain loop's, for every length (odd word counts too) and alignment */
 static void test_fletcher_lanes(void **state)
 {
@@ -2742,6 +2816,7 @@ int main(void)
 		cmocka_unit_test(test_packed_refused),
 		cmocka_unit_test(test_pack_check),
 		cmocka_unit_test(test_fletcher_lanes),
+		cmocka_unit_test(test_writer_add_run),
 		cmocka_unit_test(test_rec_put_get),
 		cmocka_unit_test(test_corrupt_chunk_message),
 		cmocka_unit_test(test_bad_magic),
