@@ -24,6 +24,8 @@ struct qagg {
 	int io_cpu;		/* -1 unknown */
 	uint64_t ios;
 	double wait;		/* sum of nvme_tcp_submission, ns */
+	uint64_t dep_n;		/* the initiator's depth samples, and their sum */
+	double dep_sum;
 };
 
 struct agg {
@@ -53,9 +55,11 @@ static void add_queue(struct agg *a, const struct nt_report *rep, const struct n
 		else
 			a->nq++;
 		qi = nt_report_group_queue(rep, g);
-		a->q[k] = (struct qagg){ role, g->ctrl, g->qid, qi ? qi->io_cpu : -1, 0, 0 };
+		a->q[k] = (struct qagg){ role, g->ctrl, g->qid, qi ? qi->io_cpu : -1, 0, 0, 0, 0 };
 	}
 	a->q[k].ios += g->count;
+	a->q[k].dep_n += g->dep_n[0];
+	a->q[k].dep_sum += g->dep_sum[0];
 	if (h->count)
 		a->q[k].wait += nt_hist_mean(h) * h->count;
 }
@@ -91,7 +95,7 @@ static void add_idle_queues(struct agg *a, const struct nt_report *rep)
 						break;
 				if (k < a->nq || a->nq == MAXQ)
 					continue;
-				a->q[a->nq++] = (struct qagg){ role, ctrl, ci->queues[j].qid, ci->queues[j].io_cpu, 0, 0 };
+				a->q[a->nq++] = (struct qagg){ role, ctrl, ci->queues[j].qid, ci->queues[j].io_cpu, 0, 0, 0, 0 };
 			}
 		}
 	}
@@ -234,12 +238,18 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 			    "submitting I/O; or less outstanding I/O per queue";
 	}
 
-	/* queue_imbalance: one queue (or one io_cpu) carries most I/Os or most of the wait */
+	/*
+	 * queue_imbalance: one queue (or one io_cpu) carries most I/Os, or most
+	 * of the wait because it holds more of the outstanding I/O.  A queue
+	 * that waits longer at the depth of the others waits for its io_cpu,
+	 * not for its share of the load (the lab's split control: 2 jobs, one
+	 * per queue, depth 1 each, and the target's work on queue 1's CPU).
+	 */
 	role = nq_init ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
 	nq = 0;
 	{
-		uint64_t tot = 0, top = 0;
-		double wtot = 0, wtop = 0;
+		uint64_t tot = 0, top = 0, dn = 0;
+		double wtot = 0, wtop = 0, ds = 0, dhot = 0, drest = 0;
 		int ktop = -1, kw = -1, cpu = -2;
 		bool one_cpu = true;
 
@@ -249,6 +259,8 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 			nq++;
 			tot += a.q[k].ios;
 			wtot += a.q[k].wait;
+			dn += a.q[k].dep_n;
+			ds += a.q[k].dep_sum;
 			if (a.q[k].ios > top) {
 				top = a.q[k].ios;
 				ktop = k;
@@ -261,6 +273,10 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 				one_cpu = false;
 			cpu = a.q[k].io_cpu;
 		}
+		if (kw >= 0 && a.q[kw].dep_n && dn > a.q[kw].dep_n) {
+			dhot = a.q[kw].dep_sum / a.q[kw].dep_n;
+			drest = (ds - a.q[kw].dep_sum) / (dn - a.q[kw].dep_n);
+		}
 		if (nq >= 2 && tot && (double)top / tot >= NT_DIAG_IMBALANCE / nq && (x = next(f, max, &n))) {
 			x->kind = "queue_imbalance";
 			x->stage = "-";
@@ -270,11 +286,12 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
 				    "numjobs), or check the queue map (nvme connect -i)";
 		} else if (nq >= 2 && wtot > 0 && sh >= 0.1 && wtop / wtot >= NT_DIAG_IMBALANCE / nq &&
-			   (x = next(f, max, &n))) {
+			   drest > 0 && dhot >= NT_DIAG_IMBALANCE * drest && (x = next(f, max, &n))) {
 			x->kind = "queue_imbalance";
 			x->stage = "nvme_tcp_submission";
 			snprintf(x->evidence, sizeof(x->evidence), "queue %u holds %.0f%% of the nvme_tcp_submission "
-				 "wait of %d queues (even: %.0f%%)", a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq);
+				 "wait of %d queues (even: %.0f%%), with a mean depth of %.1f requests against %.1f on "
+				 "the others", a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq, dhot, drest);
 			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
 				    "numjobs), or check the queue map (nvme connect -i)";
 		} else if (nq >= 2 && one_cpu && (x = next(f, max, &n))) {
