@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "bpfrec.h"
 #include "recorder.h"
+#include "drainprio.h"
 #include "live.h"
 #include "outfile.h"
 #include "probes.h"
@@ -101,8 +102,10 @@ struct pcr_reader {
 	uint64_t taken;	/* records that came through them */
 };
 
-static void pcr_drain(struct pcr_reader *pc, struct rec_state *st)
+static uint64_t pcr_drain(struct pcr_reader *pc, struct rec_state *st)
 {
+	uint64_t most = 0;	/* the fullest ring's records */
+
 	for (int c = 0; c < pc->ncpu; c++) {
 		struct nt_pcr_ctl *ctl = &pc->ctl[c];
 		uint64_t h = __atomic_load_n(&ctl->head, __ATOMIC_ACQUIRE), t = ctl->tail;
@@ -111,6 +114,8 @@ static void pcr_drain(struct pcr_reader *pc, struct rec_state *st)
 		/* a head more than a ring ahead is not the programs' (they never pass the tail) */
 		if (h - t > pc->n)
 			t = h - pc->n;
+		if (h - t > most)
+			most = h - t;
 		/* the plain case, records to the file only: each run of the ring in one call */
 		while (t != h && !st->discard && !st->live && !st->werr) {
 			uint64_t at = t & (pc->n - 1), k = pc->n - at < h - t ? pc->n - at : h - t;
@@ -139,6 +144,7 @@ static void pcr_drain(struct pcr_reader *pc, struct rec_state *st)
 			on_event(st, (void *)&ring[t & (pc->n - 1)], sizeof(struct ntbpf_rec));
 		__atomic_store_n(&ctl->tail, t, __ATOMIC_RELEASE);
 	}
+	return most;
 }
 
 static void rec_flush(struct rec_state *st)
@@ -549,6 +555,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_outfile of = { .fd = -1 };
 	struct ring_buffer *rb = NULL;
 	struct pcr_reader pc = { 0 };
+	struct nt_drain_prio dp = { 0 };
 	struct rusage ru_start = { 0 };
 	uint64_t cpu_start = 0;
 	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
@@ -669,6 +676,15 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 			wr.w.p_ns / 1e9);
 	if (role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
 		k0.ok = !nt_dev_iostat("", &devs, &k0.done, &k0.inflight);
+	/*
+	 * From here this thread drains and writes at --nice (19): its bursts
+	 * give way to the workload (in the lab, at the same nice as fio they
+	 * made fio sleep more often waiting for its completions: docs/cost-
+	 * history.md), and it catches up at the nice it started with should
+	 * it fall behind (src/drainprio.c).  CMD and the windows' thread keep
+	 * theirs.
+	 */
+	nt_drain_prio_start(&dp, cfg->nice);
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s%s%s)\n", nt_role_name(role),
 		cfg->output, pr.nattached, windowed ? window_text(cfg, &wr.w, err, sizeof(err)) : "",
@@ -687,9 +703,16 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	while (!st.werr) {
 		/* records wait <= 100 ms; a per-CPU ring half full wakes us at once */
 		int n = nt_recorder_poll(rb, 100);
-		uint64_t t;
+		uint64_t t, most;
 
-		pcr_drain(&pc, &st);
+		most = pcr_drain(&pc, &st);
+		/* records in the shared ring buffer beyond the CPUs' wake-up marks: a ring was full */
+		if (pc.ncpu && n > 2 * pc.ncpu)
+			most = pc.n;
+		if (pc.ncpu)
+			nt_drain_prio_round(&dp, most, pc.n);
+		else
+			nt_drain_prio_round(&dp, n > 0 ? (uint64_t)n : 0, nt_probes_ringbuf_recs(&pr));
 		t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0) {
@@ -765,6 +788,10 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 				all[ST_EMITTED], all[ST_LOST_RINGBUF] + all[ST_LOST_MAP_FULL] + all[ST_NO_COMPLETE],
 				all[ST_NO_START], all[ST_INFLIGHT_END]);
 	}
+	if (cfg->verbose)
+		fprintf(stderr, "ntbpf record: took the records at nice %d%s, at nice %d %" PRIu64 " time%s it fell behind "
+			"(a ring 3/4 full)\n", dp.idle, dp.ok ? "" : " (could not change it)", dp.busy, dp.catchups,
+			dp.catchups == 1 ? "" : "s");
 	if (cfg->verbose && pc.ncpu)
 		fprintf(stderr, "ntbpf record: per-CPU rings of %u records on %d CPUs: %" PRIu64 " records came through "
 			"them, %" PRIu64 " through the shared ring buffer\n", pc.n, pc.ncpu, pc.taken, st.seen - pc.taken);

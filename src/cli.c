@@ -194,7 +194,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 
 enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROUP, OPT_KPROBE, OPT_BPF_STATS, OPT_INTERVAL, OPT_SERVE, OPT_PEER, OPT_RECORDS, OPT_KEY, OPT_FACTS,
        OPT_NO_VERIFY, OPT_METRICS, OPT_METRICS_REMOTE, OPT_SAMPLE_BY, OPT_SAMPLE_WINDOW, OPT_SAMPLE_DETACH, OPT_HIST,
-       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE, OPT_DIAGNOSE };
+       OPT_PAIR_WINDOW, OPT_SINCE, OPT_UNTIL, OPT_ROTATE, OPT_DIAGNOSE, OPT_NICE };
 
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
@@ -240,6 +240,9 @@ static const struct argp_option record_opts[] = {
 	{ "interval", OPT_INTERVAL, "SEC", 0, "Also print the stage latencies every SEC seconds (like ntbpf live)", 0 },
 	{ "rotate", OPT_ROTATE, "SIZE|TIME", 0, "Write a numbered series FILE.0000, FILE.0001, ... each a whole "
 	  "record file, a new one every SIZE bytes (K, M, G) or TIME (s, m, h); report reads the series as one", 0 },
+	{ "nice", OPT_NICE, "N", 0, "Nice value of the loop that takes the records and writes them, -20 to 19 "
+	  "(default 19: its bursts give way to the workload; should it fall behind, a per-CPU ring 3/4 full, it "
+	  "catches up at the nice ntbpf started with)", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf and attach details, and at the end the devices' own I/O counts against what the programs saw", 0 },
 	{},
 };
@@ -373,6 +376,19 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		}
 		cfg->interval = d;
 		break;
+	case OPT_NICE: {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || v < -20 || v > 19) {
+			fail(pc, "bad --nice '%s' (want a whole number from -20 to 19)", arg);
+			return EINVAL;
+		}
+		cfg->nice = (int)v;
+		break;
+	}
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);
 		return EINVAL;
@@ -781,6 +797,7 @@ static void defaults(struct nt_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->output = "ntbpf.data";
 	cfg->sample = 1;
+	cfg->nice = 19;
 	cfg->npcts = 4;
 	cfg->pcts[0] = 50;
 	cfg->pcts[1] = 90;

@@ -40,6 +40,7 @@ struct nt_config {
 					 * 10 s apart or more (default: tracepoints only) */
 	char **cmd_argv;		/* after "--", NULL-terminated; NULL if none */
 	uint64_t rotate_bytes, rotate_ns;	/* record --rotate: a new file of the series after this much (0: none) */
+	int nice;			/* record --nice: the drain loop's nice while it keeps up (default 19) */
 	double interval;		/* record --interval / live [interval]: seconds, 0 = none */
 	int count;			/* live [count]: intervals, 0 = until stopped */
 	const char *serve;		/* live --serve ADDR:PORT (target) */

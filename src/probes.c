@@ -623,6 +623,12 @@ int nt_probes_ringbuf_fd(const struct nt_probes *p)
 	return bpf_map__fd(p->skel->maps.events);
 }
 
+uint64_t nt_probes_ringbuf_recs(const struct nt_probes *p)
+{
+	/* each record behind the ring buffer's 8-byte header */
+	return bpf_map__max_entries(p->skel->maps.events) / (sizeof(struct ntbpf_rec) + 8);
+}
+
 int nt_probes_khist_fd(const struct nt_probes *p)
 {
 	return bpf_map__fd(p->skel->maps.khist);

@@ -94,6 +94,7 @@ bool nt_probes_undefer_now(struct nt_probes *p, const char *cmd);
 /* hooks of this role with attach type, status and boundary, into the file header */
 void nt_probes_to_header(const struct nt_probes *p, struct nt_header *h);
 int nt_probes_ringbuf_fd(const struct nt_probes *p);
+uint64_t nt_probes_ringbuf_recs(const struct nt_probes *p);	/* records the ring buffer holds */
 /*
  * The per-CPU rings mapped into user space (pcr_recs > 0): 0, or -1 with
  * errno; nt_probes_destroy unmaps them

@@ -291,6 +291,17 @@ static void test_live(void **state)
 	assert_true(cfg.interval == 2);
 	assert_int_equal(cfg.npcts, 2);
 	assert_bad("ntbpf record --interval 0.01", "bad --interval");
+	/* record --nice: 19 unless told */
+	assert_int_equal(parse("ntbpf record", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nice, 19);
+	assert_int_equal(parse("ntbpf record --nice 0", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nice, 0);
+	assert_int_equal(parse("ntbpf record --nice -20", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nice, -20);
+	assert_bad("ntbpf record --nice 20", "bad --nice '20' (want a whole number from -20 to 19)");
+	assert_bad("ntbpf record --nice -21", "bad --nice '-21'");
+	assert_bad("ntbpf record --nice 5x", "bad --nice '5x'");
+	assert_bad("ntbpf record --nice ''", "bad --nice ''");
 }
 
 static void test_top_level(void **state)
