@@ -556,6 +556,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct pcr_reader pc = { 0 };
 	struct nt_drain_prio dp = { 0 };
+	uint64_t drain_cap = 0;	/* records the fullest ring holds: the per-CPU rings', else the ring buffer's */
 	struct rusage ru_start = { 0 };
 	uint64_t cpu_start = 0;
 	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
@@ -685,6 +686,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	 * theirs.
 	 */
 	nt_drain_prio_start(&dp, cfg->nice);
+	drain_cap = pc.ncpu ? pc.n : nt_probes_ringbuf_recs(&pr);
 	/* scripts wait for this line before starting the workload */
 	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s%s%s)\n", nt_role_name(role),
 		cfg->output, pr.nattached, windowed ? window_text(cfg, &wr.w, err, sizeof(err)) : "",
@@ -706,13 +708,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		uint64_t t, most;
 
 		most = pcr_drain(&pc, &st);
-		/* records in the shared ring buffer beyond the CPUs' wake-up marks: a ring was full */
-		if (pc.ncpu && n > 2 * pc.ncpu)
-			most = pc.n;
-		if (pc.ncpu)
-			nt_drain_prio_round(&dp, most, pc.n);
-		else
-			nt_drain_prio_round(&dp, n > 0 ? (uint64_t)n : 0, nt_probes_ringbuf_recs(&pr));
+		/*
+		 * Without per-CPU rings, what the ring buffer gave; with them,
+		 * records there beyond the CPUs' wake-up marks say a ring was full.
+		 */
+		if (n > (pc.ncpu ? 2 * pc.ncpu : 0))
+			most = pc.ncpu ? pc.n : (uint64_t)n;
+		nt_drain_prio_round(&dp, most, drain_cap);
 		t = nt_clock_ns(CLOCK_MONOTONIC);
 
 		if (n < 0) {

@@ -6,20 +6,16 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <linux/capability.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include "drainprio.h"
+#include "sysinfo.h"
 
 /* may this thread set its nice to `to`, below what it is (CAP_SYS_NICE, or RLIMIT_NICE's 20 - rlim)? */
 static bool can_lower_nice(int to)
 {
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2];
 	struct rlimit rl;
 
-	if (!syscall(SYS_capget, &hdr, data) && (data[0].effective & (1u << 23 /* CAP_SYS_NICE */)))
+	if (nt_sys_has_cap(23 /* CAP_SYS_NICE */))
 		return true;
 	return !getrlimit(RLIMIT_NICE, &rl) && (rl.rlim_cur == RLIM_INFINITY || 20 - (long long)rl.rlim_cur <= to);
 }

@@ -8,8 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "probes.h"
 #include "recorder.h"
@@ -18,16 +16,8 @@
 /* root, or CAP_BPF + CAP_PERFMON (5.8+), or CAP_SYS_ADMIN */
 static bool privileged(void)
 {
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2];
-
-	if (geteuid() == 0)
-		return true;
-	if (syscall(SYS_capget, &hdr, data))
-		return false;
-#define HAS(c) (data[(c) / 32].effective & (1u << ((c) % 32)))
-	return HAS(21 /* CAP_SYS_ADMIN */) || (HAS(39 /* CAP_BPF */) && HAS(38 /* CAP_PERFMON */));
-#undef HAS
+	return geteuid() == 0 || nt_sys_has_cap(21 /* CAP_SYS_ADMIN */) ||
+	       (nt_sys_has_cap(39 /* CAP_BPF */) && nt_sys_has_cap(38 /* CAP_PERFMON */));
 }
 
 

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -334,4 +336,14 @@ void nt_advise_huge(void *p, size_t len)
 
 	if (len >= (2u << 20))
 		madvise((void *)a, b - a, MADV_HUGEPAGE);	/* advice only: failure is harmless */
+}
+
+bool nt_sys_has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	if (cap < 0 || cap >= 64 || syscall(SYS_capget, &hdr, data))
+		return false;
+	return data[cap / 32].effective & (1u << (cap % 32));
 }

@@ -77,6 +77,8 @@ uint64_t nt_clock_ns(clockid_t c);
 /* ask for transparent huge pages on [p, p + len) before it is first written (large arrays: a
  * report over millions of records otherwise spends a fifth of its time in page faults) */
 void nt_advise_huge(void *p, size_t len);
+/* is capability CAP (e.g. 21, CAP_SYS_ADMIN) in this thread's effective set (capget; false if it fails) */
+bool nt_sys_has_cap(int cap);
 /* is kernel module NAME loaded (<root>/sys/module/NAME) */
 int nt_sys_module_loaded(const char *root, const char *name);
 
