@@ -118,8 +118,17 @@ test-root: all $(OUTPUT)/bench-gen
 	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
 		tests/integration/pipes || fail=1; tests/integration/html || fail=1; exit $$fail
 
+# The lab's delay injector (tests/lab/inject/): known answers for every stage; never shipped.
+$(OUTPUT)/inject.bpf.o: tests/lab/inject/inject.bpf.c tests/lab/inject/inject.h vmlinux/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/lab/inject -c $< -o $@
+
+$(OUTPUT)/ntbpf-inject: tests/lab/inject/inject.c tests/lab/inject/inject.h $(OUTPUT)/inject.skel.h
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -Itests/lab/inject -o $@ $< $(LDLIBS)
+
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
-test-lab: all
+test-lab: all $(OUTPUT)/ntbpf-inject
 	$(Q)if [ -x tests/lab/test ]; then tests/lab/test; else echo "lab: not present"; fi
 
 test: deps

@@ -257,6 +257,133 @@ def others_still(d, baseline, moved, max_us=None, pct=50, ping_factor=None, frac
     return f"other stages within {max_us}us (largest move {worst:.1f}us)"
 
 
+def _inject_spun(d):
+    """tests/lab/inject: how often each site spun in this fio run (inject-*.log):
+    {site: n} and, for a schedule, {(phase, site): n}"""
+    spun = {}
+    for f in ("inject-both.log", "inject-initiator.log", "inject-target.log"):
+        try:
+            with open(os.path.join(d, f)) as fh:
+                for line in fh:
+                    w = line.split()
+                    if len(w) == 5 and w[0] == "ntbpf-inject:" and w[2] == "spun":
+                        spun[w[1]] = spun.get(w[1], 0) + int(w[3])
+                    elif len(w) == 7 and w[:2] == ["ntbpf-inject:", "phase"] and w[4] == "spun":
+                        spun[(int(w[2]), w[3])] = int(w[5])
+        except OSError:
+            pass
+    return spun
+
+
+def _fio_ops(d):
+    """fio's completed I/Os per op (read, write)"""
+    fio = load(d, "fio.json")
+    return {op: sum(j[op]["total_ios"] for j in fio["jobs"]) for op in ("read", "write")}
+
+
+def _script_rows(d):
+    """every I/O of DIR's recordings as `ntbpf script --format json` prints it (completion order)"""
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    exe = os.environ.get("NTBPF_BIN", os.path.join(root, ".output", "ntbpf"))
+    files = [os.path.join(d, f) for f in ("initiator.ntbpf", "target.ntbpf") if os.path.exists(os.path.join(d, f))]
+    r = subprocess.run([exe, "script", "--format", "json", *files], capture_output=True, text=True)
+    assert r.returncode == 0, f"ntbpf script: {r.stderr.strip()[:200]}"
+    return [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+
+
+def _nearest_rank(vals, pct):
+    v = sorted(vals)
+    return v[max(1, -(-len(v) * pct // 100)) - 1]
+
+
+def known_answers(d, every, phases, netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
+                  crossings=None, per_run=()):
+    """tests/lab/inject's known answers on one boot: fio run 1 warms the target's memory-backed
+    null_blk (its first write to a block allocates the page, and fio writes the same blocks in
+    every run); run 2 is a schedule of phases of `every` I/Os each, switched in the kernel as the
+    I/Os enter nvme-tcp: phase 0 has every site's program attached without a wait, phase k waits
+    delay_us at phases[k-1] = (site, stage, delay_us, ops).  Per phase and op, each of the ten
+    stages' p50 and p90 is taken over that phase's I/Os (`ntbpf script`, in completion order:
+    at QD1, I/O order); a stage's reference is its median over the phases that do not delay it.
+    The delayed stage moves by the delay (+-tol, or +-tol_us where larger), every other stage by at
+    most others_us, and the site spun once per I/O of its ops (plus the few admin and fabrics
+    commands the target's sites also see).  netem (x_us, y_us): runs 3 and 4 put a netem delay of
+    x, then y on the wire: network_transmission moves by crossings[op] x (y - x), the others stay.
+    Every run gets the checks in per_run."""
+    crossings = crossings or {"read": 2, "write": 4}
+    runs = [os.path.join(d, f"fio{i}") for i in range(1, 3 + (2 if netem else 0))]
+    bad = []
+    for r in runs:
+        assert os.path.isdir(r), f"no {r}"
+        for name, params in per_run:
+            try:
+                CHECKS[name](r, **params)
+            except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+                bad.append(f"{os.path.basename(r)} {name}: {e}")
+    rows = [x for x in _script_rows(runs[1]) if str(x.get("device", "")).startswith(DEV_PREFIX)]
+    nph = 1 + len(phases)
+    assert len(rows) == every * nph, f"{len(rows)} I/Os in the schedule run, expected {nph} phases x {every}"
+    # value[p][op][stage][pct]
+    val = [{op: {st: {} for st in TEN} for op in ops} for _ in range(nph)]
+    for p in range(nph):
+        mine = rows[p * every:(p + 1) * every]
+        for op in ops:
+            for st in TEN:
+                v = [x[st + "_ns"] / 1000 for x in mine if x["op"] == op and x.get(st + "_ns") is not None]
+                assert len(v) >= every // 5, f"phase {p}: {len(v)} {op} I/Os with {st}"
+                for pct in (50, 90):
+                    val[p][op][st][pct] = _nearest_rank(v, pct)
+    delayed = [None] + [ph[1] for ph in phases]
+    said = []
+    for p in range(1, nph):
+        site, stage, us, sops = phases[p - 1]
+        label = f"phase {p} {site}={us}us"
+        moved = []
+        for op in ops:
+            for st in TEN:
+                for pct in (50, 90):
+                    ref = sorted(val[q][op][st][pct] for q in range(nph) if delayed[q] != st)
+                    ref = ref[len(ref) // 2]
+                    delta = val[p][op][st][pct] - ref
+                    want = us if (st == stage and op in sops) else 0.0
+                    if want:
+                        band = max(tol * want, tol_us)
+                        moved.append(f"{op} p{pct} {delta:+.2f}")
+                        if abs(delta - want) > band:
+                            bad.append(f"{label}: {op} {st} p{pct} moved {delta:+.2f}us, expected {want:+.2f} +-{band:.2f}")
+                    elif abs(delta) > others_us:
+                        bad.append(f"{label}: {op} {st} p{pct} moved {delta:+.2f}us (at most {others_us}us: not its stage)")
+        said.append(f"{label} -> {stage} " + ", ".join(moved))
+    spun = _inject_spun(runs[1])
+    for p in range(1, nph):
+        site, stage, us, sops = phases[p - 1]
+        n = sum(1 for x in rows[p * every:(p + 1) * every] if x["op"] in sops)
+        got = spun.get((p, site), 0)
+        if not n <= got <= n + 10:
+            bad.append(f"phase {p} {site}: spun {got} times for {n} I/Os ({'/'.join(sops)})")
+    if netem:
+        x, y = netem
+        repx, repy = load(runs[2], "report.json"), load(runs[3], "report.json")
+        out = []
+        for op in ops:
+            exp = crossings[op] * (y - x)
+            for st in TEN:
+                for pct in (50, 90):
+                    delta = stage_pct(repy, st, pct, op) - stage_pct(repx, st, pct, op)
+                    if st == "network_transmission":
+                        band = max(tol * exp, tol_us)
+                        out.append(f"{op} p{pct} {delta:+.2f} for {exp:.1f}")
+                        if abs(delta - exp) > band:
+                            bad.append(f"netem {x}->{y}us: {op} network_transmission p{pct} moved {delta:+.2f}us, "
+                                       f"expected {exp:+.2f} +-{band:.2f}")
+                    elif abs(delta) > others_us:
+                        bad.append(f"netem {x}->{y}us: {op} {st} p{pct} moved {delta:+.2f}us (at most {others_us}us)")
+        said.append(f"netem {x}->{y}us -> network_transmission " + ", ".join(out))
+    assert not bad, "; ".join(bad)
+    return " | ".join(said)
+
+
 def sampled_fraction(d, n, tol=0.3):
     """--sample n keeps about 1/n of fio's I/Os."""
     fio_n = fio_total_ios(load(d, "fio.json"))
@@ -831,7 +958,7 @@ def finding(d, kind, present=True):
     return got[0]["evidence"] if got else f"not found (findings: {kinds})"
 
 
-CHECKS = {f.__name__: f for f in (device_stage, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
+CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,

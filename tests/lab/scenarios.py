@@ -99,6 +99,45 @@ def exact(baseline, stage, delay_us, ops=("read", "write"), others_us=5):
             ("others_still", {"baseline": baseline, "moved": [stage], "max_us": others_us, "ops": list(ops)})]
 
 
+# Known answers for every stage (tests/lab/inject, docs/stages.md "Known answers"): a delay that
+# is not a round number, different for each site, 50-90 us so that the +-2 % band is wider than
+# the run-to-run spread of the stages that wait for a vCPU (nstack_submission: 7.0-9.7 us modes).
+KA_EVERY = 150
+KA_PHASES = [  # (site, stage, delay_us, ops it lands in)
+    ("queue_rq", "blk_submission", 61.3, ("read", "write")),
+    ("start_request", "nvme_tcp_submission", 53.7, ("read", "write")),
+    ("r2t_copied", "nvme_tcp_submission", 47.9, ("write",)),      # the R2T leg: r2t_arrive -> data_sent
+    ("tgt_io_work", "nstack_submission", 71.9, ("read", "write")),
+    ("req_init", "nvmet_tcp_submission", 66.1, ("read", "write")),
+    ("bio_done", "target_subsystem", 57.3, ("read", "write")),
+    ("queue_response", "nvmet_tcp_completion", 77.7, ("read", "write")),
+    ("rsp_copied", "nstack_completion", 69.1, ("read", "write")),
+    ("complete_remote", "nvme_tcp_completion", 83.3, ("read", "write")),
+    ("cleanup_cmd", "blk_completion", 59.9, ("read", "write")),
+]
+KA_NETEM = (41.3, 97.1)   # us per crossing: network_transmission + 2 x 55.8 (reads), 4 x 55.8 (R2T writes)
+
+
+def known_answers(kernel, extra=(), suffix=""):
+    """One boot, four fio runs of 4k random reads mixed with 128k R2T writes at QD1 (fio's
+    buffer in a huge page: one bio_vec): a warm-up, the schedule of KA_PHASES (phase 0: every
+    site attached, no wait), then netem KA_NETEM[0] and KA_NETEM[1] on lo."""
+    nph = 1 + len(KA_PHASES)
+    fio = ("rw=randrw bs=4k,128k iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0"
+           " iomem=mmaphuge:/dev/hugepages/fio")
+    zero = ",".join(f"{site}=0" for site, *_ in KA_PHASES)
+    sched = zero + "".join(f";{site}={us}us" for site, _, us, _ in KA_PHASES)
+    args = ["--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
+            "--fio", fio % (KA_EVERY * nph),
+            "--fio", fio % (KA_EVERY * nph), "--inject", sched, "--inject-every", str(KA_EVERY),
+            "--fio", fio % 400, "--inject", f"network_transmission={KA_NETEM[0]}us",
+            "--fio", fio % 400, "--inject", f"network_transmission={KA_NETEM[1]}us"]
+    per_run = [c for c in BASIC if c[0] != "matched_fraction"] + [("matched_fraction", {"min": 1.0})]
+    return {"name": f"one-{kernel}-icount-known-answers{suffix}", "args": args,
+            "checks": [("known_answers", {"every": KA_EVERY, "phases": KA_PHASES, "netem": KA_NETEM,
+                                          "per_run": per_run})]}
+
+
 def detach_scenario(kind, detach_arg, what):
     """--sample 10 in 1 s windows 10 s apart (the function hooks' gap lowered to 1.5 s by the
     test knob): what recording detaches between windows, as the summary line words it"""
@@ -113,6 +152,8 @@ def detach_scenario(kind, detach_arg, what):
 
 
 SCENARIOS = [
+    # known answers for every stage (tests/lab/inject): one boot per kernel
+    known_answers("6.12"),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1],

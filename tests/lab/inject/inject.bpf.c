@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * inject.bpf.c - the lab's delay injector (never part of ntbpf): on a kernel function that runs
+ * strictly between one stage's two boundary events on the same I/O's path, busy-wait until the
+ * clock has moved on by a set delay.  On the instruction clock (virtual time = guest
+ * instructions) the wait is exactly the delay, whatever the other vCPU does; on the host clock
+ * it is the delay in wall time.  A known answer: the stage that holds the site must grow by the
+ * delay and no other stage may move.
+ *
+ * One program per site (tests/lab/inject/inject.c has the table: stage, function, filter);
+ * the loader turns on the sites asked for and sets their delays (0: the site runs its filter
+ * and returns, so that a baseline carries the same programs as the delayed run).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "inject.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* per phase and site: the delay in ns (0: run the filter only).  With `every` set, the I/Os
+ * are counted where they enter nvme-tcp (queue_rq) and I/O k (from 1) runs phase (k-1)/every
+ * (the last phase once the schedule is over); at QD1 all of an I/O's sites run between its
+ * queue_rq and the next one's, so each I/O sees one phase. */
+const volatile __u64 delay_ns[INJ_MAX_PHASES][INJ_NSITES] = {};
+const volatile __u32 every = 0;
+const volatile __u32 nphases = 1;
+/* the kernel has bpf_loop (5.17+); else a bounded loop */
+const volatile bool have_loop = false;
+
+__u64 io_count = 0;
+/* per phase and site: how often it spun, and how often its filter passed with no delay */
+__u64 hits[INJ_MAX_PHASES][INJ_NSITES] = {};
+__u64 passes[INJ_MAX_PHASES][INJ_NSITES] = {};
+
+static __always_inline __u32 phase(void)
+{
+	__u64 c = io_count, p;
+
+	if (!every || !c)
+		return 0;
+	p = (c - 1) / every;
+	return p < nphases ? p : nphases - 1;
+}
+
+/* 5.10's request has the disk itself (rq_disk; gone in 6.0 for q->disk) */
+struct request___old {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static int spin_cb(__u32 i, void *ctx)
+{
+	__u64 *end = ctx;
+
+	return bpf_ktime_get_ns() >= *end;
+}
+
+static __always_inline void spin(int site)
+{
+	__u32 p = phase();
+	__u64 d, end;
+
+	if (p >= INJ_MAX_PHASES || site < 0 || site >= INJ_NSITES)
+		return;
+	d = delay_ns[p][site];
+	if (!d) {
+		__sync_fetch_and_add(&passes[p][site], 1);
+		return;
+	}
+	end = bpf_ktime_get_ns() + d;
+	if (have_loop) {
+		bpf_loop(1 << 22, spin_cb, &end, 0);
+	} else {
+		/* 5.10: bounded; each round reads the clock (~100 ns on TCG): up to ~0.8 ms */
+		for (int i = 0; i < 8192; i++)
+			if (bpf_ktime_get_ns() >= end)
+				break;
+	}
+	__sync_fetch_and_add(&hits[p][site], 1);
+}
+
+/* the request's disk name starts "nvme" (the initiator's namespace or one of its paths; the
+ * admin queue has no disk, the target's backing device is nullb0) */
+static __always_inline bool nvme_disk(struct request *rq)
+{
+	struct gendisk *disk = NULL;
+	char name[4] = {};
+
+	if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
+		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+	else
+		disk = BPF_CORE_READ(rq, q, disk);
+	if (!disk)
+		return false;
+	bpf_probe_read_kernel(name, sizeof(name), &disk->disk_name);
+	return name[0] == 'n' && name[1] == 'v' && name[2] == 'm' && name[3] == 'e';
+}
+
+/* ---- initiator ---------------------------------------------------------------------------- */
+
+/* blk_submission: nvme-tcp's queue_rq, before nvme_setup_cmd (queue_rq's event); counts the
+ * I/Os (an nvme disk's requests) for the phases */
+static __always_inline int queue_rq(const struct blk_mq_queue_data *bd)
+{
+	struct request *rq = BPF_CORE_READ(bd, rq);
+
+	if (!nvme_disk(rq))
+		return 0;
+	__sync_fetch_and_add(&io_count, 1);
+	spin(INJ_QUEUE_RQ);
+	return 0;
+}
+SEC("fentry/nvme_tcp_queue_rq")
+int BPF_PROG(f_queue_rq, struct blk_mq_hw_ctx *hctx, const struct blk_mq_queue_data *bd)
+{
+	return queue_rq(bd);
+}
+SEC("kprobe/nvme_tcp_queue_rq")
+int BPF_KPROBE(k_queue_rq, struct blk_mq_hw_ctx *hctx, const struct blk_mq_queue_data *bd)
+{
+	return queue_rq(bd);
+}
+
+/* nvme_tcp_submission: blk_mq_start_request of an nvme disk's request, called by queue_rq
+ * after nvme_setup_cmd and before the command is handed to the socket */
+SEC("fentry/blk_mq_start_request")
+int BPF_PROG(f_start_rq, struct request *rq)
+{
+	if (nvme_disk(rq))
+		spin(INJ_START_RQ);
+	return 0;
+}
+
+/* The initiator copies each PDU header out of the skb with skb_copy_bits into its queue's pdu
+ * buffer; on return the header is there.  A whole header in one copy whose type is `type`
+ * (24-byte header, plen = the copy's length: header and header digest, no data) */
+static __always_inline bool copied_header(const __u8 *to, int len, __u8 type)
+{
+	__u8 h[8];
+
+	if (len != 24 && len != 28)
+		return false;
+	if (bpf_probe_read_kernel(h, sizeof(h), to))
+		return false;
+	return h[0] == type && h[2] == 24 && h[3] == 0 &&
+	       (h[4] | h[5] << 8 | h[6] << 16 | (__u32)h[7] << 24) == (__u32)len;
+}
+
+/* nstack_completion: the response capsule's header (0x05) copied, before it is processed;
+ * nvme_tcp_submission's R2T leg (r2t_arrive -> data_sent): an R2T's header (0x09) copied */
+SEC("fexit/skb_copy_bits")
+int BPF_PROG(f_copy_bits, const struct sk_buff *skb, int offset, void *to, int len, int ret)
+{
+	if (ret)
+		return 0;
+	if (copied_header(to, len, 0x05))
+		spin(INJ_RSP_COPIED);
+	else if (copied_header(to, len, 0x09))
+		spin(INJ_R2T_COPIED);
+	return 0;
+}
+
+/* nvme_tcp_completion: after blk_mq_complete_request_remote (resp_proc's hook, at its entry)
+ * returns, before nvme_complete_rq (nvme_done) */
+SEC("fexit/blk_mq_complete_request_remote")
+int BPF_PROG(f_complete_remote, struct request *rq, bool ret)
+{
+	if (nvme_disk(rq))
+		spin(INJ_COMPLETE_REMOTE);
+	return 0;
+}
+
+/* blk_completion: nvme_complete_rq calls nvme_cleanup_cmd right after its tracepoint
+ * (nvme_done), before blk_mq_end_request's block_rq_complete (blk_done) */
+SEC("fentry/nvme_cleanup_cmd")
+int BPF_PROG(f_cleanup, struct request *rq)
+{
+	if (nvme_disk(rq))
+		spin(INJ_CLEANUP);
+	return 0;
+}
+
+/* ---- target ------------------------------------------------------------------------------- */
+
+/* nstack_submission: the target's io_work starts while a command capsule alone waits on the
+ * socket, at a PDU's start (data_ready queued the work: cmd_arrive; the command's header is
+ * read by nvmet_tcp_try_recv_pdu: cmd_pickup).  A command capsule without in-capsule data is
+ * 72 bytes (+4 with a header digest); an H2C data PDU (R2T writes) comes with its data. */
+SEC("fentry/nvmet_tcp_io_work")
+int BPF_PROG(f_tgt_io_work, struct work_struct *w)
+{
+	struct nvmet_tcp_queue *q = (void *)w - bpf_core_field_offset(struct nvmet_tcp_queue, io_work);
+	struct tcp_sock *tp;
+	__u32 pending, want;
+
+	if (BPF_CORE_READ(q, rcv_state) != bpf_core_enum_value(enum nvmet_tcp_recv_state, NVMET_TCP_RECV_PDU) ||
+	    BPF_CORE_READ(q, offset) != 0)
+		return 0;
+	tp = (struct tcp_sock *)BPF_CORE_READ(q, sock, sk);
+	pending = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
+	want = 72 + (BPF_CORE_READ(q, hdr_digest) ? 4 : 0);
+	if (pending == want)
+		spin(INJ_TGT_IO_WORK);
+	return 0;
+}
+
+/* nvmet_tcp_submission: nvmet_req_init, called for a command after its header was picked up
+ * (cmd_pickup) and before the backend gets it (exec) or the R2T is sent */
+SEC("fentry/nvmet_req_init")
+int BPF_PROG(f_req_init)
+{
+	spin(INJ_REQ_INIT);
+	return 0;
+}
+
+/* target_subsystem: the backing bio ends (nvmet_bio_done, its bi_end_io), before
+ * nvmet_req_complete's tracepoint (subsys_done) */
+SEC("fentry/nvmet_bio_done")
+int BPF_PROG(f_bio_done)
+{
+	spin(INJ_BIO_DONE);
+	return 0;
+}
+
+/* nvmet_tcp_completion: nvmet_tcp_queue_response called from nvmet_req_complete (after its
+ * tracepoint: subsys_done), before the response's send (resp_sent).  The same function
+ * queues an R2T from the receive path: not inside nvmet_req_complete, so no spin. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} in_complete SEC(".maps");
+
+SEC("fentry/nvmet_req_complete")
+int BPF_PROG(f_req_complete_in)
+{
+	__u32 k = 0, *v = bpf_map_lookup_elem(&in_complete, &k);
+
+	if (v)
+		*v += 1;
+	return 0;
+}
+
+SEC("fexit/nvmet_req_complete")
+int BPF_PROG(f_req_complete_out)
+{
+	__u32 k = 0, *v = bpf_map_lookup_elem(&in_complete, &k);
+
+	if (v && *v)
+		*v -= 1;
+	return 0;
+}
+
+SEC("fentry/nvmet_tcp_queue_response")
+int BPF_PROG(f_queue_response)
+{
+	__u32 k = 0, *v = bpf_map_lookup_elem(&in_complete, &k);
+
+	if (v && *v)
+		spin(INJ_QUEUE_RESPONSE);
+	return 0;
+}
