@@ -110,7 +110,8 @@ $(OUTPUT)/tests/test_hooks: tests/unit/test_hooks.c $(OUTPUT)/libntcore.a $(SKEL
 check: $(TESTS)
 	$(Q)fail=0; for t in $(TESTS); do \
 		echo "== $$t"; NTBPF_TESTDATA=tests/unit $$t || fail=1; \
-	done; echo "== tests/lab/test_sweep.py"; python3 tests/lab/test_sweep.py || fail=1; exit $$fail
+	done; echo "== tests/lab/test_sweep.py"; python3 tests/lab/test_sweep.py || fail=1; \
+	echo "== tests/lab/test_inject.py"; python3 tests/lab/test_inject.py || fail=1; exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).
