@@ -266,9 +266,10 @@ def _inject_spun(d):
             with open(os.path.join(d, f)) as fh:
                 for line in fh:
                     w = line.split()
-                    if len(w) == 5 and w[0] == "ntbpf-inject:" and w[2] == "spun":
+                    # "ntbpf-inject: SITE spun N passed M", "ntbpf-inject: phase P SITE spun N passed M"
+                    if len(w) == 6 and w[0] == "ntbpf-inject:" and w[2] == "spun":
                         spun[w[1]] = spun.get(w[1], 0) + int(w[3])
-                    elif len(w) == 7 and w[:2] == ["ntbpf-inject:", "phase"] and w[4] == "spun":
+                    elif len(w) == 8 and w[:2] == ["ntbpf-inject:", "phase"] and w[4] == "spun":
                         spun[(int(w[2]), w[3])] = int(w[5])
         except OSError:
             pass
