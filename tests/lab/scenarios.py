@@ -152,8 +152,14 @@ def detach_scenario(kind, detach_arg, what):
 
 
 SCENARIOS = [
-    # known answers for every stage (tests/lab/inject): one boot per kernel
+    # known answers for every stage (tests/lab/inject): one boot per kernel, and one per kernel on
+    # Debian's generic flavor with header and data digests on
     known_answers("6.12"),
+    known_answers("6.1"),
+    known_answers("7.2"),
+    known_answers("6.12", ("--flavor", "generic", "--digest"), "-generic-digest"),
+    known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest"),
+    known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest"),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1],
