@@ -298,34 +298,20 @@ def _nearest_rank(vals, pct):
     return v[max(1, -(-len(v) * pct // 100)) - 1]
 
 
-def known_answers(d, every, phases, netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
-                  crossings=None, per_run=()):
-    """tests/lab/inject's known answers on one boot: fio run 1 warms the target's memory-backed
-    null_blk (its first write to a block allocates the page, and fio writes the same blocks in
-    every run); run 2 is a schedule of phases of `every` I/Os each, switched in the kernel as the
-    I/Os enter nvme-tcp: phase 0 has every site's program attached without a wait, phase k waits
-    delay_us at phases[k-1] = (site, stage, delay_us, ops).  Per phase and op, each of the ten
-    stages' p50 and p90 is taken over that phase's I/Os (`ntbpf script`, in completion order:
-    at QD1, I/O order); a stage's reference is its median over the phases that do not delay it.
-    The delayed stage moves by the delay (+-tol, or +-tol_us where larger), every other stage by at
-    most others_us, and the site spun once per I/O of its ops (plus the few admin and fabrics
-    commands the target's sites also see).  netem (x_us, y_us): runs 3 and 4 put a netem delay of
-    x, then y on the wire: network_transmission moves by crossings[op] x (y - x), the others stay.
-    Every run gets the checks in per_run."""
+def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
+                      crossings=None):
+    """The measurements behind known_answers (below) and bench/lab-calibration: one row per
+    delayed (phase or netem pair) and op: stage, site, op, want (us), d50 and d90 (how far its
+    p50 and p90 moved), other and other_us (the other stage of the ten that moved most), spun and
+    n (how often the site waited, for how many I/Os of its ops), ok (every target met)."""
     crossings = crossings or {"read": 2, "write": 4}
     runs = [os.path.join(d, f"fio{i}") for i in range(1, 3 + (2 if netem else 0))]
-    bad = []
     for r in runs:
         assert os.path.isdir(r), f"no {r}"
-        for name, params in per_run:
-            try:
-                CHECKS[name](r, **params)
-            except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
-                bad.append(f"{os.path.basename(r)} {name}: {e}")
     rows = [x for x in _script_rows(runs[1]) if str(x.get("device", "")).startswith(DEV_PREFIX)]
     nph = 1 + len(phases)
     assert len(rows) == every * nph, f"{len(rows)} I/Os in the schedule run, expected {nph} phases x {every}"
-    # value[p][op][stage][pct]
+    # val[p][op][stage][pct]: nearest-rank percentiles over phase p's I/Os of that op
     val = [{op: {st: {} for st in TEN} for op in ops} for _ in range(nph)]
     for p in range(nph):
         mine = rows[p * every:(p + 1) * every]
@@ -336,51 +322,68 @@ def known_answers(d, every, phases, netem=None, ops=("read", "write"), tol=0.02,
                 for pct in (50, 90):
                     val[p][op][st][pct] = _nearest_rank(v, pct)
     delayed = [None] + [ph[1] for ph in phases]
-    said = []
-    for p in range(1, nph):
-        site, stage, us, sops = phases[p - 1]
-        label = f"phase {p} {site}={us}us"
-        moved = []
-        for op in ops:
-            for st in TEN:
-                for pct in (50, 90):
-                    ref = sorted(val[q][op][st][pct] for q in range(nph) if delayed[q] != st)
-                    ref = ref[len(ref) // 2]
-                    delta = val[p][op][st][pct] - ref
-                    want = us if (st == stage and op in sops) else 0.0
-                    if want:
-                        band = max(tol * want, tol_us)
-                        moved.append(f"{op} p{pct} {delta:+.2f}")
-                        if abs(delta - want) > band:
-                            bad.append(f"{label}: {op} {st} p{pct} moved {delta:+.2f}us, expected {want:+.2f} +-{band:.2f}")
-                    elif abs(delta) > others_us:
-                        bad.append(f"{label}: {op} {st} p{pct} moved {delta:+.2f}us (at most {others_us}us: not its stage)")
-        said.append(f"{label} -> {stage} " + ", ".join(moved))
     spun = _inject_spun(runs[1])
+    out = []
+
+    def row(stage, site, op, want, moved_by, n=None, got=None):
+        """moved_by(st, pct) -> us; the row for the delayed stage and the largest other move"""
+        d50, d90 = moved_by(stage, 50), moved_by(stage, 90)
+        band = max(tol * want, tol_us)
+        other, other_us = max(((st, moved_by(st, pct)) for st in TEN if st != stage for pct in (50, 90)),
+                              key=lambda t: abs(t[1]))
+        ok = abs(d50 - want) <= band and abs(d90 - want) <= band and abs(other_us) <= others_us
+        if n is not None:
+            ok = ok and n <= got <= n + 10
+        out.append({"stage": stage, "site": site, "op": op, "want": want, "band": band, "d50": d50, "d90": d90,
+                    "other": other, "other_us": other_us, "spun": got, "n": n, "ok": ok})
+
     for p in range(1, nph):
         site, stage, us, sops = phases[p - 1]
         n = sum(1 for x in rows[p * every:(p + 1) * every] if x["op"] in sops)
-        got = spun.get((p, site), 0)
-        if not n <= got <= n + 10:
-            bad.append(f"phase {p} {site}: spun {got} times for {n} I/Os ({'/'.join(sops)})")
+        for op in ops:
+            def moved_by(st, pct, p=p, op=op):
+                ref = sorted(val[q][op][st][pct] for q in range(nph) if delayed[q] != st)
+                return val[p][op][st][pct] - ref[len(ref) // 2]
+            row(stage, site, op, us if op in sops else 0.0, moved_by, n, spun.get((p, site), 0))
     if netem:
         x, y = netem
         repx, repy = load(runs[2], "report.json"), load(runs[3], "report.json")
-        out = []
         for op in ops:
-            exp = crossings[op] * (y - x)
-            for st in TEN:
-                for pct in (50, 90):
-                    delta = stage_pct(repy, st, pct, op) - stage_pct(repx, st, pct, op)
-                    if st == "network_transmission":
-                        band = max(tol * exp, tol_us)
-                        out.append(f"{op} p{pct} {delta:+.2f} for {exp:.1f}")
-                        if abs(delta - exp) > band:
-                            bad.append(f"netem {x}->{y}us: {op} network_transmission p{pct} moved {delta:+.2f}us, "
-                                       f"expected {exp:+.2f} +-{band:.2f}")
-                    elif abs(delta) > others_us:
-                        bad.append(f"netem {x}->{y}us: {op} {st} p{pct} moved {delta:+.2f}us (at most {others_us}us)")
-        said.append(f"netem {x}->{y}us -> network_transmission " + ", ".join(out))
+            row("network_transmission", f"netem {x}->{y}us", op, crossings[op] * (y - x),
+                lambda st, pct, op=op: stage_pct(repy, st, pct, op) - stage_pct(repx, st, pct, op))
+    return out
+
+
+def known_answers(d, every, phases, netem=None, per_run=(), **kw):
+    """tests/lab/inject's known answers on one boot: fio run 1 warms the target's memory-backed
+    null_blk (its first write to a block allocates the page, and fio writes the same blocks in
+    every run); run 2 is a schedule of phases of `every` I/Os each, switched in the kernel as the
+    I/Os enter nvme-tcp: phase 0 has every site's program attached without a wait, phase k waits
+    delay_us at phases[k-1] = (site, stage, delay_us, ops).  Per phase and op, each of the ten
+    stages' p50 and p90 is taken over that phase's I/Os (`ntbpf script`, in completion order:
+    at QD1, I/O order); a stage's reference is its median over the phases that do not delay it.
+    The delayed stage moves by the delay (+-2 %, or +-1 us where larger; 0 for an op the site
+    does not see), every other stage by at most 2 us, and the site spun once per I/O of its ops
+    (plus the few admin and fabrics commands the target's sites also see).  netem (x_us, y_us):
+    runs 3 and 4 put a netem delay of x, then y on the wire: network_transmission moves by
+    crossings x (y - x) (2 for reads, 4 for R2T writes), the others stay.  Every run gets the
+    checks in per_run."""
+    bad = []
+    for r in [os.path.join(d, f"fio{i}") for i in range(1, 3 + (2 if netem else 0))]:
+        for name, params in per_run:
+            try:
+                CHECKS[name](r, **params)
+            except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+                bad.append(f"{os.path.basename(r)} {name}: {e}")
+    said = []
+    for r in known_answer_rows(d, every, phases, netem, **kw):
+        what = (f"{r['site']}: {r['op']} {r['stage']} p50 {r['d50']:+.2f} p90 {r['d90']:+.2f} for "
+                f"{r['want']:+.2f} +-{r['band']:.2f}, largest other {r['other']} {r['other_us']:+.2f}")
+        if r["n"] is not None:
+            what += f", waited {r['spun']} times for {r['n']} I/Os"
+        said.append(what)
+        if not r["ok"]:
+            bad.append(what)
     assert not bad, "; ".join(bad)
     return " | ".join(said)
 
