@@ -228,7 +228,7 @@ $(OUTPUT)/bench-recfile: bench/recfile-speed.c bench/synth.h $(OUTPUT)/libntcore
 	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(OUTPUT)/libntcore.a -lz -lm
 
 # The record codec alone (bench/recfile-speed.c): its rows go after bench/run's.
-bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile
+bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile $(OUTPUT)/ntbpf-inject
 	$(Q)$(OUTPUT)/bench-recfile $${NTBPF_BENCH_N:-2000000} > $(OUTPUT)/bench-recfile.md
 	$(Q)cat $(OUTPUT)/bench-recfile.md
 	$(Q)bench/run
