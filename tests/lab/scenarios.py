@@ -116,6 +116,10 @@ KA_PHASES = [  # (site, stage, delay_us, ops it lands in)
     ("cleanup_cmd", "blk_completion", 59.9, ("read", "write")),
 ]
 KA_NETEM = (41.3, 97.1)   # us per crossing: network_transmission + 2 x 55.8 (reads), 4 x 55.8 (R2T writes)
+# each netem run's first half is left out: TCP takes a while to settle on a new delay (6.12: the
+# first ~95 128k writes after 41.3 -> 97.1 us took 4.3 us more in the target's receive, whose
+# ACKs change with the round trip TCP has measured; then as before)
+KA_NETEM_SKIP = 300
 
 
 def known_answers(kernel, extra=(), suffix=""):
@@ -132,12 +136,12 @@ def known_answers(kernel, extra=(), suffix=""):
     args = ["--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
             "--fio", fio % (KA_EVERY * (nph + 1)),
             "--fio", fio % (KA_EVERY * (nph + 1)), "--inject", sched, "--inject-every", str(KA_EVERY),
-            "--fio", fio % 400, "--inject", f"network_transmission={KA_NETEM[0]}us",
-            "--fio", fio % 400, "--inject", f"network_transmission={KA_NETEM[1]}us"]
+            "--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[0]}us",
+            "--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[1]}us"]
     per_run = [c for c in BASIC if c[0] != "matched_fraction"] + [("matched_fraction", {"min": 1.0})]
     return {"name": f"one-{kernel}-icount-known-answers{suffix}", "args": args,
             "checks": [("known_answers", {"every": KA_EVERY, "phases": KA_PHASES, "netem": KA_NETEM,
-                                          "per_run": per_run})]}
+                                          "netem_skip": KA_NETEM_SKIP, "per_run": per_run})]}
 
 
 def detach_scenario(kind, detach_arg, what):
