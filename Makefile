@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # make            build .output/ntbpf (BPF objects embedded as skeletons)
+# make static     .output/ntbpf-static: the same, linked without any shared library (make install, make deb)
 # make check      unit tests (cmocka, no root, seconds)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
@@ -35,10 +36,6 @@ CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -s
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
 	   -Iinclude -Ivmlinux -Ibpf
 LDLIBS  := -lbpf -lelf -lz -lcrypto
-ifeq ($(STATIC),1)
-LDFLAGS += -static
-LDLIBS  += -lzstd
-endif
 
 ifeq ($(V),1)
 Q =
@@ -59,7 +56,7 @@ CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge \
+.PHONY: all static check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge \
 	man install uninstall deb print-version
 .DELETE_ON_ERROR:
 
@@ -95,6 +92,34 @@ $(OUTPUT)/libntcore.a: $(CORE_OBJS)
 $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lm -lpthread
+
+# make static: the objects of .output/ntbpf linked with glibc's and Debian's static archives (libbpf.a,
+# libelf.a, libz.a, libzstd.a for libelf's compressed sections, libcrypto.a) into one file that runs
+# on any x86_64 Linux, with the marker object that makes it say "static" (nt_build_static).  A file
+# of its own, not .output/ntbpf made static: the unit tests, the fuzzer and the dev loop keep the
+# faster shared link, and one name never means two different binaries.
+# glibc warns about three functions in a static link; each is understood, and any other warning
+# fails the link:
+#  getaddrinfo    would dlopen the NSS modules nsswitch.conf names beyond glibc's own "files" and
+#                 "dns": nt_resolve (src/stream.c) sets hosts to "files dns" first
+#  dlopen         OpenSSL's DSO loader, for providers and engines that a config file names: the
+#                 static binary loads no config (OPENSSL_INIT_NO_LOAD_CONFIG) and HMAC-SHA256 comes
+#                 from the built-in default provider
+#  gethostbyname  OpenSSL's BIO_gethostbyname (BIO sockets), which ntbpf never calls
+STATIC_LD_OK := warning: Using '\(getaddrinfo\|dlopen\|gethostbyname\)' in statically linked applications
+
+$(OUTPUT)/static-mark.o: | $(OUTPUT)
+	$(Q)echo 'const char nt_linked_static[] = "static";' | $(CC) $(CFLAGS) -x c -c -o $@ -
+
+static: $(OUTPUT)/ntbpf-static
+
+$(OUTPUT)/ntbpf-static: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a $(OUTPUT)/static-mark.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -static -o $@ $^ $(LDLIBS) -lzstd -lm -lpthread 2> $@.ld || { cat $@.ld >&2; exit 1; }
+	$(Q)if grep -v -e ': in function ' -e "$(STATIC_LD_OK)" $@.ld >&2; then \
+		echo "$@: a link warning not understood (Makefile, STATIC_LD_OK)" >&2; rm -f $@; exit 1; fi
+	$(Q)if readelf -lW $@ | grep -q -e INTERP -e DYNAMIC; then echo "$@: not static" >&2; rm -f $@; exit 1; fi
+	$(Q)rm -f $@.ld
 
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
