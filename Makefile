@@ -106,6 +106,9 @@ $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 #                 static binary loads no config (OPENSSL_INIT_NO_LOAD_CONFIG) and HMAC-SHA256 comes
 #                 from the built-in default provider
 #  gethostbyname  OpenSSL's BIO_gethostbyname (BIO sockets), which ntbpf never calls
+# the Debian packages whose static archives are in it (make install copies their copyright files,
+# make deb names their sources in Built-Using)
+STATIC_PKGS  := libbpf-dev libelf-dev zlib1g-dev libzstd-dev libssl-dev libc6-dev
 STATIC_LD_OK := warning: Using '\(getaddrinfo\|dlopen\|gethostbyname\)' in statically linked applications
 
 $(OUTPUT)/static-mark.o: | $(OUTPUT)
@@ -140,9 +143,11 @@ check: $(TESTS)
 
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).
-test-root: all $(OUTPUT)/bench-gen
+# tests/integration/static: make static's binary alone in an empty root (chroot), and recording here.
+test-root: all static $(OUTPUT)/bench-gen
 	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
-		tests/integration/pipes || fail=1; tests/integration/html || fail=1; exit $$fail
+		tests/integration/pipes || fail=1; tests/integration/html || fail=1; \
+		tests/integration/static || fail=1; exit $$fail
 
 # The lab's delay injector (tests/lab/inject/): known answers for every stage; never shipped.
 $(OUTPUT)/inject.bpf.o: tests/lab/inject/inject.bpf.c tests/lab/inject/inject.h vmlinux/vmlinux.h | $(OUTPUT)
@@ -154,7 +159,7 @@ $(OUTPUT)/ntbpf-inject: tests/lab/inject/inject.c tests/lab/inject/inject.h $(OU
 	$(Q)$(CC) $(CFLAGS) -Itests/lab/inject -o $@ $< $(LDLIBS)
 
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
-test-lab: all $(OUTPUT)/ntbpf-inject
+test-lab: all static $(OUTPUT)/ntbpf-inject
 	$(Q)if [ -x tests/lab/test ]; then tests/lab/test; else echo "lab: not present"; fi
 
 test: deps
@@ -196,14 +201,17 @@ $(OUTPUT)/man/ntbpf-%.8: $(OUTPUT)/ntbpf scripts/man-from-help | $(OUTPUT)/man
 
 man: $(MANPAGES)
 
-install: all man
+# the static binary (make static): the one file that runs on any distro
+install: static man
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
-	$(Q)install -m 0755 $(OUTPUT)/ntbpf $(DESTDIR)$(SBINDIR)/ntbpf
+	$(Q)install -m 0755 $(OUTPUT)/ntbpf-static $(DESTDIR)$(SBINDIR)/ntbpf
 	$(Q)install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
 	$(Q)install -m 0644 contrib/bash-completion/ntbpf $(DESTDIR)$(BASHCOMPDIR)/ntbpf
 	$(Q)install -m 0644 LICENSE README.md contrib/grafana-dashboard.json $(DESTDIR)$(DOCDIR)/
 	$(Q)install -d $(DESTDIR)$(DOCDIR)/LICENSES
 	$(Q)install -m 0644 LICENSES/* $(DESTDIR)$(DOCDIR)/LICENSES/
+	$(Q)install -d $(DESTDIR)$(DOCDIR)/bundled
+	$(Q)for p in $(STATIC_PKGS); do install -m 0644 /usr/share/doc/$$p/copyright $(DESTDIR)$(DOCDIR)/bundled/$$p.copyright; done
 	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/ntbpf)
 
 uninstall:
@@ -218,11 +226,11 @@ DEB         := $(OUTPUT)/ntbpf_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 deb: $(DEB)
 
-$(DEB): $(OUTPUT)/ntbpf $(MANPAGES) contrib/bash-completion/ntbpf contrib/grafana-dashboard.json LICENSE
+$(DEB): $(OUTPUT)/ntbpf-static $(MANPAGES) contrib/bash-completion/ntbpf contrib/grafana-dashboard.json LICENSE
 	$(call msg,DEB,$@)
 	$(Q)rm -rf $(OUTPUT)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(CURDIR)/$(OUTPUT)/deb >/dev/null
 	$(Q)gzip -9n $(OUTPUT)/deb/usr/share/man/man8/*.8
-	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/ntbpf '$(DEB_VERSION)' $(DEB_ARCH)
+	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/deb/usr/sbin/ntbpf '$(DEB_VERSION)' $(DEB_ARCH) $(STATIC_PKGS)
 	$(Q)dpkg-deb --root-owner-group -Zxz --build $(OUTPUT)/deb $@ >/dev/null
 
 # the version this tree builds as, and its Debian form (tests/install/run checks both, in git and out)
@@ -230,7 +238,7 @@ print-version:
 	@echo '$(VERSION) $(DEB_VERSION)'
 
 # make install, the man pages, the completion and make deb, in scratch directories (no root)
-test-install: all
+test-install: all static
 	$(Q)tests/install/run
 
 demo: deps
