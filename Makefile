@@ -106,6 +106,8 @@ $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 #                 static binary loads no config (OPENSSL_INIT_NO_LOAD_CONFIG) and HMAC-SHA256 comes
 #                 from the built-in default provider
 #  gethostbyname  OpenSSL's BIO_gethostbyname (BIO sockets), which ntbpf never calls
+# ld names only a symbol's first caller, so ntbpf's own objects are checked too: getaddrinfo from
+# nt_resolve's stream.o only, and none of glibc's other NSS, iconv or dlopen entry points.
 # the Debian packages whose static archives are in it (make install copies their copyright files,
 # make deb names their sources in Built-Using)
 STATIC_PKGS  := libbpf-dev libelf-dev zlib1g-dev libzstd-dev libssl-dev libc6-dev
@@ -121,6 +123,10 @@ $(OUTPUT)/ntbpf-static: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a $(OU
 	$(Q)$(CC) $(LDFLAGS) -static -o $@ $^ $(LDLIBS) -lzstd -lm -lpthread 2> $@.ld || { cat $@.ld >&2; exit 1; }
 	$(Q)if grep -v -e ': in function ' -e "$(STATIC_LD_OK)" $@.ld >&2; then \
 		echo "$@: a link warning not understood (Makefile, STATIC_LD_OK)" >&2; rm -f $@; exit 1; fi
+	$(Q)if nm -A -u $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a | grep -w -e getaddrinfo -e gethostbyname \
+		-e 'gethostbyname2\(_r\)\?' -e getnameinfo -e 'getpw[a-z_]*' -e 'getgr[a-z_]*' -e 'getserv[a-z_]*' -e iconv_open \
+		-e dlopen | grep -v '^$(OUTPUT)/libntcore.a:stream.o: *U getaddrinfo$$' >&2; then \
+		echo "$@: glibc's NSS, iconv or dlopen called other than by nt_resolve (src/stream.c)" >&2; rm -f $@; exit 1; fi
 	$(Q)if readelf -lW $@ | grep -q -e INTERP -e DYNAMIC; then echo "$@: not static" >&2; rm -f $@; exit 1; fi
 	$(Q)rm -f $@.ld
 
