@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # make            build .output/ntbpf (BPF objects embedded as skeletons)
+# make static     .output/ntbpf-static: the same, linked without any shared library (make install, make deb)
 # make check      unit tests (cmocka, no root, seconds)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
@@ -35,10 +36,6 @@ CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -s
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
 	   -Iinclude -Ivmlinux -Ibpf
 LDLIBS  := -lbpf -lelf -lz -lcrypto
-ifeq ($(STATIC),1)
-LDFLAGS += -static
-LDLIBS  += -lzstd
-endif
 
 ifeq ($(V),1)
 Q =
@@ -59,7 +56,7 @@ CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge \
+.PHONY: all static check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge \
 	man install uninstall deb print-version
 .DELETE_ON_ERROR:
 
@@ -96,6 +93,43 @@ $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lm -lpthread
 
+# make static: the objects of .output/ntbpf linked with glibc's and Debian's static archives (libbpf.a,
+# libelf.a, libz.a, libzstd.a for libelf's compressed sections, libcrypto.a) into one file that runs
+# on any x86_64 Linux, with the marker object that makes it say "static" (nt_build_static).  A file
+# of its own, not .output/ntbpf made static: the unit tests, the fuzzer and the dev loop keep the
+# faster shared link, and one name never means two different binaries.
+# glibc warns about three functions in a static link; each is understood, and any other warning
+# fails the link:
+#  getaddrinfo    would dlopen the NSS modules nsswitch.conf names beyond glibc's own "files" and
+#                 "dns": nt_resolve (src/stream.c) sets hosts to "files dns" first
+#  dlopen         OpenSSL's DSO loader, for providers and engines that a config file names: the
+#                 static binary loads no config (OPENSSL_INIT_NO_LOAD_CONFIG) and HMAC-SHA256 comes
+#                 from the built-in default provider
+#  gethostbyname  OpenSSL's BIO_gethostbyname (BIO sockets), which ntbpf never calls
+# ld names only a symbol's first caller, so ntbpf's own objects are checked too: getaddrinfo from
+# nt_resolve's stream.o only, and none of glibc's other NSS, iconv or dlopen entry points.
+# the Debian packages whose static archives are in it (make install copies their copyright files,
+# make deb names their sources in Built-Using)
+STATIC_PKGS  := libbpf-dev libelf-dev zlib1g-dev libzstd-dev libssl-dev libc6-dev
+STATIC_LD_OK := warning: Using '\(getaddrinfo\|dlopen\|gethostbyname\)' in statically linked applications
+
+$(OUTPUT)/static-mark.o: | $(OUTPUT)
+	$(Q)echo 'const char nt_linked_static[] = "static";' | $(CC) $(CFLAGS) -x c -c -o $@ -
+
+static: $(OUTPUT)/ntbpf-static
+
+$(OUTPUT)/ntbpf-static: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a $(OUTPUT)/static-mark.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -static -o $@ $^ $(LDLIBS) -lzstd -lm -lpthread 2> $@.ld || { cat $@.ld >&2; exit 1; }
+	$(Q)if grep -v -e ': in function ' -e "$(STATIC_LD_OK)" $@.ld >&2; then \
+		echo "$@: a link warning not understood (Makefile, STATIC_LD_OK)" >&2; rm -f $@; exit 1; fi
+	$(Q)if nm -A -u $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a | grep -w -e getaddrinfo -e gethostbyname \
+		-e 'gethostbyname2\(_r\)\?' -e getnameinfo -e 'getpw[a-z_]*' -e 'getgr[a-z_]*' -e 'getserv[a-z_]*' -e iconv_open \
+		-e dlopen | grep -v '^$(OUTPUT)/libntcore.a:stream.o: *U getaddrinfo$$' >&2; then \
+		echo "$@: glibc's NSS, iconv or dlopen called other than by nt_resolve (src/stream.c)" >&2; rm -f $@; exit 1; fi
+	$(Q)if readelf -lW $@ | grep -q -e INTERP -e DYNAMIC; then echo "$@: not static" >&2; rm -f $@; exit 1; fi
+	$(Q)rm -f $@.ld
+
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libntcore.a $(wildcard tests/unit/*.h) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka -lz -lcrypto -lm -lpthread
@@ -115,9 +149,11 @@ check: $(TESTS)
 
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).
-test-root: all $(OUTPUT)/bench-gen
+# tests/integration/static: make static's binary alone in an empty root (chroot), and recording here.
+test-root: all static $(OUTPUT)/bench-gen
 	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
-		tests/integration/pipes || fail=1; tests/integration/html || fail=1; exit $$fail
+		tests/integration/pipes || fail=1; tests/integration/html || fail=1; \
+		tests/integration/static || fail=1; exit $$fail
 
 # The lab's delay injector (tests/lab/inject/): known answers for every stage; never shipped.
 $(OUTPUT)/inject.bpf.o: tests/lab/inject/inject.bpf.c tests/lab/inject/inject.h vmlinux/vmlinux.h | $(OUTPUT)
@@ -129,7 +165,7 @@ $(OUTPUT)/ntbpf-inject: tests/lab/inject/inject.c tests/lab/inject/inject.h $(OU
 	$(Q)$(CC) $(CFLAGS) -Itests/lab/inject -o $@ $< $(LDLIBS)
 
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
-test-lab: all $(OUTPUT)/ntbpf-inject
+test-lab: all static $(OUTPUT)/ntbpf-inject
 	$(Q)if [ -x tests/lab/test ]; then tests/lab/test; else echo "lab: not present"; fi
 
 test: deps
@@ -171,14 +207,17 @@ $(OUTPUT)/man/ntbpf-%.8: $(OUTPUT)/ntbpf scripts/man-from-help | $(OUTPUT)/man
 
 man: $(MANPAGES)
 
-install: all man
+# the static binary (make static): the one file that runs on any distro
+install: static man
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
-	$(Q)install -m 0755 $(OUTPUT)/ntbpf $(DESTDIR)$(SBINDIR)/ntbpf
+	$(Q)install -m 0755 $(OUTPUT)/ntbpf-static $(DESTDIR)$(SBINDIR)/ntbpf
 	$(Q)install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
 	$(Q)install -m 0644 contrib/bash-completion/ntbpf $(DESTDIR)$(BASHCOMPDIR)/ntbpf
 	$(Q)install -m 0644 LICENSE README.md contrib/grafana-dashboard.json $(DESTDIR)$(DOCDIR)/
 	$(Q)install -d $(DESTDIR)$(DOCDIR)/LICENSES
 	$(Q)install -m 0644 LICENSES/* $(DESTDIR)$(DOCDIR)/LICENSES/
+	$(Q)install -d $(DESTDIR)$(DOCDIR)/bundled
+	$(Q)for p in $(STATIC_PKGS); do install -m 0644 /usr/share/doc/$$p/copyright $(DESTDIR)$(DOCDIR)/bundled/$$p.copyright; done
 	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/ntbpf)
 
 uninstall:
@@ -193,11 +232,11 @@ DEB         := $(OUTPUT)/ntbpf_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 deb: $(DEB)
 
-$(DEB): $(OUTPUT)/ntbpf $(MANPAGES) contrib/bash-completion/ntbpf contrib/grafana-dashboard.json LICENSE
+$(DEB): $(OUTPUT)/ntbpf-static $(MANPAGES) contrib/bash-completion/ntbpf contrib/grafana-dashboard.json LICENSE
 	$(call msg,DEB,$@)
 	$(Q)rm -rf $(OUTPUT)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(CURDIR)/$(OUTPUT)/deb >/dev/null
 	$(Q)gzip -9n $(OUTPUT)/deb/usr/share/man/man8/*.8
-	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/ntbpf '$(DEB_VERSION)' $(DEB_ARCH)
+	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/deb/usr/sbin/ntbpf '$(DEB_VERSION)' $(DEB_ARCH) $(STATIC_PKGS)
 	$(Q)dpkg-deb --root-owner-group -Zxz --build $(OUTPUT)/deb $@ >/dev/null
 
 # the version this tree builds as, and its Debian form (tests/install/run checks both, in git and out)
@@ -205,7 +244,7 @@ print-version:
 	@echo '$(VERSION) $(DEB_VERSION)'
 
 # make install, the man pages, the completion and make deb, in scratch directories (no root)
-test-install: all
+test-install: all static
 	$(Q)tests/install/run
 
 demo: deps

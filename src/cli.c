@@ -18,8 +18,9 @@
 #include "sampling.h"
 #include "stages.h"
 #include "stream.h"
+#include "sysinfo.h"
 
-const char *argp_program_version = "ntbpf " NTBPF_VERSION;
+const char *argp_program_version;	/* nt_version_line(), set in nt_cli_parse */
 const char *argp_program_bug_address = NULL;
 
 struct parse_ctx {
@@ -841,6 +842,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	const char *sub;
 
 	defaults(cfg);
+	argp_program_version = nt_version_line();
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		fputs(top_usage, argc < 2 ? err : stdout);
 		return argc < 2 ? -1 : 1;

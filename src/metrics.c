@@ -28,6 +28,7 @@
 #include "report.h"
 #include "stages.h"
 #include "stream.h"
+#include "sysinfo.h"
 
 #define NT_MX_CONNS 8			/* clients served at once; more wait in the backlog */
 #define NT_MX_REQ 8192			/* request head, bytes */
@@ -581,7 +582,7 @@ int nt_metrics_addr_is_loopback(const char *host)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *a;
 	int lo = 1;
 
-	if (getaddrinfo(host, NULL, &hints, &ai))
+	if (nt_resolve(host, NULL, &hints, &ai))
 		return -1;
 	for (a = ai; a; a = a->ai_next) {
 		if (a->ai_family == AF_INET) {
@@ -616,7 +617,8 @@ struct nt_metrics_server *nt_metrics_serve(struct nt_metrics *m, const char *add
 	}
 	lo = nt_metrics_addr_is_loopback(host);
 	if (lo < 0) {
-		snprintf(err, errlen, "--metrics %s: cannot resolve '%s'", addr, host);
+		snprintf(err, errlen, "--metrics %s: cannot resolve '%s'%s", addr, host,
+			 nt_resolve_hint(nt_build_static(), EAI_NONAME));
 		return NULL;
 	}
 	if (!lo && !allow_remote) {
@@ -624,9 +626,9 @@ struct nt_metrics_server *nt_metrics_serve(struct nt_metrics *m, const char *add
 			 "so other hosts may read it only with --metrics-remote", addr);
 		return NULL;
 	}
-	rc = getaddrinfo(host, port, &hints, &ai);
+	rc = nt_resolve(host, port, &hints, &ai);
 	if (rc) {
-		snprintf(err, errlen, "--metrics %s: %s", addr, gai_strerror(rc));
+		snprintf(err, errlen, "--metrics %s: %s%s", addr, gai_strerror(rc), nt_resolve_hint(nt_build_static(), rc));
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));

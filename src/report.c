@@ -4,6 +4,7 @@
  * stage it has to its group's histograms; groups are few (op x size x device
  * x queue), so they live in a small array, searched from the last one used.
  */
+#define _GNU_SOURCE	/* fopencookie */
 #include <errno.h>
 #include <inttypes.h>
 #include <time.h>
@@ -1922,6 +1923,19 @@ static int write_report(const struct nt_config *cfg, const char *buf, size_t len
 	return 0;
 }
 
+/* a stream that drops what is written: no /dev/null needed (a container or a bare chroot may lack /dev) */
+static ssize_t discard_write(void *cookie, const char *buf, size_t size)
+{
+	return size;
+}
+
+static FILE *discard_stream(void)
+{
+	static const cookie_io_functions_t io = { .write = discard_write };
+
+	return fopencookie(NULL, "w", io);
+}
+
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	bool html = cfg->format == NT_FMT_HTML;
@@ -1965,7 +1979,7 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		if (ins[i].status != NT_READ_OK)
 			rc = 1;	/* warned; still report what the whole chunks hold */
 	/* the charts: every I/O again (the warnings were given once) */
-	quiet = html ? fopen("/dev/null", "w") : NULL;
+	quiet = html ? discard_stream() : NULL;
 	if (html && (!quiet || nt_rows_open(&rows, ins2, files, (const char *const *)cfg->files, cfg->nfiles,
 					    "ntbpf report", quiet))) {
 		fprintf(err, "ntbpf report: cannot read the files again for the charts\n");

@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <nss.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "stream.h"
+#include "sysinfo.h"
 
 #define AUTH_MAGIC "NTBPFAU1"
 #define CHALLENGE_LEN (8 + 32)
@@ -122,6 +124,42 @@ int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl)
 	return 0;
 }
 
+static void static_setup(void)
+{
+	if (!nt_build_static())
+		return;
+	/* hosts: files dns, whatever /etc/nsswitch.conf says (nt_resolve in stream.h) */
+	__nss_configure_lookup("hosts", "files dns");
+	/* OpenSSL's default provider is linked in: no openssl.cnf of the host's (Debian's OPENSSLDIR,
+	 * /usr/lib/ssl, where another distro may keep another OpenSSL's file) may make it dlopen a
+	 * provider or engine into a static binary */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+}
+
+static pthread_once_t static_once = PTHREAD_ONCE_INIT;
+
+int nt_resolve(const char *host, const char *port, const struct addrinfo *hints, struct addrinfo **ai)
+{
+	pthread_once(&static_once, static_setup);
+	return getaddrinfo(host, port, hints, ai);
+}
+
+const char *nt_resolve_hint(bool is_static, int rc)
+{
+	if (!is_static)
+		return "";
+	switch (rc) {
+	case EAI_NONAME:
+	case EAI_AGAIN:
+	case EAI_FAIL:
+	case EAI_NODATA:
+	case EAI_ADDRFAMILY:
+		return "; this static ntbpf looks names up in /etc/hosts and DNS only: give an address";
+	default:
+		return "";
+	}
+}
+
 void nt_stream_mac(const struct nt_key *k, const char *label, const uint8_t a[32], const uint8_t b[32],
 		   uint8_t out[32])
 {
@@ -133,6 +171,7 @@ void nt_stream_mac(const struct nt_key *k, const char *label, const uint8_t a[32
 	memcpy(msg, label, ll);
 	memcpy(msg + ll, a, 32);
 	memcpy(msg + ll + 32, b, 32);
+	pthread_once(&static_once, static_setup);	/* before OpenSSL's first use */
 	if (!HMAC(EVP_sha256(), k && k->n ? k->k : none, k ? (int)k->n : 0, msg, ll + 64, out, &len))
 		memset(out, 0, 32);	/* never matches a real MAC's use: the peer's check fails */
 }
@@ -314,9 +353,9 @@ struct nt_stream_server *nt_stream_server_new(const char *addr, const struct nt_
 		snprintf(err, errlen, "bad --serve '%s' (want ADDR:PORT, port 1-65535)", addr);
 		return NULL;
 	}
-	rc = getaddrinfo(strcmp(host, "*") ? host : NULL, port, &hints, &ai);
+	rc = nt_resolve(strcmp(host, "*") ? host : NULL, port, &hints, &ai);
 	if (rc) {
-		snprintf(err, errlen, "--serve %s: %s", addr, gai_strerror(rc));
+		snprintf(err, errlen, "--serve %s: %s%s", addr, gai_strerror(rc), nt_resolve_hint(nt_build_static(), rc));
 		return NULL;
 	}
 	if (ai->ai_family == AF_INET)
@@ -777,10 +816,10 @@ static ssize_t cookie_read(void *cookie, char *buf, size_t size)
 static int dial(struct nt_stream_client *c, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL, *a;
-	int fd = -1, rc = getaddrinfo(c->host, c->port, &hints, &ai);
+	int fd = -1, rc = nt_resolve(c->host, c->port, &hints, &ai);
 
 	if (rc) {
-		snprintf(err, errlen, "%s", gai_strerror(rc));
+		snprintf(err, errlen, "%s%s", gai_strerror(rc), nt_resolve_hint(nt_build_static(), rc));
 		return -1;
 	}
 	for (a = ai; a && fd < 0; a = a->ai_next) {
@@ -926,6 +965,19 @@ struct nt_stream_client *nt_stream_client_start(const char *addr, const struct n
 		snprintf(err, errlen, "bad --peer '%s' (want HOST:PORT, port 1-65535)", addr);
 		free(c);
 		return NULL;
+	}
+	if (nt_build_static()) {
+		/* a name only another NSS module knows would be retried for ever: refuse it now */
+		struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+		int rc = nt_resolve(c->host, c->port, &hints, &ai);
+
+		if (rc == EAI_NONAME || rc == EAI_NODATA || rc == EAI_FAIL || rc == EAI_ADDRFAMILY) {
+			snprintf(err, errlen, "--peer %s: %s%s", addr, gai_strerror(rc), nt_resolve_hint(true, rc));
+			free(c);
+			return NULL;
+		}
+		if (!rc)
+			freeaddrinfo(ai);
 	}
 	if (k)
 		c->key = *k;

@@ -52,6 +52,19 @@ int nt_key_load(const char *path, struct nt_key *k, char *err, size_t errlen);
 
 /* "HOST:PORT" or "[v6]:PORT", port 1..65535; 0, or -1 with a one-line cause */
 int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
+/*
+ * getaddrinfo for --peer, --serve and --metrics (0, or getaddrinfo's error).  A static ntbpf
+ * (make static) looks host names up in /etc/hosts and DNS only: glibc links those two lookups in,
+ * but would dlopen any other NSS module that the host's nsswitch.conf names (myhostname, resolve,
+ * mdns4_minimal, sss), a shared library built for the host's glibc, which a static binary cannot
+ * safely load.  Addresses never need a lookup.
+ */
+struct addrinfo;
+int nt_resolve(const char *host, const char *port, const struct addrinfo *hints, struct addrinfo **ai);
+/* what to add to a message about getaddrinfo's error rc: "" in a binary linked with shared
+ * libraries (is_static false); in a static one, where a name was not found, that only /etc/hosts
+ * and DNS were asked and to give an address instead */
+const char *nt_resolve_hint(bool is_static, int rc);
 /* the local port a socket is bound to (IPv4 or IPv6), -1 on error */
 int nt_sock_port(int fd);
 

@@ -347,3 +347,27 @@ bool nt_sys_has_cap(int cap)
 		return false;
 	return data[cap / 32].effective & (1u << (cap % 32));
 }
+
+/* defined only by the marker object that make static links in (Makefile: $(OUTPUT)/static-mark.o) */
+extern const char nt_linked_static[] __attribute__((weak));
+
+bool nt_build_static(void)
+{
+	return nt_linked_static != NULL;
+}
+
+#if defined(__x86_64__)
+#define NT_ARCH "x86_64"
+#elif defined(__aarch64__)
+#define NT_ARCH "aarch64"
+#elif defined(__i386__)
+#define NT_ARCH "i686"
+#else
+#define NT_ARCH "unknown-arch"
+#endif
+
+const char *nt_version_line(void)
+{
+	return nt_build_static() ? "ntbpf " NTBPF_VERSION " (" NT_ARCH ", static)"
+				 : "ntbpf " NTBPF_VERSION " (" NT_ARCH ", dynamic)";
+}

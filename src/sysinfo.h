@@ -82,4 +82,12 @@ bool nt_sys_has_cap(int cap);
 /* is kernel module NAME loaded (<root>/sys/module/NAME) */
 int nt_sys_module_loaded(const char *root, const char *name);
 
+/*
+ * This binary: linked static (make static links a marker object, nt_linked_static, into
+ * .output/ntbpf-static only; the same objects linked against shared libraries lack it).
+ */
+bool nt_build_static(void);
+/* "ntbpf VERSION (ARCH, static|dynamic)": what --version prints; ARCH as uname -m names it */
+const char *nt_version_line(void);
+
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "live.h"
+#include "sysinfo.h"
 
 static int parse(int argc, char **argv, struct nt_config *c, char *errbuf, size_t len)
 {
@@ -154,10 +155,37 @@ static void test_version(void **state)
 	assert_null(strstr(v, "dirty"));
 }
 
+/* --version: "ntbpf VERSION (ARCH, static|dynamic)"; this test links the shared libraries (make static's
+ * marker object is not in it), and argp's --version of every subcommand prints the same line */
+static void test_version_line(void **state)
+{
+	extern const char *argp_program_version;
+	struct nt_config c;
+	char e[256];
+	char *argv[] = { "ntbpf", "--version", NULL };
+#if defined(__x86_64__)
+	const char *arch = "x86_64";
+#elif defined(__aarch64__)
+	const char *arch = "aarch64";
+#else
+	const char *arch = NULL;
+#endif
+	char want[128];
+
+	assert_false(nt_build_static());
+	if (arch) {
+		snprintf(want, sizeof(want), "ntbpf %s (%s, dynamic)", NTBPF_VERSION, arch);
+		assert_string_equal(nt_version_line(), want);
+	}
+	assert_int_equal(parse(2, argv, &c, e, sizeof(e)), 1);
+	assert_ptr_equal(argp_program_version, nt_version_line());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_help_everywhere),
+		cmocka_unit_test(test_version_line),
 		cmocka_unit_test(test_report_files),
 		cmocka_unit_test(test_metrics_options),
 		cmocka_unit_test(test_rfc3339),

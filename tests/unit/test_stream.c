@@ -6,12 +6,14 @@
  * drops are counted on both ends), a server that floods (the client's memory
  * is capped), and servers that go silent (reported as stalled).
  */
+#define _GNU_SOURCE	/* EAI_NODATA, EAI_ADDRFAMILY */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -623,9 +625,24 @@ static void test_client_bounds_lengths(void **state)
 	close(s.lfd);
 }
 
+/* what a static binary says when a name does not resolve (the binary linked with shared libraries: nothing) */
+static void test_resolve_hint(void **state)
+{
+	const int names[] = { EAI_NONAME, EAI_AGAIN, EAI_FAIL, EAI_NODATA, EAI_ADDRFAMILY };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		assert_string_equal(nt_resolve_hint(false, names[i]), "");
+		assert_non_null(strstr(nt_resolve_hint(true, names[i]), "/etc/hosts and DNS only: give an address"));
+	}
+	assert_string_equal(nt_resolve_hint(true, EAI_SERVICE), "");
+	assert_string_equal(nt_resolve_hint(true, EAI_MEMORY), "");
+	assert_string_equal(nt_resolve_hint(true, 0), "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resolve_hint),
 		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_no_key_loopback),
