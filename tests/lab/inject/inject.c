@@ -24,6 +24,7 @@
 
 #include "inject.h"
 #include "inject.skel.h"
+#include "inject-bounded.skel.h"
 
 struct site {
 	const char *name;	/* --inject's name for it */
@@ -105,6 +106,37 @@ static struct bpf_program *prog(struct inject_bpf *skel, const char *name)
 	return bpf_object__find_program_by_name(skel->obj, name);
 }
 
+/* inject.bpf.c is built twice: with bpf_loop (inject.skel.h) and with a bounded loop
+ * (-DINJ_BOUNDED_LOOP, inject-bounded.skel.h) for kernels without bpf_loop (5.17+), which refuse
+ * the first object at load.  The two have the same programs, maps and data, so the bounded one
+ * is opened through inject_bpf's skeleton: one type for the rest of the loader. */
+_Static_assert(sizeof(struct inject_bpf) == sizeof(struct inject_bounded_bpf), "two skeletons, one layout");
+_Static_assert(sizeof(struct inject_bpf__rodata) == sizeof(struct inject_bounded_bpf__rodata), "two skeletons, one .rodata");
+_Static_assert(sizeof(struct inject_bpf__bss) == sizeof(struct inject_bounded_bpf__bss), "two skeletons, one .bss");
+
+static struct inject_bpf *open_skel(bool bounded)
+{
+	struct inject_bpf *skel;
+	int err;
+
+	if (!bounded)
+		return inject_bpf__open();
+	skel = calloc(1, sizeof(*skel));
+	if (!skel)
+		return NULL;
+	err = inject_bpf__create_skeleton(skel);
+	if (!err) {
+		skel->skeleton->data = inject_bounded_bpf__elf_bytes(&skel->skeleton->data_sz);
+		err = bpf_object__open_skeleton(skel->skeleton, NULL);
+	}
+	if (err) {
+		inject_bpf__destroy(skel);
+		errno = -err;
+		return NULL;
+	}
+	return skel;
+}
+
 int main(int argc, char **argv)
 {
 	const char *role = "both";
@@ -174,10 +206,11 @@ int main(int argc, char **argv)
 		on[INJ_QUEUE_RQ] = true; /* it counts the I/Os */
 
 	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+	bool have_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) > 0;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		struct bpf_program *p;
 
-		skel = inject_bpf__open();
+		skel = open_skel(!have_loop);
 		if (!skel) {
 			fprintf(stderr, "ntbpf-inject: cannot open the BPF object: %s\n", strerror(errno));
 			return 1;
@@ -198,7 +231,6 @@ int main(int argc, char **argv)
 			for (int j = 0; j < 3 && SITES[i].progs[j]; j++)
 				bpf_program__set_autoload(prog(skel, SITES[i].progs[j]), true);
 		}
-		skel->rodata->have_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) > 0;
 		err = inject_bpf__load(skel);
 		if (!err)
 			break;
@@ -244,7 +276,7 @@ int main(int argc, char **argv)
 		printf(" ns%s\n", kprobe[i] ? " (kprobe)" : "");
 		n++;
 	}
-	printf("ntbpf-inject: %d site(s) attached, %s", n, skel->rodata->have_loop ? "bpf_loop" : "bounded loop");
+	printf("ntbpf-inject: %d site(s) attached, %s", n, have_loop ? "bpf_loop" : "bounded loop");
 	if (every)
 		printf(", %d phases of %lu I/Os", ph + 1, every);
 	printf("\n");
