@@ -100,32 +100,38 @@ def exact(baseline, stage, delay_us, ops=("read", "write"), others_us=5):
 
 
 # Known answers for every stage (tests/lab/inject, docs/stages.md "Known answers"): a delay that
-# is not a round number, different for each site, 95-167 us so that the +-2 % band (1.9-3.3 us) is
-# wider than the spread of the stages that wait for a vCPU (nstack_submission: 7.0-9.7 us modes;
-# 7.2 generic's blk_submission p90 moved 1.7 us between phases).
-KA_EVERY = 150
+# is not a round number, different for each site, 48-84 us: large enough for the +-2 % band to be
+# wider than most phase-to-phase spread, small enough not to change the workload's rhythm (with
+# 95-167 us, 6.1's network_transmission grew 14 us (reads) and 41 us (writes) in the cleanup_cmd
+# phase, and 6.12's nstack_submission p90 2.2 us in the queue_response phase: the I/Os 120-155 us
+# further apart, TCP and the idle vCPU behave differently).  300 I/Os a phase (~150 per op).
+KA_EVERY = 300
 KA_PHASES = [  # (site, stage, delay_us, ops it lands in)
-    ("queue_rq", "blk_submission", 122.7, ("read", "write")),
-    ("start_request", "nvme_tcp_submission", 107.3, ("read", "write")),
-    ("r2t_copied", "nvme_tcp_submission", 95.9, ("write",)),      # the R2T leg: r2t_arrive -> data_sent
-    ("tgt_io_work", "nstack_submission", 143.9, ("read", "write")),
-    ("req_init", "nvmet_tcp_submission", 131.3, ("read", "write")),
-    ("bio_done", "target_subsystem", 114.7, ("read", "write")),
-    ("queue_response", "nvmet_tcp_completion", 155.3, ("read", "write")),
-    ("rsp_copied", "nstack_completion", 138.1, ("read", "write")),
-    ("complete_remote", "nvme_tcp_completion", 166.7, ("read", "write")),
-    ("cleanup_cmd", "blk_completion", 119.9, ("read", "write")),
+    ("queue_rq", "blk_submission", 61.3, ("read", "write")),
+    ("start_request", "nvme_tcp_submission", 53.7, ("read", "write")),
+    ("r2t_copied", "nvme_tcp_submission", 47.9, ("write",)),      # the R2T leg: r2t_arrive -> data_sent
+    ("tgt_io_work", "nstack_submission", 71.9, ("read", "write")),
+    ("req_init", "nvmet_tcp_submission", 66.1, ("read", "write")),
+    ("bio_done", "target_subsystem", 57.3, ("read", "write")),
+    ("queue_response", "nvmet_tcp_completion", 77.7, ("read", "write")),
+    ("rsp_copied", "nstack_completion", 69.1, ("read", "write")),
+    ("complete_remote", "nvme_tcp_completion", 83.3, ("read", "write")),
+    ("cleanup_cmd", "blk_completion", 59.9, ("read", "write")),
 ]
-# 5.10's bounded loop (no bpf_loop) waits up to ~0.1 ms: its sites get delays of 50-90 us
-KA_PHASES_5_10 = [("queue_rq", "blk_submission", 61.3, ("read",)), ("rsp_copied", "nstack_completion", 69.1, ("read",)),
-                  ("complete_remote", "nvme_tcp_completion", 83.3, ("read",)),
-                  ("cleanup_cmd", "blk_completion", 59.9, ("read",))]
-# 7.2's target receives a 128k write's data in a way that varies from phase to phase and run to
-# run, whatever the phase delays: the writes' nvmet_tcp_submission, target_subsystem and the
+# 5.10's bounded loop (no bpf_loop) reaches ~0.1 ms: the same delays
+KA_PHASES_5_10 = [ph[:3] + (("read",),) for ph in KA_PHASES
+                  if ph[1] in ("blk_submission", "nstack_completion", "nvme_tcp_completion", "blk_completion")]
+# The target's receive of a 128k write's data (R2T) takes one of two times: 6.12, 191.1 us, and
+# 195.4 us for ~10 % of the writes (~50 % for the first ~95 writes after a netem change), phase
+# to phase whatever the delays: the writes' nvmet_tcp_submission p90 sits on that edge and moved
+# 4.1-5.6 us between runs that differ only in the phase (or in netem).  It may move 6 us.
+# 7.2 varies more: its writes' nvmet_tcp_submission, target_subsystem and the
 # network_transmission next to them moved by up to 6.3 us between phases (12 us between the two
 # netem runs: there the time moved between network_transmission and nvmet_tcp_submission, their
 # boundary being data_arrive, the arrival of the data's last byte) while every delayed stage moved
 # by its delay to 0.2 us; not explained yet.  Those three stages of 7.2's writes may move 15 us.
+# A misplaced boundary would move one of them by a whole delay (48-84 us).
+KA_EXEMPT_R2T = {"write": (("nvmet_tcp_submission",), 6.0)}
 KA_EXEMPT_7_2 = {"write": (("nvmet_tcp_submission", "target_subsystem", "network_transmission"), 15.0)}
 KA_NETEM = (41.3, 97.1)   # us per crossing: network_transmission + 2 x 55.8 (reads), 4 x 55.8 (R2T writes)
 # each netem run's first half is left out: TCP takes a while to settle on a new delay (6.12: the
@@ -204,11 +210,11 @@ def detach_scenario(kind, detach_arg, what):
 SCENARIOS = [
     # known answers for every stage (tests/lab/inject): one boot per kernel, and one per kernel on
     # Debian's generic flavor with header and data digests on
-    known_answers("6.12"),
-    known_answers("6.1"),
+    known_answers("6.12", exempt=KA_EXEMPT_R2T),
+    known_answers("6.1", exempt=KA_EXEMPT_R2T),
     known_answers("7.2", exempt=KA_EXEMPT_7_2),
-    known_answers("6.12", ("--flavor", "generic", "--digest"), "-generic-digest"),
-    known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest"),
+    known_answers("6.12", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_R2T),
+    known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_R2T),
     known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
     known_answers_initiator_only("5.10", KA_5_10_STAGES),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
