@@ -104,8 +104,10 @@ def exact(baseline, stage, delay_us, ops=("read", "write"), others_us=5):
 # wider than most phase-to-phase spread, small enough not to change the workload's rhythm (with
 # 95-167 us, 6.1's network_transmission grew 14 us (reads) and 41 us (writes) in the cleanup_cmd
 # phase, and 6.12's nstack_submission p90 2.2 us in the queue_response phase: the I/Os 120-155 us
-# further apart, TCP and the idle vCPU behave differently).  300 I/Os a phase (~150 per op).
-KA_EVERY = 300
+# further apart, TCP and the idle vCPU behave differently).  150 I/Os a phase (~75 per op): with
+# 300, 6.1's network_transmission took 14 us more (reads; 41 us writes) from I/O ~3150 of the run
+# on, in whatever phase (the phase without a wait after it too): not a boundary, not explained.
+KA_EVERY = 150
 KA_PHASES = [  # (site, stage, delay_us, ops it lands in)
     ("queue_rq", "blk_submission", 61.3, ("read", "write")),
     ("start_request", "nvme_tcp_submission", 53.7, ("read", "write")),
