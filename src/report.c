@@ -852,6 +852,8 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 			goto out;
 		}
 	}
+	if (nt_inputs_twice(ins, n, false, err, errlen))	/* the same recording twice: before reading it */
+		goto out;
 	set_window(rep, ins, n);
 	if (build_sources(rep, ins, fs, n)) {
 		snprintf(err, errlen, "out of memory");
@@ -870,6 +872,8 @@ out:
 		}
 	}
 	free(fs);
+	if (!rc && nt_inputs_twice(ins, n, true, err, errlen))	/* recordings that overlap: their ends are known now */
+		rc = -1;
 	if (!rc) {
 		count_lost(rep, ins, n);
 		count_matched(rep);
@@ -1930,7 +1934,7 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	struct nt_rows *rows = NULL;
 	struct nt_report_opts o;
 	struct nt_report rep;
-	char msg[400], *buf = NULL;
+	char msg[1200], *buf = NULL;
 	size_t len = 0;
 	int rc = 0;
 

@@ -197,7 +197,7 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
 	struct pass1 c = { .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
 			   .ts.sz = sizeof(struct nt_sum) };
-	char path[256];
+	char path[1024];
 	int rc = -1;
 
 	*out = sc;
@@ -237,6 +237,10 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 		hdrs[i] = &ins[i].hdr;
 		sc->init_at[i + 1] = c.ii.n;
 		sc->tgt_at[i + 1] = c.ti.n;
+	}
+	if (nt_inputs_twice(ins, n, true, path, sizeof(path))) {	/* would count I/Os twice */
+		fprintf(err, "%s: %s\n", prog, path);
+		goto out;
 	}
 	sc->m.n_init = c.ii.n;
 	sc->m.n_tgt = c.ti.n;

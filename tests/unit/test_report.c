@@ -346,13 +346,17 @@ static void test_exit_status(void **state)
  * block-only device, and a file cut short.
  */
 /* the synthetic hosts (bench/synth.h), with a block-only device too */
-static struct nt_writer *open_host(FILE *f, int role)
+static struct nt_writer *open_host(FILE *f, int role, const char *host)
 {
 	struct nt_ctrl_info *c;
 	struct nt_header h;
 	struct nt_writer *w;
 
 	c = synth_header(&h, role);
+	if (host) {	/* another host: not a second copy of the first one's recording (refused) */
+		snprintf(h.hostname, sizeof(h.hostname), "%s", host);
+		snprintf(h.boot_id, sizeof(h.boot_id), "%s", host);
+	}
 	h.ndevs = 2;
 	snprintf(h.devs[1], sizeof(h.devs[1]), "loop0=7:0");
 	/* queues 1-3 of the 4 in the header's list (4: not known), as ntbpf record lists them */
@@ -385,14 +389,15 @@ struct hosts_truth {
 /*
  * N synthetic NVMe/TCP I/Os (bench/synth.h: 4 queues, the target's clock
  * 7.78 ms ahead) as the initiator (files ia and, for some queues' I/Os, ib
- * when given) and the target (tg) record them: R2T writes, stand-in
+ * when given: a second initiator host's) and the target (tg) record them: R2T writes, stand-in
  * boundaries, events out of order, admin commands, a block-only device,
  * I/Os missing on either host.
  */
 static void make_hosts(FILE *ia, FILE *ib, FILE *tg, size_t n, struct hosts_truth *x)
 {
-	struct nt_writer *w[3] = { open_host(ia, NTBPF_ROLE_INITIATOR), ib ? open_host(ib, NTBPF_ROLE_INITIATOR) : NULL,
-				   open_host(tg, NTBPF_ROLE_TARGET) };
+	struct nt_writer *w[3] = { open_host(ia, NTBPF_ROLE_INITIATOR, NULL),
+				   ib ? open_host(ib, NTBPF_ROLE_INITIATOR, "bench-initiator-b") : NULL,
+				   open_host(tg, NTBPF_ROLE_TARGET, NULL) };
 	struct nt_trailer t = { 0 };
 	struct synth s;
 
@@ -948,6 +953,121 @@ static void test_series(void **state)
 	scratch_rm(dir, names, 7);
 }
 
+/* a copy of dir/from at dir/to, byte for byte (cp) */
+static void copy_file(const char *dir, const char *from, const char *to)
+{
+	char a[256], b[256], buf[65536];
+	FILE *fa, *fb;
+	size_t n;
+
+	snprintf(a, sizeof(a), "%s/%s", dir, from);
+	snprintf(b, sizeof(b), "%s/%s", dir, to);
+	fa = fopen(a, "rb");
+	fb = fopen(b, "wb");
+	assert_true(fa && fb);
+	while ((n = fread(buf, 1, sizeof(buf), fa)) > 0)
+		assert_int_equal(fwrite(buf, 1, n, fb), n);
+	fclose(fa);
+	assert_int_equal(fclose(fb), 0);
+}
+
+/* "ntbpf report ARGS" in dir: its exit status and standard error (malloc'd); stdout must be empty when it fails */
+static char *report_err(const char *dir, const char *args, int *rc)
+{
+	char line[512], *argv[32], *save, *out = NULL, *eb = NULL, cwd[4096];
+	size_t olen = 0, elen = 0;
+	struct nt_config cfg;
+	int argc = 0;
+	FILE *o, *e;
+
+	snprintf(line, sizeof(line), "ntbpf report %s", args);
+	for (char *t = strtok_r(line, " ", &save); t && argc < 31; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	e = open_memstream(&eb, &elen);
+	*rc = nt_cli_parse(argc, argv, &cfg, e);
+	if (!*rc) {
+		o = open_memstream(&out, &olen);
+		*rc = nt_report_cmd(&cfg, o, e);
+		nt_config_free(&cfg);
+		fclose(o);
+		if (*rc)
+			assert_string_equal(out, "");
+		free(out);
+	}
+	fclose(e);
+	assert_int_equal(chdir(cwd), 0);
+	return eb;
+}
+
+/* exactly one line */
+static void assert_one_line(const char *s)
+{
+	const char *nl = strchr(s, '\n');
+
+	assert_non_null(nl);
+	assert_null(strchr(nl + 1, '\n'));
+}
+
+/*
+ * The same recording given twice (the same name, a copy, a glob over a
+ * folder holding one), or two recordings of one host's I/Os at the same
+ * time: refused, one line naming both, nothing printed (issue 30: it used to
+ * print twice the I/Os).  Recordings of other devices, or one after the
+ * other, are not.
+ */
+static void test_twice(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "copy.ntbpf", "a.ntbpf", "b.ntbpf", "c.ntbpf",
+					     "d.ntbpf" };
+	struct nt_trailer t = { 0 };
+	char *dir = scratch_dir(), *err;
+	struct nt_header h;
+	int rc;
+
+	make_synth_pair(dir, 3000);
+	copy_file(dir, "i.ntbpf", "copy.ntbpf");
+	err = report_err(dir, "i.ntbpf t.ntbpf i.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: i.ntbpf and i.ntbpf are the same recording (initiator on "
+				    "bench-initiator, same boot and start)"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "i.ntbpf t.ntbpf copy.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "i.ntbpf and copy.ntbpf are the same recording"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "--format json copy.ntbpf t.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "t.ntbpf and t.ntbpf are the same recording (target on bench-target"));
+	free(err);
+
+	/* a: 10 s from 1 s; b: 10 s from 6 s (overlaps a); c: b's times, another device; d: from a's end */
+	for (int k = 0; k < 4; k++) {
+		synth_header(&h, NTBPF_ROLE_INITIATOR);
+		h.mono_ns += k == 1 || k == 2 ? 5000000000ull : k == 3 ? 10000000000ull : 0;
+		h.real_ns += h.mono_ns - 1000000000ull;
+		if (k == 2)
+			snprintf(h.devs[0], sizeof(h.devs[0]), "nvme1n1=259:1");
+		t.end_mono_ns = h.mono_ns + 10000000000ull;
+		write_synth(dir, names[3 + k], &h, 100, &t);
+	}
+	err = report_err(dir, "a.ntbpf t.ntbpf b.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: a.ntbpf and b.ntbpf overlap: two recordings of the same I/Os "
+				    "(initiator on bench-initiator, same boot and devices, at the same time)"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "a.ntbpf c.ntbpf d.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(err, "");
+	free(err);
+	scratch_rm(dir, names, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -965,6 +1085,7 @@ int main(void)
 		cmocka_unit_test(test_sampling_differs),
 		cmocka_unit_test(test_not_run),
 		cmocka_unit_test(test_html),
+		cmocka_unit_test(test_twice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
