@@ -453,7 +453,7 @@ static const struct argp_option report_opts[] = {
 	  "file (inline SVG and CSS, nothing from the network) with charts per group: the stages at p50 and p99, "
 	  "an end_to_end heatmap over time, each stage's p50 and p99 over time", 0 },
 	{ "output", 'o', "FILE", 0, "Write the report to FILE (mode 0600; an existing FILE is kept as FILE.old) "
-	  "instead of standard output", 0 },
+	  "instead of standard output.  Refused when FILE is one of the inputs or an ntbpf record file", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "window", OPT_PAIR_WINDOW, "SECONDS", 0, "Pairing window: longer than the slowest I/O (default: 2); a slower "
 	  "one is counted, and paired only if its partner is still held.  Memory grows with it", 0 },
@@ -887,10 +887,10 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 			dashdash = i;
 			break;
 		}
-	if (dashdash >= 0) {
-		if (cfg->cmd != NT_CMD_RECORD || dashdash == argc - 1) {
-			fprintf(err, "ntbpf %s: nothing after '--'%s\n", sub,
-				cfg->cmd == NT_CMD_RECORD ? " (give the command to run)" : "");
+	/* elsewhere "--" ends the options as everywhere: what follows are arguments (report -- -odd-name) */
+	if (dashdash >= 0 && cfg->cmd == NT_CMD_RECORD) {
+		if (dashdash == argc - 1) {
+			fprintf(err, "ntbpf %s: nothing after '--' (give the command to run)\n", sub);
 			return -1;
 		}
 		cfg->cmd_argv = &argv[dashdash + 1];

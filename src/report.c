@@ -1926,6 +1926,44 @@ static int write_report(const struct nt_config *cfg, const char *buf, size_t len
 	return 0;
 }
 
+/*
+ * -o FILE must not replace what the report reads: FILE is one of the inputs
+ * (the same file, by device and inode: a name twice, a link), or an ntbpf
+ * record file (a forgotten output name: "report -o initiator.ntbpf
+ * target.ntbpf").  0, or -1 with a one-line cause in msg.
+ */
+int nt_output_check(const char *output, const char *const *inputs, int n, const char *prog, char *msg, size_t len)
+{
+	char path[256], in[256], magic[8];
+	struct stat so, si;
+	FILE *f;
+
+	if (!output || !strcmp(output, "-") || stat(output, &so))
+		return 0;	/* standard output, or a new file */
+	nt_esc_term(path, sizeof(path), output);
+	for (int i = 0; i < n; i++) {
+		int rc = strcmp(inputs[i], "-") ? stat(inputs[i], &si) : fstat(STDIN_FILENO, &si);
+
+		if (!rc && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+			snprintf(msg, len, "%s: -o %s is an input (%s): the report would replace it; give another name",
+				 prog, path, strcmp(inputs[i], "-") ? nt_esc_term(in, sizeof(in), inputs[i]) :
+				 "standard input");
+			return -1;
+		}
+	}
+	if (S_ISREG(so.st_mode) && (f = fopen(output, "rb"))) {
+		bool rec = fread(magic, 1, sizeof(magic), f) == sizeof(magic) && !memcmp(magic, "NTBPFREC", 8);
+
+		fclose(f);
+		if (rec) {
+			snprintf(msg, len, "%s: -o %s is an ntbpf record file: the report would replace it; give "
+				 "another name", prog, path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	bool html = cfg->format == NT_FMT_HTML;
@@ -1945,6 +1983,12 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		return 1;
 	}
 	nt_report_opts_of(cfg, &o);
+	if (nt_output_check(cfg->report_output, (const char *const *)cfg->files, cfg->nfiles, "ntbpf report", msg,
+			    sizeof(msg))) {
+		fprintf(err, "%s\n", msg);
+		rc = 1;
+		goto out;
+	}
 	for (int i = 0; i < cfg->nfiles; i++) {
 		/* "-": standard input, read front to back like any file (a pipe will do); html reads the files twice */
 		files[i] = html ? nt_open_input(cfg->files[i]) :

@@ -162,6 +162,13 @@ uint32_t nt_rec_end(const struct ntbpf_rec *r);
 /* wall clock - monotonic clock of a file's host (0: the header does not say) */
 uint64_t nt_wall_offset(const struct nt_header *h);
 
+/*
+ * -o output against the inputs: refused (-1, "PROG: ..." one line in msg)
+ * when it is one of them (same device and inode) or an ntbpf record file;
+ * else 0.  "-" and a file not there yet: 0.
+ */
+int nt_output_check(const char *output, const char *const *inputs, int n, const char *prog, char *msg, size_t len);
+
 /* "ntbpf report": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err);
 

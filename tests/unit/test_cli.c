@@ -184,6 +184,36 @@ static void test_report(void **state)
 	nt_config_free(&cfg);
 }
 
+/* "--" ends the options of every command (issue 30: report and script said "nothing after '--'") */
+static void test_dashdash(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	assert_int_equal(parse("ntbpf report f -- x", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nfiles, 2);
+	assert_string_equal(cfg.files[1], "x");
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --hist -- -odd --help", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.hist);
+	assert_int_equal(cfg.nfiles, 2);
+	assert_string_equal(cfg.files[0], "-odd");
+	assert_string_equal(cfg.files[1], "--help");
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf script -- f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cmd, NT_CMD_SCRIPT);
+	assert_int_equal(cfg.nfiles, 1);
+	assert_string_equal(cfg.files[0], "f");
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.files[0], "ntbpf.data");	/* nothing after: the default file */
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf live -- 2 3", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.interval == 2 && cfg.count == 3);
+	assert_int_equal(parse("ntbpf probe --", &cfg, err, sizeof(err)), 0);
+	assert_bad("ntbpf record --", "nothing after '--' (give the command to run)");
+}
+
 /* record --rotate SIZE|TIME */
 static void test_rotate(void **state)
 {
@@ -239,7 +269,6 @@ static void test_report_bad(void **state)
 	assert_bad("ntbpf report --percentiles , f", "at least one");
 	assert_bad("ntbpf report --format xml f", "bad --format 'xml'");
 	assert_bad("ntbpf report --group-by op,color f", "bad --group-by key 'color'");
-	assert_bad("ntbpf report f -- x", "nothing after");
 	assert_bad("ntbpf report --window 0 f", "bad --window '0'");
 	assert_bad("ntbpf report --since yesterday f", "bad --since 'yesterday'");
 	assert_bad("ntbpf report --until 2026-11-25T14:00:05 f", "bad --until");	/* RFC 3339 wants the offset */
@@ -364,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_record_bad),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
+		cmocka_unit_test(test_dashdash),
 		cmocka_unit_test(test_when),
 		cmocka_unit_test(test_rotate),
 		cmocka_unit_test(test_live),

@@ -1068,6 +1068,61 @@ static void test_twice(void **state)
 	scratch_rm(dir, names, 7);
 }
 
+/*
+ * -o never replaces what the report reads: an input (by name, or a link to
+ * it) or any ntbpf record file is refused, one line, the file untouched
+ * (issue 30: "report -o initiator.ntbpf target.ntbpf" replaced the
+ * recording); a text file is written as before.  "--" ends the options.
+ */
+static void test_output_not_input(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "link.ntbpf", "r.txt", "r.txt.old" };
+	char *dir = scratch_dir(), *err, path[256], *a, *b;
+	struct stat sb, sa;
+	int rc;
+
+	make_synth_pair(dir, 300);
+	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
+	assert_int_equal(stat(path, &sb), 0);
+	err = report_err(dir, "-o i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: -o i.ntbpf is an ntbpf record file: the report would replace it"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "-o t.ntbpf i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: -o t.ntbpf is an input (t.ntbpf)"));
+	assert_one_line(err);
+	free(err);
+	snprintf(path, sizeof(path), "%s/link.ntbpf", dir);
+	assert_int_equal(symlink("i.ntbpf", path), 0);
+	err = report_err(dir, "--format json -o link.ntbpf i.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "-o link.ntbpf is an input (i.ntbpf)"));
+	free(err);
+	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
+	assert_int_equal(stat(path, &sa), 0);	/* untouched */
+	assert_true(sa.st_ino == sb.st_ino && sa.st_size == sb.st_size && sa.st_mtime == sb.st_mtime);
+	snprintf(path, sizeof(path), "%s/i.ntbpf.old", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	/* a report over a report: as before */
+	err = report_err(dir, "-o r.txt i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(err, "");
+	free(err);
+	err = report_err(dir, "-o r.txt i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	free(err);
+	/* "--" ends the options */
+	a = report_cli(dir, "-- i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	b = report_cli(dir, "i.ntbpf t.ntbpf", &rc);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	scratch_rm(dir, names, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1086,6 +1141,7 @@ int main(void)
 		cmocka_unit_test(test_not_run),
 		cmocka_unit_test(test_html),
 		cmocka_unit_test(test_twice),
+		cmocka_unit_test(test_output_not_input),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
