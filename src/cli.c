@@ -131,7 +131,41 @@ int nt_parse_when(const char *s, struct nt_when *w)
 	return 0;
 }
 
-int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen)
+/* digits, optionally a point and digits: what a percentile label may keep as it is */
+static bool decimal(const char *s)
+{
+	const char *p = s;
+
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (p == s)
+		return false;
+	if (*p == '.') {
+		const char *q = ++p;
+
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (p == q)
+			return false;
+	}
+	return !*p;
+}
+
+void nt_pct_label(double p, const char *spelled, char *buf, size_t len)
+{
+	if (spelled && *spelled) {
+		snprintf(buf, len, "%s", spelled);
+		return;
+	}
+	for (int prec = 0; prec <= 17; prec++) {	/* the fewest decimals that read back as p: no exponent */
+		snprintf(buf, len, "%.*f", prec, p);
+		if (strtod(buf, NULL) == p)
+			return;
+	}
+}
+
+int nt_parse_percentiles(const char *s, double *pcts, char (*labels)[NT_PCT_LABEL], int *n, char *msg,
+			 size_t msglen)
 {
 	char buf[256], *save = NULL, *tok;
 
@@ -144,14 +178,26 @@ int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t 
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		double p;
 
-		if (parse_double(tok, &p) || p <= 0 || p > 100) {
-			snprintf(msg, msglen, "bad percentile '%s' (want a number in (0, 100])", tok);
+		/* the label says what was asked: a decimal number, as written (no 0x10 labelled p16, no 1e2) */
+		if (!decimal(tok) || parse_double(tok, &p) || p <= 0 || p > 100) {
+			snprintf(msg, msglen, "bad percentile '%s' (want a decimal number in (0, 100], e.g. 99.9)", tok);
 			return -1;
 		}
+		if (strlen(tok) >= NT_PCT_LABEL) {
+			snprintf(msg, msglen, "bad percentile '%s' (at most %d characters)", tok, NT_PCT_LABEL - 1);
+			return -1;
+		}
+		for (int k = 0; k < *n; k++)
+			if (pcts[k] == p) {
+				snprintf(msg, msglen, "percentile '%s' given twice (--percentiles %s)", tok, s);
+				return -1;
+			}
 		if (*n == NT_MAX_PCTS) {
 			snprintf(msg, msglen, "at most %d percentiles", NT_MAX_PCTS);
 			return -1;
 		}
+		if (labels)
+			snprintf(labels[*n], NT_PCT_LABEL, "%s", tok);
 		pcts[(*n)++] = p;
 	}
 	if (!*n) {
@@ -448,7 +494,8 @@ static char *report_help_filter(int key, const char *text, void *input)
 }
 
 static const struct argp_option report_opts[] = {
-	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
+	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9): decimal numbers in "
+	  "(0, 100], each once, labelled as written (99.999 -> p99.999_us)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json, csv or html (default: text).  html: one self-contained "
 	  "file (inline SVG and CSS, nothing from the network) with charts per group: the stages at p50 and p99, "
 	  "an end_to_end heatmap over time, each stage's p50 and p99 over time", 0 },
@@ -481,7 +528,8 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_PCT:
 		pc->pcts_given = true;
-		if (nt_parse_percentiles(arg, cfg->pcts, &cfg->npcts, msg, sizeof(msg))) {
+		memset(cfg->pct_labels, 0, sizeof(cfg->pct_labels));
+		if (nt_parse_percentiles(arg, cfg->pcts, cfg->pct_labels, &cfg->npcts, msg, sizeof(msg))) {
 			fail(pc, "%s", msg);
 			return EINVAL;
 		}
@@ -628,7 +676,8 @@ static const struct argp_option live_opts[] = {
 	{ "role", OPT_ROLE, "ROLE", 0, "initiator, target or auto (default: auto)", 0 },
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable)", 0 },
 	{ "sample", OPT_SAMPLE, "N", 0, "Look at about 1 in N I/Os", 0 },
-	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99)", 0 },
+	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99): decimal numbers in (0, 100], "
+	  "each once, labelled as written", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json (one object per interval) or csv (a row per group and stage, led by the time)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's log2 histogram in microseconds every interval "

@@ -1039,10 +1039,11 @@ static void qfacts_of(const struct nt_report *rep, const struct nt_group *g, str
 	}
 }
 
-static void pct_key(double p, char *buf, size_t len)
+/* percentile k's key: "p50", "p99.9", "p99.999999" (as the user spelled it) */
+static void pct_key(const struct nt_report_opts *o, int k, char *buf, size_t len)
 {
-	/* 50 -> "p50", 99.9 -> "p99.9" */
-	snprintf(buf, len, "p%g", p);
+	buf[0] = 'p';
+	nt_pct_label(o->pcts[k], o->pct_labels[k], buf + 1, len - 1);
 }
 
 static double us(uint64_t ns)
@@ -1310,7 +1311,7 @@ static void print_log2_text(FILE *out, const char *name, const struct nt_hist *h
 static void print_group_text(FILE *out, const struct nt_report *rep, const struct nt_group *g, double secs)
 {
 	const struct nt_report_opts *o = rep->o;
-	char name[64], q[32], key[16];
+	char name[64], q[32], key[NT_PCT_LABEL + 8];
 
 	dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 	queue_name(g, q, sizeof(q));
@@ -1362,7 +1363,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	}
 	fprintf(out, "%-22s %10s %10s %10s", "stage", "count", "avg_us", "min_us");
 	for (int p = 0; p < o->npcts; p++) {
-		pct_key(o->pcts[p], key, sizeof(key));
+		pct_key(o, p, key, sizeof(key));
 		strcat(key, "_us");
 		fprintf(out, " %10s", key);
 	}
@@ -1510,7 +1511,7 @@ static void json_str(FILE *out, const char *s)
 static void print_groups_json(FILE *out, const struct nt_report *rep, double secs, bool one_line)
 {
 	const struct nt_report_opts *o = rep->o;
-	char name[64], q[32], key[16];
+	char name[64], q[32], key[NT_PCT_LABEL + 8];
 	bool first;
 
 	for (int gi = 0; gi < rep->ngroups; gi++) {
@@ -1578,7 +1579,7 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 				first ? "" : ",", one_line ? "" : "\n    ", nt_stage_name(s), h->count,
 				nt_hist_mean(h) / 1000.0, us(nt_hist_percentile(h, 0)));
 			for (int p = 0; p < o->npcts; p++) {
-				pct_key(o->pcts[p], key, sizeof(key));
+				pct_key(o, p, key, sizeof(key));
 				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
 			}
 			fprintf(out, ", \"max_us\": %.3f", us(nt_hist_percentile(h, 100)));
@@ -1759,11 +1760,11 @@ static void print_json(FILE *out, const struct nt_report *rep)
 /* the header line; live's rows start with the interval's time (RFC 3339) and length */
 static void csv_header(FILE *out, const struct nt_report_opts *o, bool timed)
 {
-	char key[16];
+	char key[NT_PCT_LABEL + 8];
 
 	fprintf(out, "%sop,size,device,queue,group_count,stage,count,avg_us", timed ? "time,interval_s," : "");
 	for (int p = 0; p < o->npcts; p++) {
-		pct_key(o->pcts[p], key, sizeof(key));
+		pct_key(o, p, key, sizeof(key));
 		fprintf(out, ",%s_us", key);
 	}
 	/* added later: after the percentiles, so that columns keep their places */
@@ -1880,6 +1881,7 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	o->version = NTBPF_VERSION;
 	o->npcts = cfg->npcts;
 	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
+	memcpy(o->pct_labels, cfg->pct_labels, sizeof(o->pct_labels));
 	o->format = cfg->format;
 	o->group_by = cfg->group_by;
 	o->hist = cfg->hist;

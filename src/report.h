@@ -59,6 +59,7 @@ struct nt_report_opts {
 	const char *version;	/* ntbpf_version printed in JSON */
 	int npcts;
 	double pcts[NT_MAX_PCTS];
+	char pct_labels[NT_MAX_PCTS][NT_PCT_LABEL];	/* as given ("" or not set: the number's shortest form) */
 	enum nt_format format;
 	unsigned int group_by;
 	bool verbose;

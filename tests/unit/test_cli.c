@@ -184,6 +184,42 @@ static void test_report(void **state)
 	nt_config_free(&cfg);
 }
 
+/*
+ * Percentile labels say what was asked (issue 30: 99.999999 was labelled
+ * p100, 0x10 p16, and 50,50 gave a JSON key twice): kept as spelled,
+ * non-decimal forms and duplicates refused.
+ */
+static void test_percentile_labels(void **state)
+{
+	struct nt_config cfg;
+	struct nt_report_opts o;
+	char err[256], buf[32];
+
+	assert_int_equal(parse("ntbpf report --percentiles 99.999999,50,99.90 f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.npcts, 3);
+	assert_string_equal(cfg.pct_labels[0], "99.999999");
+	assert_string_equal(cfg.pct_labels[2], "99.90");
+	nt_report_opts_of(&cfg, &o);
+	assert_string_equal(o.pct_labels[0], "99.999999");
+	nt_config_free(&cfg);
+	/* not given: the number's shortest form */
+	nt_pct_label(99.999999, "", buf, sizeof(buf));
+	assert_string_equal(buf, "99.999999");
+	nt_pct_label(99.9, NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "99.9");
+	nt_pct_label(50, NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "50");
+	assert_bad("ntbpf report --percentiles 0x10 f", "bad percentile '0x10' (want a decimal number");
+	assert_bad("ntbpf report --percentiles 1e2 f", "bad percentile '1e2'");
+	assert_bad("ntbpf report --percentiles inf f", "bad percentile 'inf'");
+	assert_bad("ntbpf report --percentiles nan f", "bad percentile 'nan'");
+	assert_bad("ntbpf report --percentiles +50 f", "bad percentile '+50'");
+	assert_bad("ntbpf report --percentiles 50,50 f", "percentile '50' given twice");
+	assert_bad("ntbpf report --percentiles 50,50.0 f", "percentile '50.0' given twice");
+	assert_bad("ntbpf live --percentiles 99,99", "given twice");
+	assert_bad("ntbpf report --percentiles 99.9999999999999999999999 f", "at most 23 characters");
+}
+
 /* "--" ends the options of every command (issue 30: report and script said "nothing after '--'") */
 static void test_dashdash(void **state)
 {
@@ -394,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
 		cmocka_unit_test(test_dashdash),
+		cmocka_unit_test(test_percentile_labels),
 		cmocka_unit_test(test_when),
 		cmocka_unit_test(test_rotate),
 		cmocka_unit_test(test_live),

@@ -1123,6 +1123,30 @@ static void test_output_not_input(void **state)
 	scratch_rm(dir, names, 5);
 }
 
+/* the percentile as asked, in every format: p99.999999, not p100 (issue 30) */
+static void test_percentile_labels(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf" };
+	static const char *const args[] = {
+		"--percentiles 50,99.999999 i.ntbpf t.ntbpf",
+		"--format json --percentiles 50,99.999999 i.ntbpf t.ntbpf",
+		"--format csv --percentiles 50,99.999999 i.ntbpf t.ntbpf",
+	};
+	static const char *const want[] = { " p99.999999_us ", "\"p99.999999_us\": ", ",p99.999999_us," };
+	char *dir = scratch_dir(), *out;
+	int rc;
+
+	make_synth_pair(dir, 300);
+	for (int k = 0; k < 3; k++) {
+		out = report_cli(dir, args[k], &rc);
+		assert_int_equal(rc, 0);
+		assert_non_null(strstr(out, want[k]));
+		assert_null(strstr(out, "p100"));
+		free(out);
+	}
+	scratch_rm(dir, names, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1142,6 +1166,7 @@ int main(void)
 		cmocka_unit_test(test_html),
 		cmocka_unit_test(test_twice),
 		cmocka_unit_test(test_output_not_input),
+		cmocka_unit_test(test_percentile_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
