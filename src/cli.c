@@ -28,6 +28,7 @@ struct parse_ctx {
 	const char *prog;
 	FILE *scratch;
 	bool failed;
+	const char *bad_arg;	/* where getopt stopped: an unknown option, or one without its value */
 	bool help;	/* only printing help: stay quiet about missing arguments */
 	bool pcts_given;
 	int sample_by;			/* record --sample-by: 0 not given, 1 time, 2 io */
@@ -47,6 +48,13 @@ static void fail(struct parse_ctx *pc, const char *fmt, ...)
 	vfprintf(pc->err, fmt, ap);
 	va_end(ap);
 	fputc('\n', pc->err);
+}
+
+/* getopt failed (argp calls every parser with ARGP_KEY_ERROR): the argument it stopped at */
+static void note_bad_arg(struct parse_ctx *pc, const struct argp_state *st)
+{
+	if (!pc->failed && !pc->bad_arg && st->next > 0 && st->next <= st->argc)
+		pc->bad_arg = st->argv[st->next - 1];
 }
 
 static int parse_double(const char *s, double *out)
@@ -438,6 +446,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);
 		return EINVAL;
+	case ARGP_KEY_ERROR:
+		note_bad_arg(pc, st);
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -596,6 +607,9 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			return EINVAL;
 		}
 		break;
+	case ARGP_KEY_ERROR:
+		note_bad_arg(pc, st);
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -644,6 +658,7 @@ static error_t script_parse(int key, char *arg, struct argp_state *st)
 		/* fall through */
 	case ARGP_KEY_ARG:
 	case ARGP_KEY_END:
+	case ARGP_KEY_ERROR:
 		return report_parse(key, arg, st);
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -817,6 +832,9 @@ static error_t probe_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s'", arg);
 		return EINVAL;
+	case ARGP_KEY_ERROR:
+		note_bad_arg(pc, st);
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -967,7 +985,8 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		char *saved = argv[1];
 
 		argv[1] = prog;	/* argp and getopt name the program after argv[0] */
-		rc = argp_parse(ap, sub_argc, argv + 1, ARGP_NO_EXIT | ARGP_IN_ORDER, NULL, &pc);
+		/* ARGP_NO_ERRS: getopt quiet; its complaint becomes our one line, with the --help hint */
+		rc = argp_parse(ap, sub_argc, argv + 1, ARGP_NO_ERRS | ARGP_IN_ORDER, NULL, &pc);
 		argv[1] = saved;
 	}
 	fclose(pc.scratch);
@@ -987,9 +1006,11 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		cfg->pcts[1] = 99;
 	}
 	if (rc || pc.failed) {
-		/* getopt itself already printed "unrecognized option" etc. on stderr */
-		if (!pc.failed && rc != EINVAL)
-			fprintf(err, "%s: bad command line (%s)\n", prog, strerror(rc));
+		if (!pc.failed && pc.bad_arg && pc.bad_arg[0] == '-')
+			fprintf(err, "%s: bad option '%s' (unknown here, or its value is missing; see '%s --help')\n",
+				prog, pc.bad_arg, prog);
+		else if (!pc.failed)
+			fprintf(err, "%s: bad command line (%s; see '%s --help')\n", prog, strerror(rc), prog);
 		return -1;
 	}
 	return 0;

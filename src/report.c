@@ -1903,8 +1903,10 @@ static int write_report(const struct nt_config *cfg, const char *buf, size_t len
 	char msg[400];
 
 	if (!cfg->report_output || !strcmp(cfg->report_output, "-")) {
+		errno = 0;
 		if (fwrite(buf, 1, len, out) != len || fflush(out) || ferror(out)) {
-			fprintf(err, "ntbpf report: cannot write the report\n");
+			fprintf(err, "ntbpf report: cannot write the report to standard output: %s\n",
+				strerror(errno ? errno : EIO));
 			return -1;
 		}
 		return 0;

@@ -470,8 +470,9 @@ int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	if (sc.late)
 		fprintf(err, "ntbpf script: warning: %" PRIu64 " rows out of time order (a file's records more than %d"
 			" completions apart)\n", sc.late, NT_SCRIPT_WINDOW);
+	errno = 0;
 	if (fflush(out) || ferror(out)) {
-		fprintf(err, "ntbpf script: cannot write\n");
+		fprintf(err, "ntbpf script: cannot write the rows to standard output: %s\n", strerror(errno ? errno : EIO));
 		goto out;
 	}
 	rc = nt_rows_cut(rs);

@@ -220,6 +220,20 @@ static void test_percentile_labels(void **state)
 	assert_bad("ntbpf report --percentiles 99.9999999999999999999999 f", "at most 23 characters");
 }
 
+/* an unknown option, or one without its value: one line naming it, and where to look (issue 30) */
+static void test_bad_option_says_help(void **state)
+{
+	assert_bad("ntbpf report --bogus f", "ntbpf report: bad option '--bogus' (unknown here, or its value is "
+		   "missing; see 'ntbpf report --help')");
+	assert_bad("ntbpf report f --format", "bad option '--format' (unknown here, or its value is missing; see "
+		   "'ntbpf report --help')");
+	assert_bad("ntbpf script --hist f", "ntbpf script: bad option '--hist' (unknown here, or its value is "
+		   "missing; see 'ntbpf script --help')");
+	assert_bad("ntbpf record -q", "see 'ntbpf record --help'");
+	assert_bad("ntbpf live --nope", "see 'ntbpf live --help'");
+	assert_bad("ntbpf probe --nope", "see 'ntbpf probe --help'");
+}
+
 /* "--" ends the options of every command (issue 30: report and script said "nothing after '--'") */
 static void test_dashdash(void **state)
 {
@@ -430,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
 		cmocka_unit_test(test_dashdash),
+		cmocka_unit_test(test_bad_option_says_help),
 		cmocka_unit_test(test_percentile_labels),
 		cmocka_unit_test(test_when),
 		cmocka_unit_test(test_rotate),

@@ -316,6 +316,31 @@ static void test_twice(void **state)
 	cleanup(dir);
 }
 
+/* script > /dev/full: the cause, one line (issue 30: "cannot write" alone) */
+static void test_write_error(void **state)
+{
+	char *dir = scratch(), *eb = NULL, cwd[4096];
+	char *argv[] = { "ntbpf", "script", "i.ntbpf", "t.ntbpf", NULL };
+	size_t elen = 0;
+	struct nt_config cfg;
+	FILE *full, *e;
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	e = open_memstream(&eb, &elen);
+	assert_int_equal(nt_cli_parse(4, argv, &cfg, e), 0);
+	full = fopen("/dev/full", "w");
+	assert_non_null(full);
+	assert_int_equal(nt_script_cmd(&cfg, full, e), 1);
+	fclose(full);
+	nt_config_free(&cfg);
+	fclose(e);
+	assert_int_equal(chdir(cwd), 0);
+	assert_non_null(strstr(eb, "ntbpf script: cannot write the rows to standard output: No space left on device\n"));
+	free(eb);
+	cleanup(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_json_and_stdin),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_twice),
+		cmocka_unit_test(test_write_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
