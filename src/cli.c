@@ -229,6 +229,11 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 	}
 	strcpy(buf, s);
 	*gb = 0;
+	/* "" or ",": no key at all (was: no grouping, silently); "none" says that */
+	if (!s[strspn(s, ",")]) {
+		snprintf(msg, msglen, "--group-by needs a key (op, size, dev, queue, or none for one group)");
+		return -1;
+	}
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		size_t i;
 
@@ -242,6 +247,23 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 		*gb |= keys[i].bit;
 	}
 	return 0;
+}
+
+/* an option the chosen --format cannot show: refused, not dropped (report, live) */
+static bool bad_for_format(struct parse_ctx *pc)
+{
+	const struct nt_config *cfg = pc->cfg;
+
+	if (cfg->format != NT_FMT_CSV || cfg->cmd == NT_CMD_SCRIPT)
+		return false;
+	if (cfg->hist)
+		fail(pc, "--hist is not shown in --format csv (text, json%s show it)", cfg->cmd == NT_CMD_REPORT ?
+		     ", html" : "");
+	else if (cfg->diagnose)
+		fail(pc, "--diagnose is not shown in --format csv (text, json, html show it)");
+	else
+		return false;
+	return true;
 }
 
 /* ---- record ---- */
@@ -606,6 +628,8 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			fail(pc, "--since must be before --until");
 			return EINVAL;
 		}
+		if (bad_for_format(pc))
+			return EINVAL;
 		break;
 	case ARGP_KEY_ERROR:
 		note_bad_arg(pc, st);
@@ -790,6 +814,8 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 			fail(pc, "--metrics-remote without --metrics ADDR:PORT");
 			return EINVAL;
 		}
+		if (bad_for_format(pc))
+			return EINVAL;
 		return 0;
 	default:
 		return record_parse(key, arg, st);

@@ -1190,6 +1190,36 @@ static const struct nt_input *sampling_differs(const struct nt_report *rep, cons
 	return NULL;
 }
 
+/* the recordings' span on the wall clock: the earliest start, the latest end (0: not known, a file without trailer) */
+static void recorded_span(const struct nt_report *rep, uint64_t *from, uint64_t *to)
+{
+	*from = *to = 0;
+	for (int i = 0; i < rep->nins; i++) {
+		uint64_t a = rep->ins[i].hdr.real_ns, b = 0;
+
+		if (rep->ins[i].has_trailer && a && rep->ins[i].trailer.end_mono_ns >= rep->ins[i].hdr.mono_ns)
+			b = rep->ins[i].trailer.end_mono_ns - rep->ins[i].hdr.mono_ns + a;
+		if (a && (!*from || a < *from))
+			*from = a;
+		if (!b) {
+			*to = UINT64_MAX;	/* one end not known: none */
+		} else if (*to != UINT64_MAX && b > *to) {
+			*to = b;
+		}
+	}
+	if (*to == UINT64_MAX)
+		*to = 0;
+}
+
+const char *nt_report_empty_why(const struct nt_report *rep)
+{
+	if ((rep->since_set || rep->until_set) && rep->outside)
+		return "no I/O in the time window (--since/--until): every recorded I/O started outside it";
+	if (rep->since_set || rep->until_set)
+		return "no I/O in the time window (--since/--until), and none recorded";
+	return "no I/O recorded";
+}
+
 static void print_notes_text(FILE *out, const struct nt_report *rep)
 {
 	fprintf(out, "# lost records: %" PRIu64, rep->lost);
@@ -1255,8 +1285,20 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems) and lack"
 			" the queue's TCP port: %zu; paired by queue, command id and timing only\n",
 			rep->m.shared_cntlid);
-	if (rep->since_set || rep->until_set)
+	if (rep->since_set || rep->until_set) {
+		uint64_t from, to;
+		char a[48], b[48], c[48], d[48];
+
+		recorded_span(rep, &from, &to);
+		nt_fmt_wall((uint64_t)rep->since_ns, a, sizeof(a));
+		nt_fmt_wall((uint64_t)rep->until_ns, b, sizeof(b));
+		nt_fmt_wall(from, c, sizeof(c));
+		nt_fmt_wall(to, d, sizeof(d));
+		fprintf(out, "# time window: I/Os that started from %s to %s; the recordings: %s to %s\n",
+			rep->since_set ? a : "the start", rep->until_set ? b : "the end", from ? c : "-",
+			to ? d : "(end not known)");
 		fprintf(out, "# I/Os that started outside --since/--until, left out: %" PRIu64 "\n", rep->outside);
+	}
 	if (rep->m.slow_init || rep->m.slow_tgt)
 		fprintf(out, "# I/Os slower than the pairing window (--window %.3g s): initiator %zu, target %zu;"
 			" paired only where the partner was still held\n", rep->m.window_ns / 1e9, rep->m.slow_init,
@@ -1279,7 +1321,7 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 			}
 	}
 	if (!(rep->stages_seen & ~((1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E))) &&
-	    rep->n_init)
+	    rep->n_init && rep->stages_seen)	/* none seen at all (an empty window): no claim */
 		fprintf(out, "# no nvme_tcp events: blk_submission ends at block_rq_issue; the rest is blk_device\n");
 	if (rep->n_init && !rep->n_tgt)
 		fprintf(out, "# no target records: target stages and network_transmission not measured\n");
@@ -1459,7 +1501,7 @@ static void print_text(FILE *out, const struct nt_report *rep)
 		print_group_text(out, rep, &rep->groups[gi], 0);
 	}
 	if (!rep->ngroups)
-		fprintf(out, "\nno I/O recorded\n");
+		fprintf(out, "\n%s\n", nt_report_empty_why(rep));
 	if (rep->o->diagnose)
 		nt_diagnose_print_text(out, rep);
 }
@@ -1743,6 +1785,14 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		fputs(", \"until_ns\": ", out);
 		rep->until_set ? fprintf(out, "%" PRId64, rep->until_ns) : fputs("null", out);
 		fprintf(out, ", \"left_out\": %" PRIu64 "},\n", rep->outside);
+		{
+			uint64_t from, to;
+
+			recorded_span(rep, &from, &to);
+			fprintf(out, " \"recorded\": {\"from_ns\": %" PRIu64 ", \"to_ns\": ", from);
+			to ? fprintf(out, "%" PRIu64, to) : fputs("null", out);
+			fputs("},\n", out);
+		}
 	}
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0, false);

@@ -170,6 +170,9 @@ uint64_t nt_wall_offset(const struct nt_header *h);
  */
 int nt_output_check(const char *output, const char *const *inputs, int n, const char *prog, char *msg, size_t len);
 
+/* why a report has no group: "no I/O recorded", or no I/O in the --since/--until window */
+const char *nt_report_empty_why(const struct nt_report *rep);
+
 /* "ntbpf report": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err);
 

@@ -234,6 +234,37 @@ static void test_bad_option_says_help(void **state)
 	assert_bad("ntbpf probe --nope", "see 'ntbpf probe --help'");
 }
 
+/* what a format cannot show is refused, not dropped; an empty --group-by is refused, not "none" (issue 30) */
+static void test_not_silently_dropped(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	{
+		char *argv[] = { "ntbpf", "report", "--group-by", "", "f", NULL };
+		char buf[256];
+		FILE *e = fmemopen(buf, sizeof(buf), "w");
+
+		memset(buf, 0, sizeof(buf));
+		assert_int_equal(nt_cli_parse(5, argv, &cfg, e), -1);
+		fclose(e);
+		assert_non_null(strstr(buf, "ntbpf report: --group-by needs a key (op, size, dev, queue, or none"));
+	}
+	assert_bad("ntbpf report --group-by , f", "--group-by needs a key");
+	assert_bad("ntbpf report --hist --format csv f", "--hist is not shown in --format csv (text, json, html show it)");
+	assert_bad("ntbpf report --format csv --hist f", "--hist is not shown in --format csv");
+	assert_bad("ntbpf report --diagnose --format csv f", "--diagnose is not shown in --format csv");
+	assert_bad("ntbpf live --format csv --hist", "--hist is not shown in --format csv (text, json show it)");
+	/* shown there: as before */
+	assert_int_equal(parse("ntbpf report --hist --diagnose --format json f", &cfg, err, sizeof(err)), 0);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --hist --diagnose --format html f", &cfg, err, sizeof(err)), 0);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --group-by none --format csv f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.group_by, 0);
+	nt_config_free(&cfg);
+}
+
 /* "--" ends the options of every command (issue 30: report and script said "nothing after '--'") */
 static void test_dashdash(void **state)
 {
@@ -444,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
 		cmocka_unit_test(test_dashdash),
+		cmocka_unit_test(test_not_silently_dropped),
 		cmocka_unit_test(test_bad_option_says_help),
 		cmocka_unit_test(test_percentile_labels),
 		cmocka_unit_test(test_when),

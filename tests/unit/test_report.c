@@ -1220,6 +1220,47 @@ static void test_messages(void **state)
 	scratch_rm(dir, names, 3);
 }
 
+/*
+ * A window past the recordings' end says what it did (issue 30: "no I/O
+ * recorded" and "no nvme_tcp events", both false): the window applied, the
+ * recordings' span, no I/O in the window; JSON says the span too.
+ */
+static void test_empty_window(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "a.ntbpf" };
+	struct nt_trailer t = { .records = 100, .end_mono_ns = 11000000000ull };
+	char *dir = scratch_dir(), *out;
+	struct nt_header h;
+	int rc;
+
+	make_synth_pair(dir, 3000);
+	out = report_cli(dir, "--since 100 i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "# time window: I/Os that started from 2023-11-14T22:15:00.000000000Z to the end; "
+				    "the recordings: 2023-11-14T22:13:20.000000000Z to (end not known)\n"));
+	assert_non_null(strstr(out, "# I/Os that started outside --since/--until, left out: 3000\n"));
+	assert_non_null(strstr(out, "\nno I/O in the time window (--since/--until): every recorded I/O started "
+				    "outside it\n"));
+	assert_null(strstr(out, "no I/O recorded"));
+	assert_null(strstr(out, "no nvme_tcp events"));
+	free(out);
+	/* a file whose trailer gives its end: 10 s from 2023-11-14T22:13:20Z */
+	synth_header(&h, NTBPF_ROLE_INITIATOR);
+	write_synth(dir, "a.ntbpf", &h, 100, &t);
+	out = report_cli(dir, "--since 2023-11-14T23:00:00Z --until 2023-11-14T23:00:01Z a.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "# time window: I/Os that started from 2023-11-14T23:00:00.000000000Z to "
+				    "2023-11-14T23:00:01.000000000Z; the recordings: 2023-11-14T22:13:20.000000000Z to "
+				    "2023-11-14T22:13:30.000000000Z\n"));
+	assert_non_null(strstr(out, "no I/O in the time window"));
+	free(out);
+	out = report_cli(dir, "--format json --since 100 a.ntbpf", &rc);
+	assert_non_null(strstr(out, "\"recorded\": {\"from_ns\": 1700000000000000000, \"to_ns\": "
+				    "1700000010000000000}"));
+	free(out);
+	scratch_rm(dir, names, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1241,6 +1282,7 @@ int main(void)
 		cmocka_unit_test(test_output_not_input),
 		cmocka_unit_test(test_percentile_labels),
 		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_empty_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
