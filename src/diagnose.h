@@ -35,6 +35,13 @@ struct nt_finding {
  */
 int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why);
 
+/*
+ * A report of one host's files: what its diagnosis cannot see (the other
+ * host's stages, network_transmission) and what its shares are of, into
+ * buf; 1.  Both hosts (or none): 0, buf "".
+ */
+int nt_diagnose_scope(const struct nt_report *rep, char *buf, size_t len);
+
 /* text: a "diagnosis:" block; JSON: the "findings" array's elements */
 void nt_diagnose_print_text(FILE *out, const struct nt_report *rep);
 void nt_diagnose_print_json(FILE *out, const struct nt_report *rep);

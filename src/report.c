@@ -1798,6 +1798,12 @@ static void print_json(FILE *out, const struct nt_report *rep)
 	print_groups_json(out, rep, 0, false);
 	fprintf(out, "]");
 	if (rep->o->diagnose) {
+		char scope[512];
+
+		if (nt_diagnose_scope(rep, scope, sizeof(scope))) {	/* one host: what the findings cannot see */
+			fputs(",\n \"diagnosis_scope\": ", out);
+			nt_put_json(out, scope);
+		}
 		fprintf(out, ",\n \"findings\": [");
 		nt_diagnose_print_json(out, rep);
 		fprintf(out, "]");
