@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "diagnose.h"
@@ -365,6 +366,108 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 	return n;
 }
 
+/* the denominator as nt_diagnose takes it, and its name; false: too few I/Os or nothing to compare with */
+static bool denom_of(const struct agg *a, double *denom, const char **dn)
+{
+	*denom = a->n[NT_ST_E2E] ? a->mean[NT_ST_E2E] : a->mean[NT_ST_TARGET_RES];
+	*dn = a->n[NT_ST_E2E] ? "end_to_end" : "target_residence";
+	return a->ios >= NT_DIAG_MIN_IOS && *denom > 0;
+}
+
+static int share_cmp(const void *x, const void *y)
+{
+	const struct nt_share *a = x, *b = y;
+
+	return a->share < b->share ? 1 : a->share > b->share ? -1 : a->stage - b->stage;
+}
+
+int nt_diagnose_shares(const struct nt_report *rep, struct nt_share *out, int max, const char **dn)
+{
+	static struct agg a;
+	double denom;
+	int n = 0;
+
+	aggregate(rep, &a);
+	if (!denom_of(&a, &denom, dn))
+		return 0;
+	for (int s = 0; s < NT_ST_NR && n < max; s++) {
+		/* the ten; remote where the network is not split from the target; blk_device where nothing splits it */
+		bool part = (NT_TEN_MASK & (1u << s)) ||
+			    (s == NT_ST_REMOTE && !a.n[NT_ST_NETWORK] && !a.n[NT_ST_NSTACK_SUB]) ||
+			    (s == NT_ST_BLK_DEVICE && !a.n[NT_ST_NVME_TCP_SUB] && !a.n[NT_ST_REMOTE]);
+
+		if (!part || !a.n[s] || (!a.n[NT_ST_E2E] && s == NT_ST_TARGET_RES))
+			continue;
+		out[n] = (struct nt_share){ .stage = s, .share = a.mean[s] / denom, .mean_ns = a.mean[s] };
+		if (s == NT_ST_NVME_TCP_SUB && a.dep_n[0])
+			out[n].depth = a.dep_sum[0] / a.dep_n[0];
+		if (s == NT_ST_TARGET_SUBSYS && a.dep_n[1])
+			out[n].depth = a.dep_sum[1] / a.dep_n[1];
+		n++;
+	}
+	qsort(out, n, sizeof(*out), share_cmp);
+	return n;
+}
+
+int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
+{
+	static struct agg a;
+	static const int host[] = { NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_COMP, NT_ST_NVME_TCP_COMP,
+				    NT_ST_BLK_COMP };
+	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
+	double denom, best = -1, sh, d;
+	const char *dn;
+	int role = NTBPF_ROLE_INITIATOR, nq = 0;
+	uint64_t tot = 0, top = 0;
+
+	buf[0] = '\0';
+	aggregate(rep, &a);
+	if (!denom_of(&a, &denom, &dn))
+		return 0;
+	/* each rule's distance from firing: its measure over its threshold (the smaller where it needs two) */
+	if (a.n[NT_ST_NVME_TCP_SUB]) {
+		sh = a.mean[NT_ST_NVME_TCP_SUB] / denom;
+		d = a.dep_n[0] ? a.dep_sum[0] / a.dep_n[0] : 0;
+		best = sh / NT_DIAG_SUBMIT_SHARE < d / NT_DIAG_DEPTH ? sh / NT_DIAG_SUBMIT_SHARE : d / NT_DIAG_DEPTH;
+		snprintf(buf, len, "too_few_queues: nvme_tcp_submission is %.0f%% of %s (it fires at %.0f%%) at a mean "
+			 "depth of %.1f requests per queue (it fires at %.0f)", 100 * sh, dn, 100 * NT_DIAG_SUBMIT_SHARE,
+			 d, NT_DIAG_DEPTH);
+	}
+	for (int pass = 0; pass < 2 && !nq; pass++, role = NTBPF_ROLE_TARGET)
+		for (int k = 0; k < a.nq; k++)
+			if (a.q[k].role == role) {
+				nq++;
+				tot += a.q[k].ios;
+				top = a.q[k].ios > top ? a.q[k].ios : top;
+			}
+	if (nq >= 2 && tot && (double)top / tot / (NT_DIAG_IMBALANCE / nq) > best) {
+		best = (double)top / tot / (NT_DIAG_IMBALANCE / nq);
+		snprintf(buf, len, "queue_imbalance: the busiest of %d queues carries %.0f%% of the I/Os (it fires at "
+			 "%.0f%%)", nq, 100.0 * top / tot, 100 * NT_DIAG_IMBALANCE / nq);
+	}
+	if (a.n[NT_ST_TARGET_SUBSYS] && (sh = a.mean[NT_ST_TARGET_SUBSYS] / denom) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "target_device: target_subsystem is %.0f%% of %s (it fires at %.0f%%)", 100 * sh, dn,
+			 100 * NT_DIAG_DOMINANT);
+	}
+	if (a.n[NT_ST_NVMET_TCP_SUB] && (sh = share(&a, denom, tcpu, 3)) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "target_cpu: the target's TCP and nvmet_tcp stages are %.0f%% of %s (it fires at "
+			 "%.0f%%)", 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
+	}
+	if (a.n[NT_ST_NETWORK] && (sh = a.mean[NT_ST_NETWORK] / denom) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "network: network_transmission is %.0f%% of %s (it fires at %.0f%%)", 100 * sh, dn,
+			 100 * NT_DIAG_DOMINANT);
+	}
+	if (a.n[NT_ST_E2E] && (sh = share(&a, denom, host, 5)) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "initiator_cpu: the initiator's own stages are %.0f%% of %s (it fires at %.0f%%)",
+			 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
+	}
+	return best >= 0;
+}
+
 int nt_diagnose_scope(const struct nt_report *rep, char *buf, size_t len)
 {
 	static struct agg a;
@@ -407,8 +510,51 @@ void nt_diagnose_print_text(FILE *out, const struct nt_report *rep)
 			fprintf(out, "  %s (%s)\n    evidence: %s\n    advice: %s\n", f[i].kind, f[i].stage,
 				f[i].evidence, f[i].advice);
 	}
+	{	/* where the time goes, whether a rule fired or not; and, when none did, the nearest */
+		struct nt_share sh[NT_ST_NR];
+		const char *dn;
+		int k = nt_diagnose_shares(rep, sh, NT_ST_NR, &dn);
+
+		if (k)
+			fprintf(out, "  where the time goes (share of %s's mean, largest first):", dn);
+		for (int i = 0; i < k; i++) {
+			fprintf(out, "%s %s %.0f%% (%.1f us", i ? "," : "", nt_stage_name(sh[i].stage), 100 * sh[i].share,
+				US(sh[i].mean_ns));
+			if (sh[i].depth > 0)
+				fprintf(out, sh[i].stage == NT_ST_TARGET_SUBSYS ? "; mean target depth %.1f" :
+					"; mean depth %.1f per queue", sh[i].depth);
+			fputc(')', out);
+		}
+		if (k)
+			fputc('\n', out);
+		if (!n && nt_diagnose_closest(rep, scope, sizeof(scope)))
+			fprintf(out, "  closest rule: %s\n", scope);
+	}
 	if (nt_diagnose_scope(rep, scope, sizeof(scope)))	/* one host: what its findings cannot see */
 		fprintf(out, "  %s\n", scope);
+}
+
+void nt_diagnose_print_shares_json(FILE *out, const struct nt_report *rep)
+{
+	struct nt_share sh[NT_ST_NR];
+	const char *dn = "end_to_end";
+	char closest[512];
+	int k = nt_diagnose_shares(rep, sh, NT_ST_NR, &dn);
+
+	fprintf(out, "{\"of\": \"%s\", \"stages\": [", dn);
+	for (int i = 0; i < k; i++) {
+		fprintf(out, "%s{\"stage\": \"%s\", \"share\": %.4f, \"mean_us\": %.3f", i ? ", " : "",
+			nt_stage_name(sh[i].stage), sh[i].share, US(sh[i].mean_ns));
+		if (sh[i].depth > 0)
+			fprintf(out, ", \"mean_depth\": %.2f", sh[i].depth);
+		fputc('}', out);
+	}
+	fputs("], \"closest_rule\": ", out);
+	if (nt_diagnose_closest(rep, closest, sizeof(closest)))
+		nt_put_json(out, closest);
+	else
+		fputs("null", out);
+	fputc('}', out);
 }
 
 void nt_diagnose_print_json(FILE *out, const struct nt_report *rep)

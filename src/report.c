@@ -1804,6 +1804,8 @@ static void print_json(FILE *out, const struct nt_report *rep)
 			fputs(",\n \"diagnosis_scope\": ", out);
 			nt_put_json(out, scope);
 		}
+		fputs(",\n \"time_shares\": ", out);	/* where the time goes, whether a rule fired or not */
+		nt_diagnose_print_shares_json(out, rep);
 		fprintf(out, ",\n \"findings\": [");
 		nt_diagnose_print_json(out, rep);
 		fprintf(out, "]");
