@@ -478,7 +478,8 @@ int nt_diagnose_scope(const struct nt_report *rep, char *buf, size_t len)
 	aggregate(rep, &a);
 	if (!rep->n_init) {
 		snprintf(buf, len, "seen from the target only: shares are of target_residence, the target's part of "
-			 "each I/O, not of end_to_end; not seen: blk_submission, nvme_tcp_submission, "
+			 "each I/O, not of end_to_end (a finding says what dominates the target's part, not "
+			 "the I/O); not seen: blk_submission, nvme_tcp_submission, "
 			 "network_transmission, nstack_completion, nvme_tcp_completion, blk_completion (give the "
 			 "initiator's file too)");
 	} else if (a.n[NT_ST_REMOTE] && a.mean[NT_ST_E2E] > 0) {

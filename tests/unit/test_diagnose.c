@@ -467,7 +467,8 @@ static void test_one_host(void **state)
 	for (int i = 0; i < nlast; i++)
 		assert_false(has(last[i].evidence, "end_to_end"));
 	assert_true(has(last_text, "\n  seen from the target only: shares are of target_residence, the target's part "
-			"of each I/O, not of end_to_end; not seen: blk_submission, nvme_tcp_submission, "
+			"of each I/O, not of end_to_end (a finding says what dominates the target's part, not the I/O); "
+			"not seen: blk_submission, nvme_tcp_submission, "
 			"network_transmission, nstack_completion, nvme_tcp_completion, blk_completion"));
 }
 
