@@ -497,25 +497,30 @@ static size_t io_size(const struct nt_report *rep)
 	return timed(rep) ? sizeof(struct io_sum) : sizeof(struct nt_sum);
 }
 
+/*
+ * A record's payload: a struct io_sum when timed, else its struct nt_sum
+ * alone (io_size() apart: 4-byte aligned, so never touched as an io_sum then;
+ * the summary is the io_sum's first member).
+ */
 static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
-		  struct io_sum *io)
+		  void *pay)
 {
 	if (timed(rep))
-		io->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
+		((struct io_sum *)pay)->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
 	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-	return summarize(rep, r, role, true, &io->s, nt_wall_offset(h));
+	return summarize(rep, r, role, true, pay, nt_wall_offset(h));
 }
 
 /* one I/O of a file report: into its group, unless it started outside --since/--until (counted) */
-static int add_io(struct nt_report *rep, const struct io_sum *si, const struct io_sum *st)
+static int add_io(struct nt_report *rep, const void *si, const void *st)
 {
-	if (timed(rep) && !in_window(rep, si ? si->wall : st->wall)) {
+	if (timed(rep) && !in_window(rep, ((const struct io_sum *)(si ? si : st))->wall)) {
 		rep->outside++;
 		rep->outside_pairs += si && st;
 		rep->outside_init += si && !st;
 		return 0;
 	}
-	return add_pair(rep, si ? &si->s : NULL, st ? &st->s : NULL);
+	return add_pair(rep, si, st);	/* the summary: the payload's first bytes */
 }
 
 /* the file report's state: per side, each record's item (matching) and summary (stages) */
@@ -528,7 +533,7 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 {
 	struct stream *c = ctx;
 	struct nt_mitem *x;
-	struct io_sum *s;
+	void *s;
 	bool no_cntlid, tgt;
 
 	if (r->flags & NTBPF_F_ADMIN) {
