@@ -9,7 +9,7 @@
 # make install    binary, man pages, bash completion (PREFIX=/usr/local DESTDIR=)
 # make deb        .output/ntbpf_VERSION_ARCH.deb (dpkg-deb)
 # make print-version  the version this tree builds as, and its Debian form
-# make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60; FUZZ_TARGET=report|http|facts)
+# make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60; FUZZ_TARGET=report|http|facts|stream)
 # make fuzz-ci    each fuzz target FUZZ_CI_SECONDS (default 30) under ASan and UBSan (make test runs it)
 # make deps       install every Debian package needed (root)
 # V=1             show the commands
@@ -241,7 +241,9 @@ $(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.
 # The report's whole path (pairing, groups, --diagnose, JSON, script's rows) over two adversarial
 # record files (tests/fuzz/fuzz_report.c, seeds in tests/fuzz/seeds-report), and the metrics
 # endpoint's HTTP request handling (tests/fuzz/fuzz_http.c, seeds in tests/fuzz/seeds-http), and the
-# facts file parser, round trip and hook decision (tests/fuzz/fuzz_facts.c, seeds: tests/unit/facts-*.txt).
+# facts file parser, round trip and hook decision (tests/fuzz/fuzz_facts.c, seeds: tests/unit/facts-*.txt),
+# and the live stream's two ends over loopback (tests/fuzz/fuzz_stream.c: the client reading a stream,
+# the server's handshake).
 FUZZ_CORE := $(CORE_SRCS)
 $(OUTPUT)/fuzz-report: tests/fuzz/fuzz_report.c tests/fuzz/fuzz_recfile.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,CLANG,$@)
@@ -250,6 +252,10 @@ $(OUTPUT)/fuzz-report: tests/fuzz/fuzz_report.c tests/fuzz/fuzz_recfile.c $(FUZZ
 $(OUTPUT)/fuzz-facts: tests/fuzz/fuzz_facts.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(filter-out -DNT_FUZZ_MAIN,$(FUZZ_CFLAGS)) -DNTBPF_VERSION='"fuzz"' -o $@ tests/fuzz/fuzz_facts.c \
+		$(FUZZ_CORE) -lz -lcrypto -lm -lpthread
+$(OUTPUT)/fuzz-stream: tests/fuzz/fuzz_stream.c tests/fuzz/fuzz_recfile.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(filter-out -DNT_FUZZ_MAIN,$(FUZZ_CFLAGS)) -DNTBPF_VERSION='"fuzz"' -o $@ tests/fuzz/fuzz_stream.c \
 		$(FUZZ_CORE) -lz -lcrypto -lm -lpthread
 $(OUTPUT)/fuzz-http: tests/fuzz/fuzz_http.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,CLANG,$@)
@@ -262,6 +268,7 @@ fuzz_seeds_recfile := tests/fuzz/corpus tests/fuzz/seeds
 fuzz_seeds_report := tests/fuzz/seeds-report
 fuzz_seeds_http := tests/fuzz/seeds-http
 fuzz_seeds_facts := tests/fuzz/seeds-facts
+fuzz_seeds_stream := tests/fuzz/seeds-stream
 fuzz: $(OUTPUT)/fuzz-$(FUZZ_TARGET)
 	$(Q)mkdir -p $(FUZZ_DIR)/$(FUZZ_TARGET)/corpus $(FUZZ_DIR)/$(FUZZ_TARGET)/crashes
 	$(Q)cd $(FUZZ_DIR)/$(FUZZ_TARGET) && $(abspath $(OUTPUT))/fuzz-$(FUZZ_TARGET) -jobs=1 -workers=1 \
@@ -273,8 +280,8 @@ fuzz: $(OUTPUT)/fuzz-$(FUZZ_TARGET)
 # make test: every target for a bounded time under ASan and UBSan (-fno-sanitize-recover: any report
 # fails it, leaks included), one after the other (the machine is shared)
 FUZZ_CI_SECONDS ?= 30
-fuzz-ci: $(OUTPUT)/fuzz-recfile $(OUTPUT)/fuzz-report $(OUTPUT)/fuzz-http $(OUTPUT)/fuzz-facts
-	$(Q)fail=0; for t in recfile report http facts; do \
+fuzz-ci: $(OUTPUT)/fuzz-recfile $(OUTPUT)/fuzz-report $(OUTPUT)/fuzz-http $(OUTPUT)/fuzz-facts $(OUTPUT)/fuzz-stream
+	$(Q)fail=0; for t in recfile report http facts stream; do \
 		echo "== fuzz-$$t: $(FUZZ_CI_SECONDS) s"; \
 		$(MAKE) --no-print-directory fuzz FUZZ_TARGET=$$t FUZZ_SECONDS=$(FUZZ_CI_SECONDS) || fail=1; \
 	done; exit $$fail
