@@ -106,6 +106,15 @@ $(OUTPUT)/tests/test_hooks: tests/unit/test_hooks.c $(OUTPUT)/libntcore.a $(SKEL
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka $(LDLIBS) -lm -lpthread
 
+# The fuzzers' corpora and seeds replayed under ASan and UBSan (any report fails it, leaks at exit too):
+# the core's sources built into the test with the sanitizers, not libntcore.a
+SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+$(OUTPUT)/tests/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(wildcard tests/fuzz/*.c) $(CORE_SRCS) $(wildcard src/*.h) \
+		$(wildcard include/*.h) $(OUTPUT)/version.stamp | $(OUTPUT)/tests
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(CORE_SRCS) -lcmocka -lz -lcrypto \
+		-lm -lpthread
+
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 # tests/lab/test_sweep.py: the lab sweep's table and charts from fixture numbers (python, no guest).
 check: $(TESTS)
