@@ -10,7 +10,8 @@
 # make install    binary, man pages, bash completion (PREFIX=/usr/local DESTDIR=)
 # make deb        .output/ntbpf_VERSION_ARCH.deb (dpkg-deb)
 # make print-version  the version this tree builds as, and its Debian form
-# make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60)
+# make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60; FUZZ_TARGET=report|http|facts|stream)
+# make fuzz-ci    each fuzz target FUZZ_CI_SECONDS (default 30) under ASan and UBSan (make test runs it)
 # make deps       install every Debian package needed (root)
 # V=1             show the commands
 
@@ -56,7 +57,7 @@ CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all static check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge \
+.PHONY: all static check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge fuzz-ci \
 	man install uninstall deb print-version
 .DELETE_ON_ERROR:
 
@@ -139,6 +140,15 @@ $(OUTPUT)/tests/test_hooks: tests/unit/test_hooks.c $(OUTPUT)/libntcore.a $(SKEL
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(OUTPUT)/libntcore.a -lcmocka $(LDLIBS) -lm -lpthread
 
+# The fuzzers' corpora and seeds replayed under ASan and UBSan (any report fails it, leaks at exit too):
+# the core's sources built into the test with the sanitizers, not libntcore.a
+SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+$(OUTPUT)/tests/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(wildcard tests/fuzz/*.c) $(CORE_SRCS) $(wildcard src/*.h) \
+		$(wildcard include/*.h) $(OUTPUT)/version.stamp | $(OUTPUT)/tests
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(CORE_SRCS) -lcmocka -lz -lcrypto \
+		-lm -lpthread
+
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 # tests/lab/test_sweep.py: the lab sweep's table and charts from fixture numbers (python, no guest).
 check: $(TESTS)
@@ -177,6 +187,7 @@ test-lab: all static $(OUTPUT)/ntbpf-inject
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory check
+	$(Q)$(MAKE) --no-print-directory fuzz-ci
 	$(Q)$(MAKE) --no-print-directory test-root
 	$(Q)$(MAKE) --no-print-directory test-install
 	$(Q)$(MAKE) --no-print-directory test-lab
@@ -291,13 +302,53 @@ $(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) -lz
 
+# The report's whole path (pairing, groups, --diagnose, JSON, script's rows) over two adversarial
+# record files (tests/fuzz/fuzz_report.c, seeds in tests/fuzz/seeds-report), and the metrics
+# endpoint's HTTP request handling (tests/fuzz/fuzz_http.c, seeds in tests/fuzz/seeds-http), and the
+# facts file parser, round trip and hook decision (tests/fuzz/fuzz_facts.c, seeds: tests/unit/facts-*.txt),
+# and the live stream's two ends over loopback (tests/fuzz/fuzz_stream.c: the client reading a stream,
+# the server's handshake).
+FUZZ_CORE := $(CORE_SRCS)
+$(OUTPUT)/fuzz-report: tests/fuzz/fuzz_report.c tests/fuzz/fuzz_recfile.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(filter-out -DNT_FUZZ_MAIN,$(FUZZ_CFLAGS)) -DNTBPF_VERSION='"fuzz"' -o $@ tests/fuzz/fuzz_report.c \
+		$(FUZZ_CORE) -lz -lcrypto -lm -lpthread
+$(OUTPUT)/fuzz-facts: tests/fuzz/fuzz_facts.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(filter-out -DNT_FUZZ_MAIN,$(FUZZ_CFLAGS)) -DNTBPF_VERSION='"fuzz"' -o $@ tests/fuzz/fuzz_facts.c \
+		$(FUZZ_CORE) -lz -lcrypto -lm -lpthread
+$(OUTPUT)/fuzz-stream: tests/fuzz/fuzz_stream.c tests/fuzz/fuzz_recfile.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(filter-out -DNT_FUZZ_MAIN,$(FUZZ_CFLAGS)) -DNTBPF_VERSION='"fuzz"' -o $@ tests/fuzz/fuzz_stream.c \
+		$(FUZZ_CORE) -lz -lcrypto -lm -lpthread
+$(OUTPUT)/fuzz-http: tests/fuzz/fuzz_http.c $(FUZZ_CORE) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(filter-out -DNT_FUZZ_MAIN,$(FUZZ_CFLAGS)) -DNTBPF_VERSION='"fuzz"' -o $@ tests/fuzz/fuzz_http.c \
+		$(FUZZ_CORE) -lz -lcrypto -lm -lpthread
+
 FUZZ_DIR := $(abspath $(OUTPUT))/fuzz
-fuzz: $(OUTPUT)/fuzz-recfile
-	$(Q)mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
-	$(Q)cd $(FUZZ_DIR) && $(abspath $(OUTPUT))/fuzz-recfile -jobs=1 -workers=1 -max_total_time=$(FUZZ_SECONDS) \
-		-rss_limit_mb=1024 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crashes/ \
-		$(FUZZ_DIR)/corpus $(CURDIR)/tests/fuzz/corpus $(CURDIR)/tests/fuzz/seeds; \
+FUZZ_TARGET ?= recfile
+fuzz_seeds_recfile := tests/fuzz/corpus tests/fuzz/seeds
+fuzz_seeds_report := tests/fuzz/seeds-report
+fuzz_seeds_http := tests/fuzz/seeds-http
+fuzz_seeds_facts := tests/fuzz/seeds-facts
+fuzz_seeds_stream := tests/fuzz/seeds-stream
+fuzz: $(OUTPUT)/fuzz-$(FUZZ_TARGET)
+	$(Q)mkdir -p $(FUZZ_DIR)/$(FUZZ_TARGET)/corpus $(FUZZ_DIR)/$(FUZZ_TARGET)/crashes
+	$(Q)cd $(FUZZ_DIR)/$(FUZZ_TARGET) && $(abspath $(OUTPUT))/fuzz-$(FUZZ_TARGET) -jobs=1 -workers=1 \
+		-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 -max_len=$(if $(filter report,$(FUZZ_TARGET)),262144,65536) \
+		-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$(FUZZ_TARGET)/crashes/ \
+		$(FUZZ_DIR)/$(FUZZ_TARGET)/corpus $(addprefix $(CURDIR)/,$(fuzz_seeds_$(FUZZ_TARGET))); \
 		rc=$$?; tail -n 8 fuzz-0.log; ls crashes; exit $$rc
+
+# make test: every target for a bounded time under ASan and UBSan (-fno-sanitize-recover: any report
+# fails it, leaks included), one after the other (the machine is shared)
+FUZZ_CI_SECONDS ?= 30
+fuzz-ci: $(OUTPUT)/fuzz-recfile $(OUTPUT)/fuzz-report $(OUTPUT)/fuzz-http $(OUTPUT)/fuzz-facts $(OUTPUT)/fuzz-stream
+	$(Q)fail=0; for t in recfile report http facts stream; do \
+		echo "== fuzz-$$t: $(FUZZ_CI_SECONDS) s"; \
+		$(MAKE) --no-print-directory fuzz FUZZ_TARGET=$$t FUZZ_SECONDS=$(FUZZ_CI_SECONDS) || fail=1; \
+	done; exit $$fail
 
 fuzz-merge: $(OUTPUT)/fuzz-recfile
 	$(Q)rm -rf $(FUZZ_DIR)/merged && mkdir -p $(FUZZ_DIR)/merged $(FUZZ_DIR)/corpus

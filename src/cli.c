@@ -29,6 +29,7 @@ struct parse_ctx {
 	const char *prog;
 	FILE *scratch;
 	bool failed;
+	const char *bad_arg;	/* where getopt stopped: an unknown option, or one without its value */
 	bool help;	/* only printing help: stay quiet about missing arguments */
 	bool pcts_given;
 	int sample_by;			/* record --sample-by: 0 not given, 1 time, 2 io */
@@ -48,6 +49,13 @@ static void fail(struct parse_ctx *pc, const char *fmt, ...)
 	vfprintf(pc->err, fmt, ap);
 	va_end(ap);
 	fputc('\n', pc->err);
+}
+
+/* getopt failed (argp calls every parser with ARGP_KEY_ERROR): the argument it stopped at */
+static void note_bad_arg(struct parse_ctx *pc, const struct argp_state *st)
+{
+	if (!pc->failed && !pc->bad_arg && st->next > 0 && st->next <= st->argc)
+		pc->bad_arg = st->argv[st->next - 1];
 }
 
 static int parse_double(const char *s, double *out)
@@ -132,7 +140,41 @@ int nt_parse_when(const char *s, struct nt_when *w)
 	return 0;
 }
 
-int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen)
+/* digits, optionally a point and digits: what a percentile label may keep as it is */
+static bool decimal(const char *s)
+{
+	const char *p = s;
+
+	while (isdigit((unsigned char)*p))
+		p++;
+	if (p == s)
+		return false;
+	if (*p == '.') {
+		const char *q = ++p;
+
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (p == q)
+			return false;
+	}
+	return !*p;
+}
+
+void nt_pct_label(double p, const char *spelled, char *buf, size_t len)
+{
+	if (spelled && *spelled) {
+		snprintf(buf, len, "%s", spelled);
+		return;
+	}
+	for (int prec = 0; prec <= 17; prec++) {	/* the fewest decimals that read back as p: no exponent */
+		snprintf(buf, len, "%.*f", prec, p);
+		if (strtod(buf, NULL) == p)
+			return;
+	}
+}
+
+int nt_parse_percentiles(const char *s, double *pcts, char (*labels)[NT_PCT_LABEL], int *n, char *msg,
+			 size_t msglen)
 {
 	char buf[256], *save = NULL, *tok;
 
@@ -145,14 +187,26 @@ int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t 
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		double p;
 
-		if (parse_double(tok, &p) || p <= 0 || p > 100) {
-			snprintf(msg, msglen, "bad percentile '%s' (want a number in (0, 100])", tok);
+		/* the label says what was asked: a decimal number, as written (no 0x10 labelled p16, no 1e2) */
+		if (!decimal(tok) || parse_double(tok, &p) || p <= 0 || p > 100) {
+			snprintf(msg, msglen, "bad percentile '%s' (want a decimal number in (0, 100], e.g. 99.9)", tok);
 			return -1;
 		}
+		if (strlen(tok) >= NT_PCT_LABEL) {
+			snprintf(msg, msglen, "bad percentile '%s' (at most %d characters)", tok, NT_PCT_LABEL - 1);
+			return -1;
+		}
+		for (int k = 0; k < *n; k++)
+			if (pcts[k] == p) {
+				snprintf(msg, msglen, "percentile '%s' given twice (--percentiles %s)", tok, s);
+				return -1;
+			}
 		if (*n == NT_MAX_PCTS) {
 			snprintf(msg, msglen, "at most %d percentiles", NT_MAX_PCTS);
 			return -1;
 		}
+		if (labels)
+			snprintf(labels[*n], NT_PCT_LABEL, "%s", tok);
 		pcts[(*n)++] = p;
 	}
 	if (!*n) {
@@ -176,6 +230,11 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 	}
 	strcpy(buf, s);
 	*gb = 0;
+	/* "" or ",": no key at all (was: no grouping, silently); "none" says that */
+	if (!s[strspn(s, ",")]) {
+		snprintf(msg, msglen, "--group-by needs a key (op, size, dev, queue, or none for one group)");
+		return -1;
+	}
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		size_t i;
 
@@ -189,6 +248,23 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 		*gb |= keys[i].bit;
 	}
 	return 0;
+}
+
+/* an option the chosen --format cannot show: refused, not dropped (report, live) */
+static bool bad_for_format(struct parse_ctx *pc)
+{
+	const struct nt_config *cfg = pc->cfg;
+
+	if (cfg->format != NT_FMT_CSV || cfg->cmd == NT_CMD_SCRIPT)
+		return false;
+	if (cfg->hist)
+		fail(pc, "--hist is not shown in --format csv (text, json%s show it)", cfg->cmd == NT_CMD_REPORT ?
+		     ", html" : "");
+	else if (cfg->diagnose)
+		fail(pc, "--diagnose is not shown in --format csv (text, json, html show it)");
+	else
+		return false;
+	return true;
 }
 
 /* ---- record ---- */
@@ -393,6 +469,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);
 		return EINVAL;
+	case ARGP_KEY_ERROR:
+		note_bad_arg(pc, st);
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -404,7 +483,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 static const char report_doc[] =
 "Merge record files from the initiator and the target, match each I/O across hosts, "
 "and print the per-stage latency breakdown with percentiles.  Without FILE: ntbpf.data; "
-"'-' reads standard input (a pipe will do).\n"
+"'-' reads standard input (a pipe will do).  Refused rather than reported wrong: the same "
+"recording twice (a name twice, a copy; a recording is its role, host, boot and start), two "
+"recordings of one host's I/Os at once, -o onto an input or a record file, an option the "
+"format cannot show (--hist, --diagnose with csv).\n"
 "\v"
 "EXAMPLES:\n"
 "  # the full breakdown, both hosts:\n"
@@ -449,12 +531,13 @@ static char *report_help_filter(int key, const char *text, void *input)
 }
 
 static const struct argp_option report_opts[] = {
-	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9)", 0 },
+	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,90,99,99.9): decimal numbers in "
+	  "(0, 100], each once, labelled as written (99.999 -> p99.999_us)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json, csv or html (default: text).  html: one self-contained "
 	  "file (inline SVG and CSS, nothing from the network) with charts per group: the stages at p50 and p99, "
 	  "an end_to_end heatmap over time, each stage's p50 and p99 over time", 0 },
 	{ "output", 'o', "FILE", 0, "Write the report to FILE (mode 0600; an existing FILE is kept as FILE.old) "
-	  "instead of standard output", 0 },
+	  "instead of standard output.  Refused when FILE is one of the inputs or an ntbpf record file", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "window", OPT_PAIR_WINDOW, "SECONDS", 0, "Pairing window: longer than the slowest I/O (default: 2); a slower "
 	  "one is counted, and paired only if its partner is still held.  Memory grows with it", 0 },
@@ -482,7 +565,8 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 		break;
 	case OPT_PCT:
 		pc->pcts_given = true;
-		if (nt_parse_percentiles(arg, cfg->pcts, &cfg->npcts, msg, sizeof(msg))) {
+		memset(cfg->pct_labels, 0, sizeof(cfg->pct_labels));
+		if (nt_parse_percentiles(arg, cfg->pcts, cfg->pct_labels, &cfg->npcts, msg, sizeof(msg))) {
 			fail(pc, "%s", msg);
 			return EINVAL;
 		}
@@ -548,6 +632,11 @@ static error_t report_parse(int key, char *arg, struct argp_state *st)
 			fail(pc, "--since must be before --until");
 			return EINVAL;
 		}
+		if (bad_for_format(pc))
+			return EINVAL;
+		break;
+	case ARGP_KEY_ERROR:
+		note_bad_arg(pc, st);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -564,7 +653,9 @@ static const char script_doc[] =
 "target_host, device, op, size, lba, qid, cid, status, match, then <stage>_ns for every stage "
 "(empty where not measured), end_to_end_ns among them.  What the rows cannot show (records "
 "lost while recording, I/Os in flight at its start or stop, admin commands) is one line on "
-"standard error.  Without FILE: ntbpf.data; '-' reads standard input.\n"
+"standard error.  Without FILE: ntbpf.data; '-' reads standard input.  The same recording given "
+"twice (a name twice, a copy), or two recordings of one host's I/Os at once, is refused: its rows "
+"would be printed twice.\n"
 "\v"
 "EXAMPLES:\n"
 "  ntbpf script initiator.ntbpf target.ntbpf > ios.csv\n"
@@ -597,6 +688,7 @@ static error_t script_parse(int key, char *arg, struct argp_state *st)
 		/* fall through */
 	case ARGP_KEY_ARG:
 	case ARGP_KEY_END:
+	case ARGP_KEY_ERROR:
 		return report_parse(key, arg, st);
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -629,7 +721,8 @@ static const struct argp_option live_opts[] = {
 	{ "role", OPT_ROLE, "ROLE", 0, "initiator, target or auto (default: auto)", 0 },
 	{ "device", 'd', "DEV", 0, "Only this block device (repeatable)", 0 },
 	{ "sample", OPT_SAMPLE, "N", 0, "Look at about 1 in N I/Os", 0 },
-	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99)", 0 },
+	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99): decimal numbers in (0, 100], "
+	  "each once, labelled as written", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json (one object per interval) or csv (a row per group and stage, led by the time)", 0 },
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's log2 histogram in microseconds every interval "
@@ -727,6 +820,8 @@ static error_t live_parse(int key, char *arg, struct argp_state *st)
 			fail(pc, "--metrics-remote without --metrics ADDR:PORT");
 			return EINVAL;
 		}
+		if (bad_for_format(pc))
+			return EINVAL;
 		return 0;
 	default:
 		return record_parse(key, arg, st);
@@ -769,6 +864,9 @@ static error_t probe_parse(int key, char *arg, struct argp_state *st)
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s'", arg);
 		return EINVAL;
+	case ARGP_KEY_ERROR:
+		note_bad_arg(pc, st);
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -889,10 +987,10 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 			dashdash = i;
 			break;
 		}
-	if (dashdash >= 0) {
-		if (cfg->cmd != NT_CMD_RECORD || dashdash == argc - 1) {
-			fprintf(err, "ntbpf %s: nothing after '--'%s\n", sub,
-				cfg->cmd == NT_CMD_RECORD ? " (give the command to run)" : "");
+	/* elsewhere "--" ends the options as everywhere: what follows are arguments (report -- -odd-name) */
+	if (dashdash >= 0 && cfg->cmd == NT_CMD_RECORD) {
+		if (dashdash == argc - 1) {
+			fprintf(err, "ntbpf %s: nothing after '--' (give the command to run)\n", sub);
 			return -1;
 		}
 		cfg->cmd_argv = &argv[dashdash + 1];
@@ -920,7 +1018,8 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		char *saved = argv[1];
 
 		argv[1] = prog;	/* argp and getopt name the program after argv[0] */
-		rc = argp_parse(ap, sub_argc, argv + 1, ARGP_NO_EXIT | ARGP_IN_ORDER, NULL, &pc);
+		/* ARGP_NO_ERRS: getopt quiet; its complaint becomes our one line, with the --help hint */
+		rc = argp_parse(ap, sub_argc, argv + 1, ARGP_NO_ERRS | ARGP_IN_ORDER, NULL, &pc);
 		argv[1] = saved;
 	}
 	fclose(pc.scratch);
@@ -940,9 +1039,11 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		cfg->pcts[1] = 99;
 	}
 	if (rc || pc.failed) {
-		/* getopt itself already printed "unrecognized option" etc. on stderr */
-		if (!pc.failed && rc != EINVAL)
-			fprintf(err, "%s: bad command line (%s)\n", prog, strerror(rc));
+		if (!pc.failed && pc.bad_arg && pc.bad_arg[0] == '-')
+			fprintf(err, "%s: bad option '%s' (unknown here, or its value is missing; see '%s --help')\n",
+				prog, pc.bad_arg, prog);
+		else if (!pc.failed)
+			fprintf(err, "%s: bad command line (%s; see '%s --help')\n", prog, strerror(rc), prog);
 		return -1;
 	}
 	return 0;

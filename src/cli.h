@@ -9,6 +9,7 @@
 #include "ntbpf.h"
 
 #define NT_MAX_PCTS 16
+#define NT_PCT_LABEL 24	/* a percentile as given: at most 23 characters */
 
 enum nt_cmd { NT_CMD_NONE = 0, NT_CMD_RECORD, NT_CMD_REPORT, NT_CMD_PROBE, NT_CMD_LIVE, NT_CMD_SCRIPT };
 enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV, NT_FMT_HTML };
@@ -52,6 +53,7 @@ struct nt_config {
 	/* report */
 	int npcts;
 	double pcts[NT_MAX_PCTS];
+	char pct_labels[NT_MAX_PCTS][NT_PCT_LABEL];	/* as the user spelled them ("99.90"); "": the number's shortest form */
 	enum nt_format format;
 	unsigned int group_by;		/* NT_GB_* */
 	bool hist;			/* report/live --hist: log2 histograms per stage */
@@ -74,8 +76,15 @@ struct nt_config {
 int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err);
 void nt_config_free(struct nt_config *cfg);	/* what nt_cli_parse allocated when it returned 0 */
 
-/* "50,90,99.9" -> pcts; 0 or -1 with a message in err */
-int nt_parse_percentiles(const char *s, double *pcts, int *n, char *msg, size_t msglen);
+/*
+ * "50,90,99.9" -> pcts, and each as spelled into labels (NULL: not kept);
+ * decimal numbers only (no sign, exponent, hex, inf or nan), each once.
+ * 0 or -1 with a message in err.
+ */
+int nt_parse_percentiles(const char *s, double *pcts, char (*labels)[NT_PCT_LABEL], int *n, char *msg,
+			 size_t msglen);
+/* a percentile's label: its spelling if given, else the shortest decimal that reads back as p (50, 99.9) */
+void nt_pct_label(double p, const char *spelled, char *buf, size_t len);
 int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen);
 /* record --rotate: "64M" (bytes, K M G) or "10m" (s m h) into *bytes or *ns (the other 0): 0, or -1 */
 int nt_parse_rotate(const char *s, uint64_t *bytes, uint64_t *ns);

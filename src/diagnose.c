@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "diagnose.h"
@@ -195,14 +196,16 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
 	double denom, lo, hi, sh;
 	int n = 0, dlo, dhi, nq_init = 0, nq, role;
+	const char *dn;
 	bool tfq = false;
 	struct nt_finding *x;
 
 	if (why)
 		*why = "";
 	aggregate(rep, &a);
-	/* end_to_end where the initiator was recorded, else the target's residence */
+	/* end_to_end where the initiator was recorded, else the target's residence: named as what it is */
 	denom = a.n[NT_ST_E2E] ? a.mean[NT_ST_E2E] : a.mean[NT_ST_TARGET_RES];
+	dn = a.n[NT_ST_E2E] ? "end_to_end" : "target_residence";
 	if (a.ios < NT_DIAG_MIN_IOS || denom <= 0) {
 		if (why)
 			*why = a.ios < NT_DIAG_MIN_IOS ? "too few I/Os to diagnose (fewer than 100 that succeeded)"
@@ -226,9 +229,9 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 		tfq = true;
 		x->kind = "too_few_queues";
 		x->stage = "nvme_tcp_submission";
-		len = snprintf(x->evidence, sizeof(x->evidence), "nvme_tcp_submission is %.0f%% of end_to_end (mean "
+		len = snprintf(x->evidence, sizeof(x->evidence), "nvme_tcp_submission is %.0f%% of %s (mean "
 			       "%.1f of %.1f us) with a mean depth of %.1f requests per queue (%d I/O queue%s)",
-			       100 * sh, US(a.mean[NT_ST_NVME_TCP_SUB]), US(denom), a.dep_sum[0] / a.dep_n[0], nq_init,
+			       100 * sh, dn, US(a.mean[NT_ST_NVME_TCP_SUB]), US(denom), a.dep_sum[0] / a.dep_n[0], nq_init,
 			       nq_init == 1 ? "" : "s");
 		if (depth_ends(&a, 0, &lo, &hi, &dlo, &dhi) && lo > 0 && len > 0 && (size_t)len < sizeof(x->evidence))
 			snprintf(x->evidence + len, sizeof(x->evidence) - len, "; it averages %.1f us at depth %d+ vs "
@@ -310,8 +313,8 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 
 		x->kind = "target_device";
 		x->stage = "target_subsystem";
-		len = snprintf(x->evidence, sizeof(x->evidence), "target_subsystem is %.0f%% of end_to_end (mean %.1f "
-			       "of %.1f us)", 100 * sh, US(a.mean[NT_ST_TARGET_SUBSYS]), US(denom));
+		len = snprintf(x->evidence, sizeof(x->evidence), "target_subsystem is %.0f%% of %s (mean %.1f "
+			       "of %.1f us)", 100 * sh, dn, US(a.mean[NT_ST_TARGET_SUBSYS]), US(denom));
 		if (depth_ends(&a, 1, &lo, &hi, &dlo, &dhi) && len > 0 && (size_t)len < sizeof(x->evidence))
 			snprintf(x->evidence + len, sizeof(x->evidence) - len, "; %.1f us at target depth %d+ vs %.1f us "
 				 "at depth %d-%d (x%.1f%s)", US(hi), dhi, US(lo), dlo, 2 * dlo - 1, lo > 0 ? hi / lo : 0,
@@ -326,7 +329,7 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 		x->kind = "target_cpu";
 		x->stage = "nstack_submission+nvmet_tcp_submission+nvmet_tcp_completion";
 		snprintf(x->evidence, sizeof(x->evidence), "the target's TCP and nvmet_tcp stages are %.0f%% of "
-			 "end_to_end (means %.1f + %.1f + %.1f of %.1f us)", 100 * sh, US(a.mean[NT_ST_NSTACK_SUB]),
+			 "%s (means %.1f + %.1f + %.1f of %.1f us)", 100 * sh, dn, US(a.mean[NT_ST_NSTACK_SUB]),
 			 US(a.mean[NT_ST_NVMET_TCP_SUB]), US(a.mean[NT_ST_NVMET_TCP_COMP]), US(denom));
 		x->advice = "the target's CPUs: more CPUs for nvmet_tcp's io_work (the NIC's RSS queues and irq "
 			    "affinity), fewer other tasks on them, more host queues to spread the connections";
@@ -339,8 +342,8 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 
 		x->kind = "network";
 		x->stage = "network_transmission";
-		snprintf(x->evidence, sizeof(x->evidence), "network_transmission is %.0f%% of end_to_end (mean %.1f of "
-			 "%.1f us); its minimum, the base round trip, is %.1f us%s", 100 * sh, US(a.mean[NT_ST_NETWORK]),
+		snprintf(x->evidence, sizeof(x->evidence), "network_transmission is %.0f%% of %s (mean %.1f of "
+			 "%.1f us); its minimum, the base round trip, is %.1f us%s", 100 * sh, dn, US(a.mean[NT_ST_NETWORK]),
 			 US(denom), US(base), base > 0 && a.mean[NT_ST_NETWORK] >= 2 * base ?
 			 ": the mean is more than twice that, packets queue on the way" :
 			 ": the round trip itself is long");
@@ -353,8 +356,8 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 	if (!tfq && sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
 		x->kind = "initiator_cpu";
 		x->stage = "blk_submission+nvme_tcp_submission+nstack_completion+nvme_tcp_completion+blk_completion";
-		snprintf(x->evidence, sizeof(x->evidence), "the initiator's own stages are %.0f%% of end_to_end "
-			 "(means %.1f + %.1f + %.1f + %.1f + %.1f of %.1f us)", 100 * sh, US(a.mean[NT_ST_BLK_SUB]),
+		snprintf(x->evidence, sizeof(x->evidence), "the initiator's own stages are %.0f%% of %s "
+			 "(means %.1f + %.1f + %.1f + %.1f + %.1f of %.1f us)", 100 * sh, dn, US(a.mean[NT_ST_BLK_SUB]),
 			 US(a.mean[NT_ST_NVME_TCP_SUB]), US(a.mean[NT_ST_NSTACK_COMP]), US(a.mean[NT_ST_NVME_TCP_COMP]),
 			 US(a.mean[NT_ST_BLK_COMP]), US(denom));
 		x->advice = "the initiator's CPUs: keep the workload off the queues' io_cpu (fio cpus_allowed; the "
@@ -363,21 +366,196 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 	return n;
 }
 
+/* the denominator as nt_diagnose takes it, and its name; false: too few I/Os or nothing to compare with */
+static bool denom_of(const struct agg *a, double *denom, const char **dn)
+{
+	*denom = a->n[NT_ST_E2E] ? a->mean[NT_ST_E2E] : a->mean[NT_ST_TARGET_RES];
+	*dn = a->n[NT_ST_E2E] ? "end_to_end" : "target_residence";
+	return a->ios >= NT_DIAG_MIN_IOS && *denom > 0;
+}
+
+static int share_cmp(const void *x, const void *y)
+{
+	const struct nt_share *a = x, *b = y;
+
+	return a->share < b->share ? 1 : a->share > b->share ? -1 : a->stage - b->stage;
+}
+
+int nt_diagnose_shares(const struct nt_report *rep, struct nt_share *out, int max, const char **dn)
+{
+	static struct agg a;
+	double denom;
+	int n = 0;
+
+	aggregate(rep, &a);
+	if (!denom_of(&a, &denom, dn))
+		return 0;
+	for (int s = 0; s < NT_ST_NR && n < max; s++) {
+		/* the ten; remote where the network is not split from the target; blk_device where nothing splits it */
+		bool part = (NT_TEN_MASK & (1u << s)) ||
+			    (s == NT_ST_REMOTE && !a.n[NT_ST_NETWORK] && !a.n[NT_ST_NSTACK_SUB]) ||
+			    (s == NT_ST_BLK_DEVICE && !a.n[NT_ST_NVME_TCP_SUB] && !a.n[NT_ST_REMOTE]);
+
+		if (!part || !a.n[s] || (!a.n[NT_ST_E2E] && s == NT_ST_TARGET_RES))
+			continue;
+		out[n] = (struct nt_share){ .stage = s, .share = a.mean[s] / denom, .mean_ns = a.mean[s] };
+		if (s == NT_ST_NVME_TCP_SUB && a.dep_n[0])
+			out[n].depth = a.dep_sum[0] / a.dep_n[0];
+		if (s == NT_ST_TARGET_SUBSYS && a.dep_n[1])
+			out[n].depth = a.dep_sum[1] / a.dep_n[1];
+		n++;
+	}
+	qsort(out, n, sizeof(*out), share_cmp);
+	return n;
+}
+
+int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
+{
+	static struct agg a;
+	static const int host[] = { NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_COMP, NT_ST_NVME_TCP_COMP,
+				    NT_ST_BLK_COMP };
+	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
+	double denom, best = -1, sh, d;
+	const char *dn;
+	int role = NTBPF_ROLE_INITIATOR, nq = 0;
+	uint64_t tot = 0, top = 0;
+
+	buf[0] = '\0';
+	aggregate(rep, &a);
+	if (!denom_of(&a, &denom, &dn))
+		return 0;
+	/* each rule's distance from firing: its measure over its threshold (the smaller where it needs two) */
+	if (a.n[NT_ST_NVME_TCP_SUB]) {
+		sh = a.mean[NT_ST_NVME_TCP_SUB] / denom;
+		d = a.dep_n[0] ? a.dep_sum[0] / a.dep_n[0] : 0;
+		best = sh / NT_DIAG_SUBMIT_SHARE < d / NT_DIAG_DEPTH ? sh / NT_DIAG_SUBMIT_SHARE : d / NT_DIAG_DEPTH;
+		snprintf(buf, len, "too_few_queues: nvme_tcp_submission is %.0f%% of %s (it fires at %.0f%%) at a mean "
+			 "depth of %.1f requests per queue (it fires at %.0f)", 100 * sh, dn, 100 * NT_DIAG_SUBMIT_SHARE,
+			 d, NT_DIAG_DEPTH);
+	}
+	for (int pass = 0; pass < 2 && !nq; pass++, role = NTBPF_ROLE_TARGET)
+		for (int k = 0; k < a.nq; k++)
+			if (a.q[k].role == role) {
+				nq++;
+				tot += a.q[k].ios;
+				top = a.q[k].ios > top ? a.q[k].ios : top;
+			}
+	if (nq >= 2 && tot && (double)top / tot / (NT_DIAG_IMBALANCE / nq) > best) {
+		best = (double)top / tot / (NT_DIAG_IMBALANCE / nq);
+		snprintf(buf, len, "queue_imbalance: the busiest of %d queues carries %.0f%% of the I/Os (it fires at "
+			 "%.0f%%)", nq, 100.0 * top / tot, 100 * NT_DIAG_IMBALANCE / nq);
+	}
+	if (a.n[NT_ST_TARGET_SUBSYS] && (sh = a.mean[NT_ST_TARGET_SUBSYS] / denom) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "target_device: target_subsystem is %.0f%% of %s (it fires at %.0f%%)", 100 * sh, dn,
+			 100 * NT_DIAG_DOMINANT);
+	}
+	if (a.n[NT_ST_NVMET_TCP_SUB] && (sh = share(&a, denom, tcpu, 3)) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "target_cpu: the target's TCP and nvmet_tcp stages are %.0f%% of %s (it fires at "
+			 "%.0f%%)", 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
+	}
+	if (a.n[NT_ST_NETWORK] && (sh = a.mean[NT_ST_NETWORK] / denom) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "network: network_transmission is %.0f%% of %s (it fires at %.0f%%)", 100 * sh, dn,
+			 100 * NT_DIAG_DOMINANT);
+	}
+	if (a.n[NT_ST_E2E] && (sh = share(&a, denom, host, 5)) / NT_DIAG_DOMINANT > best) {
+		best = sh / NT_DIAG_DOMINANT;
+		snprintf(buf, len, "initiator_cpu: the initiator's own stages are %.0f%% of %s (it fires at %.0f%%)",
+			 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
+	}
+	return best >= 0;
+}
+
+int nt_diagnose_scope(const struct nt_report *rep, char *buf, size_t len)
+{
+	static struct agg a;
+
+	buf[0] = '\0';
+	if ((rep->n_init && rep->n_tgt) || (!rep->n_init && !rep->n_tgt))
+		return 0;
+	aggregate(rep, &a);
+	if (!rep->n_init) {
+		snprintf(buf, len, "seen from the target only: shares are of target_residence, the target's part of "
+			 "each I/O, not of end_to_end (a finding says what dominates the target's part, not "
+			 "the I/O); not seen: blk_submission, nvme_tcp_submission, "
+			 "network_transmission, nstack_completion, nvme_tcp_completion, blk_completion (give the "
+			 "initiator's file too)");
+	} else if (a.n[NT_ST_REMOTE] && a.mean[NT_ST_E2E] > 0) {
+		snprintf(buf, len, "seen from the initiator only: not seen apart: nstack_submission, "
+			 "nvmet_tcp_submission, target_subsystem, nvmet_tcp_completion, network_transmission; together "
+			 "they are remote, %.0f%% of end_to_end (mean %.1f of %.1f us; give the target's file too to "
+			 "split it)", 100 * a.mean[NT_ST_REMOTE] / a.mean[NT_ST_E2E], US(a.mean[NT_ST_REMOTE]),
+			 US(a.mean[NT_ST_E2E]));
+	} else {
+		snprintf(buf, len, "seen from the initiator only: not seen: the target's stages and "
+			 "network_transmission (give the target's file too)");
+	}
+	return 1;
+}
+
 void nt_diagnose_print_text(FILE *out, const struct nt_report *rep)
 {
 	struct nt_finding f[NT_MAX_FINDINGS];
 	const char *why;
+	char scope[512];
 	int n = nt_diagnose(rep, f, NT_MAX_FINDINGS, &why);
 
 	fputs("\ndiagnosis:", out);
 	if (!n) {
 		fprintf(out, " %s\n", *why ? why : "nothing stands out (docs/diagnose.md: the rules and thresholds)");
-		return;
+	} else {
+		fputc('\n', out);
+		for (int i = 0; i < n; i++)
+			fprintf(out, "  %s (%s)\n    evidence: %s\n    advice: %s\n", f[i].kind, f[i].stage,
+				f[i].evidence, f[i].advice);
 	}
-	fputc('\n', out);
-	for (int i = 0; i < n; i++)
-		fprintf(out, "  %s (%s)\n    evidence: %s\n    advice: %s\n", f[i].kind, f[i].stage, f[i].evidence,
-			f[i].advice);
+	{	/* where the time goes, whether a rule fired or not; and, when none did, the nearest */
+		struct nt_share sh[NT_ST_NR];
+		const char *dn;
+		int k = nt_diagnose_shares(rep, sh, NT_ST_NR, &dn);
+
+		if (k)
+			fprintf(out, "  where the time goes (share of %s's mean, largest first):", dn);
+		for (int i = 0; i < k; i++) {
+			fprintf(out, "%s %s %.0f%% (%.1f us", i ? "," : "", nt_stage_name(sh[i].stage), 100 * sh[i].share,
+				US(sh[i].mean_ns));
+			if (sh[i].depth > 0)
+				fprintf(out, sh[i].stage == NT_ST_TARGET_SUBSYS ? "; mean target depth %.1f" :
+					"; mean depth %.1f per queue", sh[i].depth);
+			fputc(')', out);
+		}
+		if (k)
+			fputc('\n', out);
+		if (!n && nt_diagnose_closest(rep, scope, sizeof(scope)))
+			fprintf(out, "  closest rule: %s\n", scope);
+	}
+	if (nt_diagnose_scope(rep, scope, sizeof(scope)))	/* one host: what its findings cannot see */
+		fprintf(out, "  %s\n", scope);
+}
+
+void nt_diagnose_print_shares_json(FILE *out, const struct nt_report *rep)
+{
+	struct nt_share sh[NT_ST_NR];
+	const char *dn = "end_to_end";
+	char closest[512];
+	int k = nt_diagnose_shares(rep, sh, NT_ST_NR, &dn);
+
+	fprintf(out, "{\"of\": \"%s\", \"stages\": [", dn);
+	for (int i = 0; i < k; i++) {
+		fprintf(out, "%s{\"stage\": \"%s\", \"share\": %.4f, \"mean_us\": %.3f", i ? ", " : "",
+			nt_stage_name(sh[i].stage), sh[i].share, US(sh[i].mean_ns));
+		if (sh[i].depth > 0)
+			fprintf(out, ", \"mean_depth\": %.2f", sh[i].depth);
+		fputc('}', out);
+	}
+	fputs("], \"closest_rule\": ", out);
+	if (nt_diagnose_closest(rep, closest, sizeof(closest)))
+		nt_put_json(out, closest);
+	else
+		fputs("null", out);
+	fputc('}', out);
 }
 
 void nt_diagnose_print_json(FILE *out, const struct nt_report *rep)

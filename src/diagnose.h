@@ -35,6 +35,33 @@ struct nt_finding {
  */
 int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why);
 
+/* a stage's part of where the time goes: its mean, its share of the denominator, the depth behind it */
+struct nt_share {
+	int stage;
+	double share, mean_ns;
+	double depth;		/* nvme_tcp_submission: the initiator's mean depth per queue; target_subsystem: the
+				 * target's; 0 elsewhere or unknown */
+};
+
+/*
+ * The stages' shares of end_to_end's mean (target_residence's with only a
+ * target file; *dn names it), largest first: the ten (remote where the
+ * network and the target are not split, blk_device where nothing splits
+ * it); how many (0: too few I/Os, or nothing to compare with).
+ */
+int nt_diagnose_shares(const struct nt_report *rep, struct nt_share *out, int max, const char **dn);
+/* the rule nearest to firing (its measure over its threshold), and why it did not, into buf; 0: none */
+int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len);
+/* JSON: {"of", "stages": [{"stage", "share", "mean_us", "mean_depth"}], "closest_rule"} */
+void nt_diagnose_print_shares_json(FILE *out, const struct nt_report *rep);
+
+/*
+ * A report of one host's files: what its diagnosis cannot see (the other
+ * host's stages, network_transmission) and what its shares are of, into
+ * buf; 1.  Both hosts (or none): 0, buf "".
+ */
+int nt_diagnose_scope(const struct nt_report *rep, char *buf, size_t len);
+
 /* text: a "diagnosis:" block; JSON: the "findings" array's elements */
 void nt_diagnose_print_text(FILE *out, const struct nt_report *rep);
 void nt_diagnose_print_json(FILE *out, const struct nt_report *rep);

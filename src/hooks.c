@@ -245,7 +245,8 @@ int nt_facts_parse(FILE *in, struct nt_facts *f, char *err, size_t errlen)
 			if (k < 6 && kv(kvb, "v", dst[k]) == 1)
 				continue;
 		}
-		if (nt >= 2 && (!good_name(tok[1]) || strlen(tok[1]) >= NT_FACT_NAME))
+		/* a fact names its module, tracepoint or function: a keyword alone is not one (tok[1] unset) */
+		if (nt < 2 || !good_name(tok[1]) || strlen(tok[1]) >= NT_FACT_NAME)
 			bad = 1;
 		else if (!strcmp(tok[0], "module") && f->nmod < NT_FACT_MODS && strlen(tok[1]) < sizeof(f->mod[0].name)) {
 			struct nt_mod_fact *m = &f->mod[f->nmod++];

@@ -377,7 +377,7 @@ int nt_report_html(FILE *out, const struct nt_report *rep, struct nt_rows *rows)
 	if (rep->o->diagnose)	/* the findings on top, under what the report could not see */
 		put_pre(out, "diagnosis", diagnosis_fn, rep, 0);
 	if (!rep->ngroups)
-		fputs("<p>no I/O recorded</p>\n", out);
+		fprintf(out, "<p>%s</p>\n", nt_report_empty_why(rep));
 	if (rep->ngroups > h.ng)
 		fprintf(out, "<p>Charts for the first %d groups of %d; every group's table is below.</p>\n", h.ng,
 			rep->ngroups);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "escape.h"
 #include "input.h"
 #include "sysinfo.h"
 
@@ -56,6 +57,57 @@ int nt_input_scan(struct nt_input *in, FILE *f, const char *name, char *err, siz
 			}
 	nt_input_close(in, rd);
 	return rc;
+}
+
+/* the recording's end, or just after its start when its trailer does not say (cut short) */
+static uint64_t span_end(const struct nt_input *in)
+{
+	if (in->has_trailer && in->trailer.end_mono_ns > in->hdr.mono_ns)
+		return in->trailer.end_mono_ns;
+	return in->hdr.mono_ns + 1;
+}
+
+/* the two recordings' -d filters meet (no filter: every device) */
+static bool devs_meet(const struct nt_header *a, const struct nt_header *b)
+{
+	if (!a->ndevs || !b->ndevs)
+		return true;
+	for (uint32_t i = 0; i < a->ndevs && i < NTBPF_MAX_DEVS; i++)
+		for (uint32_t j = 0; j < b->ndevs && j < NTBPF_MAX_DEVS; j++)
+			if (!strncmp(a->devs[i], b->devs[j], sizeof(a->devs[i])))
+				return true;
+	return false;
+}
+
+int nt_inputs_twice(const struct nt_input *ins, int n, bool spans, char *err, size_t errlen)
+{
+	for (int j = 1; j < n; j++)
+		for (int i = 0; i < j; i++) {
+			const struct nt_header *a = &ins[i].hdr, *b = &ins[j].hdr;
+			char pa[256], pb[256], host[256];
+			bool same;
+
+			/* no boot id: a file made by hand (tests), not by ntbpf record; nothing to tell it by */
+			if (!a->boot_id[0] || a->role != b->role || strcmp(a->hostname, b->hostname) ||
+			    strcmp(a->boot_id, b->boot_id))
+				continue;
+			same = a->mono_ns == b->mono_ns && a->real_ns == b->real_ns;
+			if (!same && (!spans || !devs_meet(a, b) || a->mono_ns >= span_end(&ins[j]) ||
+				      b->mono_ns >= span_end(&ins[i])))
+				continue;
+			nt_esc_term(pa, sizeof(pa), ins[i].path ? ins[i].path : "?");
+			nt_esc_term(pb, sizeof(pb), ins[j].path ? ins[j].path : "?");
+			nt_esc_term(host, sizeof(host), a->hostname);
+			if (same)
+				snprintf(err, errlen, "%s and %s are the same recording (%s on %s, same boot and start): "
+					 "its I/Os would count twice; give it once", pa, pb, nt_role_name(a->role), host);
+			else
+				snprintf(err, errlen, "%s and %s overlap: two recordings of the same I/Os (%s on %s, same "
+					 "boot and devices, at the same time) would count them twice; give one", pa, pb,
+					 nt_role_name(a->role), host);
+			return -1;
+		}
+	return 0;
 }
 
 int nt_vec_grow(struct nt_vec *a)

@@ -45,6 +45,20 @@ struct nt_reader *nt_input_open(struct nt_input *in, FILE *f, const char *name, 
 size_t nt_input_chunk(struct nt_input *in, struct nt_reader *rd, const struct ntbpf_rec **recs);
 void nt_input_close(struct nt_input *in, struct nt_reader *rd);
 
+/*
+ * Inputs that would count I/Os twice, refused (not counted once: a name given
+ * twice, a copy, or a glob over a folder holding one is a mistake the user
+ * should hear about).  A recording is its host's role, hostname, boot and
+ * start (CLOCK_MONOTONIC at its start: each file of a "record --rotate"
+ * series has its own): two inputs with the same are one recording (a file
+ * without a boot id, made by hand, is not compared).  With
+ * spans (after the files were read: the trailers' end times), two
+ * recordings of one role, host and boot whose spans overlap and whose -d
+ * devices meet recorded the same I/Os.  0, or -1 with a one-line cause
+ * naming both inputs (in->path) in err.
+ */
+int nt_inputs_twice(const struct nt_input *ins, int n, bool spans, char *err, size_t errlen);
+
 /* a growing array of n elements of size sz (zero it, set sz) */
 struct nt_vec {
 	void *v;

@@ -535,7 +535,8 @@ static void prior_of(const struct nt_header *ha, const struct nt_header *hb, int
 		*prior = 0;
 		*window = 1000000;
 	} else {
-		*prior = ((int64_t)hb->mono_ns - (int64_t)hb->real_ns) - ((int64_t)ha->mono_ns - (int64_t)ha->real_ns);
+		/* in unsigned arithmetic: a header's clocks are untrusted, and may be anything (fuzz_report) */
+		*prior = (int64_t)((hb->mono_ns - hb->real_ns) - (ha->mono_ns - ha->real_ns));
 		*window = 5000000000ll;
 	}
 }

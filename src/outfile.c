@@ -26,8 +26,8 @@ static int create_locked(struct nt_outfile *o, char *err, size_t errlen)
 			}
 			return fd;
 		}
-		if (errno != EEXIST) {
-			snprintf(err, errlen, "cannot write %s: %s", o->tmp, strerror(errno));
+		if (errno != EEXIST) {	/* the user's name, not the temporary file's: ENOENT, EACCES are its folder's */
+			snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
 			return -1;
 		}
 		/* there already: held by a running recorder, or left by one that died */
@@ -161,7 +161,7 @@ int nt_outfile_open(struct nt_outfile *o, const char *path, char *err, size_t er
 		return -1;
 	o->f = fdopen(dup(o->fd), "wb");
 	if (!o->f) {
-		snprintf(err, errlen, "cannot write %s: %s", o->tmp, strerror(errno));
+		snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
 		nt_outfile_abort(o);
 		return -1;
 	}
@@ -208,7 +208,7 @@ int nt_outfile_commit(struct nt_outfile *o, char *err, size_t errlen)
 			rc = -1;
 		}
 	} else if (fsync(o->fd) && errno != EINVAL) {
-		snprintf(err, errlen, "writing %s failed: %s", o->tmp, strerror(errno));
+		snprintf(err, errlen, "writing %s failed: %s", o->path, strerror(errno));
 		rc = -1;
 	} else if (rename(o->tmp, o->path)) {	/* still locked while it gets its name */
 		snprintf(err, errlen, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));

@@ -1442,6 +1442,8 @@ struct nt_reader {
 	uint32_t nev;			/* the file's event slots */
 	uint32_t rec_size;		/* the file's record size */
 	uint64_t off;			/* file offset of the next byte */
+	uint64_t block_at, block_len;	/* the chunk (or trailer) being read: its offset, and its length
+					 * once its header gave it (0 before): what a cut is measured against */
 	uint64_t records;		/* records in the chunks decoded */
 	uint64_t chunks;
 	struct ntbpf_rec *recs;		/* the current chunk, decoded */
@@ -1577,11 +1579,30 @@ static void stop(struct nt_reader *rd, enum nt_read_status st, const char *fmt, 
 	rd->done = true;
 }
 
+/*
+ * The file ended before its trailer's end.  Between two blocks: what a
+ * recording stopped without its trailer leaves (each block is written whole).
+ * Inside a chunk or the trailer: the file was cut (head -c, a copy that
+ * stopped), said against the size the block's header gives.
+ */
 static void stop_truncated(struct nt_reader *rd, const char *where)
 {
-	stop(rd, NT_READ_TRUNCATED,
-	     "truncated after %llu records (%s): the recording was interrupted",
-	     (unsigned long long)rd->records, where);
+	unsigned long long n = rd->records, into = rd->off - rd->block_at, at = rd->block_at, len = rd->block_len;
+
+	if (!strcmp(where, "inside the trailer"))
+		stop(rd, NT_READ_TRUNCATED, len ? "truncated after %llu records (inside the trailer): the file was cut "
+		     "%llu of the %llu bytes of its trailer (at offset %llu)" : "truncated after %llu records (inside "
+		     "the trailer): the file was cut %llu bytes into its trailer (at offset %llu)", n, into,
+		     len ? len : at, at);
+	else if (rd->off == rd->block_at)
+		stop(rd, NT_READ_TRUNCATED, "truncated after %llu records (no trailer): the recording was interrupted "
+		     "(the file ends between two chunks, at offset %llu)", n, at);
+	else if (len)
+		stop(rd, NT_READ_TRUNCATED, "truncated after %llu records (no trailer): the file was cut %llu of the "
+		     "%llu bytes of the chunk at offset %llu", n, into, len, at);
+	else
+		stop(rd, NT_READ_TRUNCATED, "truncated after %llu records (no trailer): the file was cut %llu bytes "
+		     "into the chunk or trailer at offset %llu, inside its header", n, into, at);
 }
 
 /* 0: read; otherwise the reader is stopped (end of file or read error). */
@@ -1610,6 +1631,7 @@ static void read_trailer(struct nt_reader *rd)
 	if (rd_read(rd, hd + 4, 4, "inside the trailer"))
 		return;
 	len = get32(hd + 4);
+	rd->block_len = 8ull + len + 4;
 	if (len < TRAILER_MIN || len > TRAILER_MIN + 8 * MAX_NSTATS ||
 	    (len - TRAILER_MIN) % 8) {
 		stop(rd, NT_READ_CORRUPT, "trailer at offset %llu corrupt (length %u)",
@@ -1730,6 +1752,7 @@ static bool load_raw(struct nt_reader *rd, uint64_t at)
 	nrec = get32(hd + 4);
 	rsize = get32(hd + 8);
 	len = get32(hd + 12);
+	rd->block_len = (uint64_t)CHUNK_HDR + len;
 	if (!nrec || nrec > MAX_CHUNK_NREC || rsize != REC_SIZE || len != (uint64_t)nrec * REC_SIZE) {
 		stop(rd, NT_READ_CORRUPT,
 		     "corrupt after %llu records: chunk at offset %llu has bad sizes (%u records of %u bytes, %u bytes)",
@@ -1799,6 +1822,7 @@ static bool load_packed(struct nt_reader *rd, uint64_t at)
 	nrec = get32(hd + 4);
 	fixed = get32(hd + 8);
 	len = get32(hd + 12);
+	rd->block_len = (uint64_t)CHUNK_HDR + len;
 	if (!nrec || nrec > MAX_CHUNK_NREC || fixed != PACK_FIXED || len % 8 ||
 	    len < (uint64_t)nrec * PACK_FIXED || len > (uint64_t)nrec * PACK_MAX + 7) {
 		stop(rd, NT_READ_CORRUPT,
@@ -1849,6 +1873,8 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 	uint32_t nrec, raw, clen;
 	const char *bad = NULL;
 
+	rd->block_at = at;
+	rd->block_len = 0;
 	if (rd_read(rd, hd, 4, "no trailer"))
 		return false;
 	if (!memcmp(hd, TRAILER_MAGIC, 4)) {
@@ -1869,6 +1895,7 @@ static __attribute__((noinline)) bool load_chunk(struct nt_reader *rd)
 	nrec = get32(hd + 4);
 	raw = get32(hd + 8);
 	clen = get32(hd + 12);
+	rd->block_len = (uint64_t)CHUNK_HDR + clen;
 	if (!chunk_sane(nrec, raw, clen)) {
 		stop(rd, NT_READ_CORRUPT,
 		     "corrupt after %llu records: chunk at offset %llu has bad sizes (%u records, %u/%u bytes)",

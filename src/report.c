@@ -498,25 +498,30 @@ static size_t io_size(const struct nt_report *rep)
 	return timed(rep) ? sizeof(struct io_sum) : sizeof(struct nt_sum);
 }
 
+/*
+ * A record's payload: a struct io_sum when timed, else its struct nt_sum
+ * alone (io_size() apart: 4-byte aligned, so never touched as an io_sum then;
+ * the summary is the io_sum's first member).
+ */
 static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
-		  struct io_sum *io)
+		  void *pay)
 {
 	if (timed(rep))
-		io->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
+		((struct io_sum *)pay)->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
 	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-	return summarize(rep, r, role, true, &io->s, nt_wall_offset(h));
+	return summarize(rep, r, role, true, pay, nt_wall_offset(h));
 }
 
 /* one I/O of a file report: into its group, unless it started outside --since/--until (counted) */
-static int add_io(struct nt_report *rep, const struct io_sum *si, const struct io_sum *st)
+static int add_io(struct nt_report *rep, const void *si, const void *st)
 {
-	if (timed(rep) && !in_window(rep, si ? si->wall : st->wall)) {
+	if (timed(rep) && !in_window(rep, ((const struct io_sum *)(si ? si : st))->wall)) {
 		rep->outside++;
 		rep->outside_pairs += si && st;
 		rep->outside_init += si && !st;
 		return 0;
 	}
-	return add_pair(rep, si ? &si->s : NULL, st ? &st->s : NULL);
+	return add_pair(rep, si, st);	/* the summary: the payload's first bytes */
 }
 
 /* the file report's state: per side, each record's item (matching) and summary (stages) */
@@ -529,7 +534,7 @@ static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r
 {
 	struct stream *c = ctx;
 	struct nt_mitem *x;
-	struct io_sum *s;
+	void *s;
 	bool no_cntlid, tgt;
 
 	if (r->flags & NTBPF_F_ADMIN) {
@@ -853,6 +858,8 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
 			goto out;
 		}
 	}
+	if (nt_inputs_twice(ins, n, false, err, errlen))	/* the same recording twice: before reading it */
+		goto out;
 	set_window(rep, ins, n);
 	if (build_sources(rep, ins, fs, n)) {
 		snprintf(err, errlen, "out of memory");
@@ -871,6 +878,8 @@ out:
 		}
 	}
 	free(fs);
+	if (!rc && nt_inputs_twice(ins, n, true, err, errlen))	/* recordings that overlap: their ends are known now */
+		rc = -1;
 	if (!rc) {
 		count_lost(rep, ins, n);
 		count_matched(rep);
@@ -1036,10 +1045,11 @@ static void qfacts_of(const struct nt_report *rep, const struct nt_group *g, str
 	}
 }
 
-static void pct_key(double p, char *buf, size_t len)
+/* percentile k's key: "p50", "p99.9", "p99.999999" (as the user spelled it) */
+static void pct_key(const struct nt_report_opts *o, int k, char *buf, size_t len)
 {
-	/* 50 -> "p50", 99.9 -> "p99.9" */
-	snprintf(buf, len, "p%g", p);
+	buf[0] = 'p';
+	nt_pct_label(o->pcts[k], o->pct_labels[k], buf + 1, len - 1);
 }
 
 static double us(uint64_t ns)
@@ -1186,6 +1196,36 @@ static const struct nt_input *sampling_differs(const struct nt_report *rep, cons
 	return NULL;
 }
 
+/* the recordings' span on the wall clock: the earliest start, the latest end (0: not known, a file without trailer) */
+static void recorded_span(const struct nt_report *rep, uint64_t *from, uint64_t *to)
+{
+	*from = *to = 0;
+	for (int i = 0; i < rep->nins; i++) {
+		uint64_t a = rep->ins[i].hdr.real_ns, b = 0;
+
+		if (rep->ins[i].has_trailer && a && rep->ins[i].trailer.end_mono_ns >= rep->ins[i].hdr.mono_ns)
+			b = rep->ins[i].trailer.end_mono_ns - rep->ins[i].hdr.mono_ns + a;
+		if (a && (!*from || a < *from))
+			*from = a;
+		if (!b) {
+			*to = UINT64_MAX;	/* one end not known: none */
+		} else if (*to != UINT64_MAX && b > *to) {
+			*to = b;
+		}
+	}
+	if (*to == UINT64_MAX)
+		*to = 0;
+}
+
+const char *nt_report_empty_why(const struct nt_report *rep)
+{
+	if ((rep->since_set || rep->until_set) && rep->outside)
+		return "no I/O in the time window (--since/--until): every recorded I/O started outside it";
+	if (rep->since_set || rep->until_set)
+		return "no I/O in the time window (--since/--until), and none recorded";
+	return "no I/O recorded";
+}
+
 static void print_notes_text(FILE *out, const struct nt_report *rep)
 {
 	fprintf(out, "# lost records: %" PRIu64, rep->lost);
@@ -1251,8 +1291,20 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 		fprintf(out, "# initiator I/Os on controllers that share a cntlid (two subsystems) and lack"
 			" the queue's TCP port: %zu; paired by queue, command id and timing only\n",
 			rep->m.shared_cntlid);
-	if (rep->since_set || rep->until_set)
+	if (rep->since_set || rep->until_set) {
+		uint64_t from, to;
+		char a[48], b[48], c[48], d[48];
+
+		recorded_span(rep, &from, &to);
+		nt_fmt_wall((uint64_t)rep->since_ns, a, sizeof(a));
+		nt_fmt_wall((uint64_t)rep->until_ns, b, sizeof(b));
+		nt_fmt_wall(from, c, sizeof(c));
+		nt_fmt_wall(to, d, sizeof(d));
+		fprintf(out, "# time window: I/Os that started from %s to %s; the recordings: %s to %s\n",
+			rep->since_set ? a : "the start", rep->until_set ? b : "the end", from ? c : "-",
+			to ? d : "(end not known)");
 		fprintf(out, "# I/Os that started outside --since/--until, left out: %" PRIu64 "\n", rep->outside);
+	}
 	if (rep->m.slow_init || rep->m.slow_tgt)
 		fprintf(out, "# I/Os slower than the pairing window (--window %.3g s): initiator %zu, target %zu;"
 			" paired only where the partner was still held\n", rep->m.window_ns / 1e9, rep->m.slow_init,
@@ -1275,7 +1327,7 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 			}
 	}
 	if (!(rep->stages_seen & ~((1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E))) &&
-	    rep->n_init)
+	    rep->n_init && rep->stages_seen)	/* none seen at all (an empty window): no claim */
 		fprintf(out, "# no nvme_tcp events: blk_submission ends at block_rq_issue; the rest is blk_device\n");
 	if (rep->n_init && !rep->n_tgt)
 		fprintf(out, "# no target records: target stages and network_transmission not measured\n");
@@ -1307,7 +1359,7 @@ static void print_log2_text(FILE *out, const char *name, const struct nt_hist *h
 static void print_group_text(FILE *out, const struct nt_report *rep, const struct nt_group *g, double secs)
 {
 	const struct nt_report_opts *o = rep->o;
-	char name[64], q[32], key[16];
+	char name[64], q[32], key[NT_PCT_LABEL + 8];
 
 	dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
 	queue_name(g, q, sizeof(q));
@@ -1359,7 +1411,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	}
 	fprintf(out, "%-22s %10s %10s %10s", "stage", "count", "avg_us", "min_us");
 	for (int p = 0; p < o->npcts; p++) {
-		pct_key(o->pcts[p], key, sizeof(key));
+		pct_key(o, p, key, sizeof(key));
 		strcat(key, "_us");
 		fprintf(out, " %10s", key);
 	}
@@ -1455,7 +1507,7 @@ static void print_text(FILE *out, const struct nt_report *rep)
 		print_group_text(out, rep, &rep->groups[gi], 0);
 	}
 	if (!rep->ngroups)
-		fprintf(out, "\nno I/O recorded\n");
+		fprintf(out, "\n%s\n", nt_report_empty_why(rep));
 	if (rep->o->diagnose)
 		nt_diagnose_print_text(out, rep);
 }
@@ -1507,7 +1559,7 @@ static void json_str(FILE *out, const char *s)
 static void print_groups_json(FILE *out, const struct nt_report *rep, double secs, bool one_line)
 {
 	const struct nt_report_opts *o = rep->o;
-	char name[64], q[32], key[16];
+	char name[64], q[32], key[NT_PCT_LABEL + 8];
 	bool first;
 
 	for (int gi = 0; gi < rep->ngroups; gi++) {
@@ -1575,7 +1627,7 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 				first ? "" : ",", one_line ? "" : "\n    ", nt_stage_name(s), h->count,
 				nt_hist_mean(h) / 1000.0, us(nt_hist_percentile(h, 0)));
 			for (int p = 0; p < o->npcts; p++) {
-				pct_key(o->pcts[p], key, sizeof(key));
+				pct_key(o, p, key, sizeof(key));
 				fprintf(out, ", \"%s_us\": %.3f", key, us(nt_hist_percentile(h, o->pcts[p])));
 			}
 			fprintf(out, ", \"max_us\": %.3f", us(nt_hist_percentile(h, 100)));
@@ -1739,11 +1791,27 @@ static void print_json(FILE *out, const struct nt_report *rep)
 		fputs(", \"until_ns\": ", out);
 		rep->until_set ? fprintf(out, "%" PRId64, rep->until_ns) : fputs("null", out);
 		fprintf(out, ", \"left_out\": %" PRIu64 "},\n", rep->outside);
+		{
+			uint64_t from, to;
+
+			recorded_span(rep, &from, &to);
+			fprintf(out, " \"recorded\": {\"from_ns\": %" PRIu64 ", \"to_ns\": ", from);
+			to ? fprintf(out, "%" PRIu64, to) : fputs("null", out);
+			fputs("},\n", out);
+		}
 	}
 	fprintf(out, " \"hooks_not_attached\": %d,\n \"groups\": [", hooks_missing(rep));
 	print_groups_json(out, rep, 0, false);
 	fprintf(out, "]");
 	if (rep->o->diagnose) {
+		char scope[512];
+
+		if (nt_diagnose_scope(rep, scope, sizeof(scope))) {	/* one host: what the findings cannot see */
+			fputs(",\n \"diagnosis_scope\": ", out);
+			nt_put_json(out, scope);
+		}
+		fputs(",\n \"time_shares\": ", out);	/* where the time goes, whether a rule fired or not */
+		nt_diagnose_print_shares_json(out, rep);
 		fprintf(out, ",\n \"findings\": [");
 		nt_diagnose_print_json(out, rep);
 		fprintf(out, "]");
@@ -1756,11 +1824,11 @@ static void print_json(FILE *out, const struct nt_report *rep)
 /* the header line; live's rows start with the interval's time (RFC 3339) and length */
 static void csv_header(FILE *out, const struct nt_report_opts *o, bool timed)
 {
-	char key[16];
+	char key[NT_PCT_LABEL + 8];
 
 	fprintf(out, "%sop,size,device,queue,group_count,stage,count,avg_us", timed ? "time,interval_s," : "");
 	for (int p = 0; p < o->npcts; p++) {
-		pct_key(o->pcts[p], key, sizeof(key));
+		pct_key(o, p, key, sizeof(key));
 		fprintf(out, ",%s_us", key);
 	}
 	/* added later: after the percentiles, so that columns keep their places */
@@ -1877,6 +1945,7 @@ void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
 	o->version = NTBPF_VERSION;
 	o->npcts = cfg->npcts;
 	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
+	memcpy(o->pct_labels, cfg->pct_labels, sizeof(o->pct_labels));
 	o->format = cfg->format;
 	o->group_by = cfg->group_by;
 	o->hist = cfg->hist;
@@ -1898,8 +1967,10 @@ static int write_report(const struct nt_config *cfg, const char *buf, size_t len
 	char msg[400];
 
 	if (!cfg->report_output || !strcmp(cfg->report_output, "-")) {
+		errno = 0;
 		if (fwrite(buf, 1, len, out) != len || fflush(out) || ferror(out)) {
-			fprintf(err, "ntbpf report: cannot write the report\n");
+			fprintf(err, "ntbpf report: cannot write the report to standard output: %s\n",
+				strerror(errno ? errno : EIO));
 			return -1;
 		}
 		return 0;
@@ -1936,6 +2007,44 @@ static FILE *discard_stream(void)
 	return fopencookie(NULL, "w", io);
 }
 
+/*
+ * -o FILE must not replace what the report reads: FILE is one of the inputs
+ * (the same file, by device and inode: a name twice, a link), or an ntbpf
+ * record file (a forgotten output name: "report -o initiator.ntbpf
+ * target.ntbpf").  0, or -1 with a one-line cause in msg.
+ */
+int nt_output_check(const char *output, const char *const *inputs, int n, const char *prog, char *msg, size_t len)
+{
+	char path[256], in[256], magic[8];
+	struct stat so, si;
+	FILE *f;
+
+	if (!output || !strcmp(output, "-") || stat(output, &so))
+		return 0;	/* standard output, or a new file */
+	nt_esc_term(path, sizeof(path), output);
+	for (int i = 0; i < n; i++) {
+		int rc = strcmp(inputs[i], "-") ? stat(inputs[i], &si) : fstat(STDIN_FILENO, &si);
+
+		if (!rc && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+			snprintf(msg, len, "%s: -o %s is an input (%s): the report would replace it; give another name",
+				 prog, path, strcmp(inputs[i], "-") ? nt_esc_term(in, sizeof(in), inputs[i]) :
+				 "standard input");
+			return -1;
+		}
+	}
+	if (S_ISREG(so.st_mode) && (f = fopen(output, "rb"))) {
+		bool rec = fread(magic, 1, sizeof(magic), f) == sizeof(magic) && !memcmp(magic, "NTBPFREC", 8);
+
+		fclose(f);
+		if (rec) {
+			snprintf(msg, len, "%s: -o %s is an ntbpf record file: the report would replace it; give "
+				 "another name", prog, path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 {
 	bool html = cfg->format == NT_FMT_HTML;
@@ -1944,7 +2053,7 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	struct nt_rows *rows = NULL;
 	struct nt_report_opts o;
 	struct nt_report rep;
-	char msg[400], *buf = NULL;
+	char msg[1200], *buf = NULL;
 	size_t len = 0;
 	int rc = 0;
 
@@ -1955,6 +2064,12 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		return 1;
 	}
 	nt_report_opts_of(cfg, &o);
+	if (nt_output_check(cfg->report_output, (const char *const *)cfg->files, cfg->nfiles, "ntbpf report", msg,
+			    sizeof(msg))) {
+		fprintf(err, "%s\n", msg);
+		rc = 1;
+		goto out;
+	}
 	for (int i = 0; i < cfg->nfiles; i++) {
 		/* "-": standard input, read front to back like any file (a pipe will do); html reads the files twice */
 		files[i] = html ? nt_open_input(cfg->files[i]) :

@@ -59,6 +59,7 @@ struct nt_report_opts {
 	const char *version;	/* ntbpf_version printed in JSON */
 	int npcts;
 	double pcts[NT_MAX_PCTS];
+	char pct_labels[NT_MAX_PCTS][NT_PCT_LABEL];	/* as given ("" or not set: the number's shortest form) */
 	enum nt_format format;
 	unsigned int group_by;
 	bool verbose;
@@ -161,6 +162,16 @@ void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev
 uint32_t nt_rec_end(const struct ntbpf_rec *r);
 /* wall clock - monotonic clock of a file's host (0: the header does not say) */
 uint64_t nt_wall_offset(const struct nt_header *h);
+
+/*
+ * -o output against the inputs: refused (-1, "PROG: ..." one line in msg)
+ * when it is one of them (same device and inode) or an ntbpf record file;
+ * else 0.  "-" and a file not there yet: 0.
+ */
+int nt_output_check(const char *output, const char *const *inputs, int n, const char *prog, char *msg, size_t len);
+
+/* why a report has no group: "no I/O recorded", or no I/O in the --since/--until window */
+const char *nt_report_empty_why(const struct nt_report *rep);
 
 /* "ntbpf report": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
 int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err);

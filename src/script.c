@@ -56,7 +56,8 @@ static int take(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
 struct src {
 	struct nt_reader *rd;
 	struct nt_header hdr;
-	size_t next;		/* global index of its next initiator or target record */
+	size_t next_i, next_t;	/* global index of its next initiator record, and of its next target record
+				 * (a file may hold both: its records' roles are their own) */
 	struct nt_row ahead;
 	bool has;
 };
@@ -113,7 +114,10 @@ static int advance(struct nt_rows *sc, int f)
 
 		if (r.flags & NTBPF_F_ADMIN)
 			continue;
-		k = s->next++;
+		/* pass 1's count of this file's records of that role bounds pass 2 (a file grown since: its end) */
+		k = r.role == NTBPF_ROLE_TARGET ? s->next_t++ : s->next_i++;
+		if (k >= (r.role == NTBPF_ROLE_TARGET ? sc->tgt_at[f + 1] : sc->init_at[f + 1]))
+			break;
 		if (r.role == NTBPF_ROLE_TARGET) {
 			if (sc->m.tgt_matched[k])
 				continue;	/* printed with its initiator I/O */
@@ -148,7 +152,8 @@ int nt_rows_each(struct nt_rows *sc, int (*each)(void *ctx, const struct nt_row 
 		memset(s, 0, sizeof(*s));
 		if (fseek(sc->files[f], 0, SEEK_SET) || !(s->rd = nt_reader_open(sc->files[f], &s->hdr, sub, sizeof(sub))))
 			return -1;
-		s->next = sc->ins[f].hdr.role == NTBPF_ROLE_TARGET ? sc->tgt_at[f] : sc->init_at[f];
+		s->next_i = sc->init_at[f];
+		s->next_t = sc->tgt_at[f];
 		advance(sc, f);
 	}
 	for (;;) {
@@ -197,7 +202,7 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
 	struct pass1 c = { .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
 			   .ts.sz = sizeof(struct nt_sum) };
-	char path[256];
+	char path[1024];
 	int rc = -1;
 
 	*out = sc;
@@ -237,6 +242,10 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 		hdrs[i] = &ins[i].hdr;
 		sc->init_at[i + 1] = c.ii.n;
 		sc->tgt_at[i + 1] = c.ti.n;
+	}
+	if (nt_inputs_twice(ins, n, true, path, sizeof(path))) {	/* would count I/Os twice */
+		fprintf(err, "%s: %s\n", prog, path);
+		goto out;
 	}
 	sc->m.n_init = c.ii.n;
 	sc->m.n_tgt = c.ti.n;
@@ -466,8 +475,9 @@ int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	if (sc.late)
 		fprintf(err, "ntbpf script: warning: %" PRIu64 " rows out of time order (a file's records more than %d"
 			" completions apart)\n", sc.late, NT_SCRIPT_WINDOW);
+	errno = 0;
 	if (fflush(out) || ferror(out)) {
-		fprintf(err, "ntbpf script: cannot write\n");
+		fprintf(err, "ntbpf script: cannot write the rows to standard output: %s\n", strerror(errno ? errno : EIO));
 		goto out;
 	}
 	rc = nt_rows_cut(rs);

@@ -19,6 +19,8 @@
  * nt_fuzz_one() reads the file to its end, touching every record, like
  * ntbpf report does.
  */
+#ifndef NT_FUZZ_RECFILE_C	/* fuzz_report.c and the corpus test include it too */
+#define NT_FUZZ_RECFILE_C
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,3 +240,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 #endif
+#endif /* NT_FUZZ_RECFILE_C */

@@ -184,6 +184,117 @@ static void test_report(void **state)
 	nt_config_free(&cfg);
 }
 
+/*
+ * Percentile labels say what was asked (issue 30: 99.999999 was labelled
+ * p100, 0x10 p16, and 50,50 gave a JSON key twice): kept as spelled,
+ * non-decimal forms and duplicates refused.
+ */
+static void test_percentile_labels(void **state)
+{
+	struct nt_config cfg;
+	struct nt_report_opts o;
+	char err[256], buf[32];
+
+	assert_int_equal(parse("ntbpf report --percentiles 99.999999,50,99.90 f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.npcts, 3);
+	assert_string_equal(cfg.pct_labels[0], "99.999999");
+	assert_string_equal(cfg.pct_labels[2], "99.90");
+	nt_report_opts_of(&cfg, &o);
+	assert_string_equal(o.pct_labels[0], "99.999999");
+	nt_config_free(&cfg);
+	/* not given: the number's shortest form */
+	nt_pct_label(99.999999, "", buf, sizeof(buf));
+	assert_string_equal(buf, "99.999999");
+	nt_pct_label(99.9, NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "99.9");
+	nt_pct_label(50, NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "50");
+	assert_bad("ntbpf report --percentiles 0x10 f", "bad percentile '0x10' (want a decimal number");
+	assert_bad("ntbpf report --percentiles 1e2 f", "bad percentile '1e2'");
+	assert_bad("ntbpf report --percentiles inf f", "bad percentile 'inf'");
+	assert_bad("ntbpf report --percentiles nan f", "bad percentile 'nan'");
+	assert_bad("ntbpf report --percentiles +50 f", "bad percentile '+50'");
+	assert_bad("ntbpf report --percentiles 50,50 f", "percentile '50' given twice");
+	assert_bad("ntbpf report --percentiles 50,50.0 f", "percentile '50.0' given twice");
+	assert_bad("ntbpf live --percentiles 99,99", "given twice");
+	assert_bad("ntbpf report --percentiles 99.9999999999999999999999 f", "at most 23 characters");
+}
+
+/* an unknown option, or one without its value: one line naming it, and where to look (issue 30) */
+static void test_bad_option_says_help(void **state)
+{
+	assert_bad("ntbpf report --bogus f", "ntbpf report: bad option '--bogus' (unknown here, or its value is "
+		   "missing; see 'ntbpf report --help')");
+	assert_bad("ntbpf report f --format", "bad option '--format' (unknown here, or its value is missing; see "
+		   "'ntbpf report --help')");
+	assert_bad("ntbpf script --hist f", "ntbpf script: bad option '--hist' (unknown here, or its value is "
+		   "missing; see 'ntbpf script --help')");
+	assert_bad("ntbpf record -q", "see 'ntbpf record --help'");
+	assert_bad("ntbpf live --nope", "see 'ntbpf live --help'");
+	assert_bad("ntbpf probe --nope", "see 'ntbpf probe --help'");
+}
+
+/* what a format cannot show is refused, not dropped; an empty --group-by is refused, not "none" (issue 30) */
+static void test_not_silently_dropped(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	{
+		char *argv[] = { "ntbpf", "report", "--group-by", "", "f", NULL };
+		char buf[256];
+		FILE *e = fmemopen(buf, sizeof(buf), "w");
+
+		memset(buf, 0, sizeof(buf));
+		assert_int_equal(nt_cli_parse(5, argv, &cfg, e), -1);
+		fclose(e);
+		assert_non_null(strstr(buf, "ntbpf report: --group-by needs a key (op, size, dev, queue, or none"));
+	}
+	assert_bad("ntbpf report --group-by , f", "--group-by needs a key");
+	assert_bad("ntbpf report --hist --format csv f", "--hist is not shown in --format csv (text, json, html show it)");
+	assert_bad("ntbpf report --format csv --hist f", "--hist is not shown in --format csv");
+	assert_bad("ntbpf report --diagnose --format csv f", "--diagnose is not shown in --format csv");
+	assert_bad("ntbpf live --format csv --hist", "--hist is not shown in --format csv (text, json show it)");
+	/* shown there: as before */
+	assert_int_equal(parse("ntbpf report --hist --diagnose --format json f", &cfg, err, sizeof(err)), 0);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --hist --diagnose --format html f", &cfg, err, sizeof(err)), 0);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --group-by none --format csv f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.group_by, 0);
+	nt_config_free(&cfg);
+}
+
+/* "--" ends the options of every command (issue 30: report and script said "nothing after '--'") */
+static void test_dashdash(void **state)
+{
+	struct nt_config cfg;
+	char err[256];
+
+	assert_int_equal(parse("ntbpf report f -- x", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nfiles, 2);
+	assert_string_equal(cfg.files[1], "x");
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --hist -- -odd --help", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.hist);
+	assert_int_equal(cfg.nfiles, 2);
+	assert_string_equal(cfg.files[0], "-odd");
+	assert_string_equal(cfg.files[1], "--help");
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf script -- f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cmd, NT_CMD_SCRIPT);
+	assert_int_equal(cfg.nfiles, 1);
+	assert_string_equal(cfg.files[0], "f");
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf report --", &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.files[0], "ntbpf.data");	/* nothing after: the default file */
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf live -- 2 3", &cfg, err, sizeof(err)), 0);
+	assert_true(cfg.interval == 2 && cfg.count == 3);
+	assert_int_equal(parse("ntbpf probe --", &cfg, err, sizeof(err)), 0);
+	assert_bad("ntbpf record --", "nothing after '--' (give the command to run)");
+}
+
 /* record --rotate SIZE|TIME */
 static void test_rotate(void **state)
 {
@@ -239,7 +350,6 @@ static void test_report_bad(void **state)
 	assert_bad("ntbpf report --percentiles , f", "at least one");
 	assert_bad("ntbpf report --format xml f", "bad --format 'xml'");
 	assert_bad("ntbpf report --group-by op,color f", "bad --group-by key 'color'");
-	assert_bad("ntbpf report f -- x", "nothing after");
 	assert_bad("ntbpf report --window 0 f", "bad --window '0'");
 	assert_bad("ntbpf report --since yesterday f", "bad --since 'yesterday'");
 	assert_bad("ntbpf report --until 2026-11-25T14:00:05 f", "bad --until");	/* RFC 3339 wants the offset */
@@ -364,6 +474,10 @@ int main(void)
 		cmocka_unit_test(test_record_bad),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_bad),
+		cmocka_unit_test(test_dashdash),
+		cmocka_unit_test(test_not_silently_dropped),
+		cmocka_unit_test(test_bad_option_says_help),
+		cmocka_unit_test(test_percentile_labels),
 		cmocka_unit_test(test_when),
 		cmocka_unit_test(test_rotate),
 		cmocka_unit_test(test_live),

@@ -57,7 +57,11 @@ static void header(struct nt_header *h, int role, const struct shape *sh)
 	}
 }
 
-/* the findings of a recording of this shape (both hosts) */
+/* diagnose(): 0 both hosts' files, else only the target's; its text block and scope line (malloc'd) */
+static int only_target;
+static char *last_text;
+
+/* the findings of a recording of this shape (both hosts, or only_target) */
 static int diagnose(const struct shape *sh, struct nt_finding *f, size_t nrec, const char **why)
 {
 	static struct ntbpf_rec ri[N], rt[N];
@@ -123,9 +127,22 @@ static int diagnose(const struct shape *sh, struct nt_finding *f, size_t nrec, c
 	in[0].n = nrec;
 	in[1].recs = rt;
 	in[1].n = nrec;
-	assert_int_equal(nt_report_build(&rep, in, 2, &o), 0);
-	assert_int_equal(rep.matched, nrec);	/* the shapes pair as a recording does */
+	assert_int_equal(nt_report_build(&rep, only_target ? &in[1] : in, only_target ? 1 : 2, &o), 0);
+	if (!only_target)
+		assert_int_equal(rep.matched, nrec);	/* the shapes pair as a recording does */
 	n = nt_diagnose(&rep, f, NT_MAX_FINDINGS, why);
+	{
+		size_t len = 0;
+		FILE *m;
+
+		free(last_text);	/* the run before's */
+		last_text = NULL;
+		m = open_memstream(&last_text, &len);
+
+		assert_non_null(m);
+		nt_diagnose_print_text(m, &rep);
+		fclose(m);
+	}
 	if (getenv("NTBPF_TEST_VERBOSE"))
 		for (int i = 0; i < n; i++)
 			printf("  %s: %s\n", f[i].kind, f[i].evidence);
@@ -398,6 +415,10 @@ static void test_json(void **state)
 	assert_int_equal(nt_report_build(&rep, in, 1, &o), 0);
 	buf = printed(&rep);
 	assert_true(has(buf, "\"findings\": []}"));
+	/* what the initiator's file alone cannot see, and how much of end_to_end that is */
+	assert_true(has(buf, "\"diagnosis_scope\": \"seen from the initiator only: not seen apart: nstack_submission, "
+			"nvmet_tcp_submission, target_subsystem, nvmet_tcp_completion, network_transmission; together "
+			"they are remote, 99% of end_to_end"));
 	free(buf);
 	nt_report_free(&rep);
 	/* one side's stages are enough for initiator_cpu */
@@ -417,6 +438,72 @@ static void test_json(void **state)
 	nt_header_free(&in[0].hdr);
 }
 
+/*
+ * One host's files: the shares are of what that host sees, named so, and
+ * the diagnosis says what it cannot see (issue 30: the target alone said
+ * "89 % of end_to_end" of target_residence's mean, and named the target
+ * where both hosts' files name the network).
+ */
+static void test_one_host(void **state)
+{
+	struct shape sh = base;
+	const struct nt_finding *x;
+	const char *why;
+
+	sh.net = 100000;	/* 100 us each way: the network dominates */
+	nlast = diagnose(&sh, last, N, &why);
+	x = find(last, nlast, "network");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "% of end_to_end"));
+	assert_false(has(last_text, "seen from"));
+	/* the target's file alone: 20 of its 35 us are target_subsystem */
+	only_target = 1;
+	nlast = diagnose(&sh, last, N, &why);
+	only_target = 0;
+	assert_null(find(last, nlast, "network"));
+	x = find(last, nlast, "target_device");
+	assert_non_null(x);
+	assert_true(has(x->evidence, "target_subsystem is 57% of target_residence (mean 20.0 of 35.0 us)"));
+	for (int i = 0; i < nlast; i++)
+		assert_false(has(last[i].evidence, "end_to_end"));
+	assert_true(has(last_text, "\n  seen from the target only: shares are of target_residence, the target's part "
+			"of each I/O, not of end_to_end (a finding says what dominates the target's part, not the I/O); "
+			"not seen: blk_submission, nvme_tcp_submission, "
+			"network_transmission, nstack_completion, nvme_tcp_completion, blk_completion"));
+}
+
+/*
+ * Where the time goes, ranked, whether a rule fires or not, and the rule
+ * nearest to firing (issue 30: a two-host run whose network took 40 % of
+ * every I/O, with 24 requests on one queue, said only "nothing stands out").
+ */
+static void test_where_time_goes(void **state)
+{
+	struct shape sh = base;
+	const char *why;
+
+	sh.net = 25000;		/* 50 us of 115: 43 % */
+	sh.sub = 21000;		/* 18 %: below too_few_queues' 20 % */
+	sh.nq = 1;
+	sh.depth = 47;		/* 24 requests in flight on the one queue */
+	nlast = diagnose(&sh, last, N, &why);
+	if (getenv("NTBPF_TEST_VERBOSE"))
+		printf("%s", last_text);
+	assert_int_equal(nlast, 0);
+	assert_true(has(last_text, "diagnosis: nothing stands out"));
+	assert_true(has(last_text, "\n  where the time goes (share of end_to_end's mean, largest first): "
+			"network_transmission 43% (50.0 us), nvme_tcp_submission 18% (21.0 us; mean depth 23."));
+	assert_true(has(last_text, "\n  closest rule: too_few_queues: nvme_tcp_submission is 18% of end_to_end (it "
+			"fires at 20%) at a mean depth of 23."));
+	/* a rule that fires: the ranking still follows it, no "closest" */
+	sh.net = 60000;
+	nlast = diagnose(&sh, last, N, &why);
+	assert_non_null(find(last, nlast, "network"));
+	assert_true(has(last_text, "\n  where the time goes (share of end_to_end's mean, largest first): "
+			"network_transmission "));
+	assert_false(has(last_text, "closest rule"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +515,8 @@ int main(void)
 		cmocka_unit_test(test_network),
 		cmocka_unit_test(test_initiator_cpu),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_one_host),
+		cmocka_unit_test(test_where_time_goes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "../fuzz/fuzz_recfile.c"
+#include "../fuzz/fuzz_report.c"
 
 static const char *dir_of(const char *sub, char *buf, size_t len)
 {
@@ -92,12 +93,47 @@ static void test_regressions(void **state)
 	assert_true(replay("regress", &recs, &ok) >= 2);
 }
 
+/* the report fuzzer's seeds (two files each: a lab pair, a file twice, ...) through its whole path */
+static void test_report_seeds(void **state)
+{
+	char dir[512], path[1024];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir(dir_of("seeds-report", dir, sizeof(dir)));
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		uint8_t *buf;
+		long len;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		f = fopen(path, "rb");
+		assert_non_null(f);
+		assert_int_equal(fseek(f, 0, SEEK_END), 0);
+		len = ftell(f);
+		rewind(f);
+		buf = malloc(len ? len : 1);
+		assert_non_null(buf);
+		assert_int_equal(fread(buf, 1, len, f), (size_t)len);
+		fclose(f);
+		assert_int_equal(LLVMFuzzerTestOneInput(buf, len), 0);
+		free(buf);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seeds),
 		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_regressions),
+		cmocka_unit_test(test_report_seeds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

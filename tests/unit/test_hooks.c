@@ -384,6 +384,10 @@ static void test_facts_text(void **state)
 		"# ntbpf facts 1\nfn a/b btf=1\n",		/* not a symbol name */
 		"# ntbpf facts 1\nsomething 1 2\n",
 		"# ntbpf facts 1\nfn xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx btf=1\n",	/* too long */
+		/* a keyword alone: it read the name through a pointer never set (fuzz_facts) */
+		"# ntbpf facts 1\ntp block_rq_issue btf=1\nfn\n",
+		"# ntbpf facts 1\nmodule\n",
+		"# ntbpf facts 1\ntp\n",
 	};
 	struct nt_facts f, g;
 	char *buf = NULL, err[200];

@@ -1198,11 +1198,21 @@ static size_t recs_before(const struct written *wr, size_t off)
 	return n;
 }
 
+/* the chunk that starts at off */
+static size_t recs_chunk(const struct written *wr, size_t off)
+{
+	for (size_t c = 0; c < wr->nchunks; c++)
+		if ((c ? wr->chunk_end[c - 1] : wr->hdr_len) == off)
+			return c;
+	fail();
+	return 0;
+}
+
 static void test_truncated_everywhere(void **state)
 {
 	struct written wr;
 	enum nt_read_status st;
-	char err[256], want[128];
+	char err[256], want[256];
 	size_t cut, got;
 
 	small_file(&wr);
@@ -1231,9 +1241,40 @@ static void test_truncated_everywhere(void **state)
 		}
 		assert_int_equal(st, NT_READ_TRUNCATED);
 		assert_int_equal(got, recs_before(&wr, cut));
-		snprintf(want, sizeof(want),
-			 "truncated after %zu records (%s): the recording was interrupted",
-			 got, cut >= wr.chunk_end[3] + 4 ? "inside the trailer" : "no trailer");
+		/*
+		 * The chunk (or the trailer) the cut falls in: at a block's start, the
+		 * recording stopped without a trailer; inside one, the file was cut
+		 * (issue 30: head -c was blamed on the recording), against the size
+		 * its header gives once read.
+		 */
+		{
+			size_t at = wr.hdr_len, len, into;
+			const size_t tr = wr.chunk_end[3];
+
+			for (size_t c = 0; c < wr.nchunks; c++)
+				if (cut >= (c ? wr.chunk_end[c - 1] : wr.hdr_len))
+					at = c ? wr.chunk_end[c - 1] : wr.hdr_len;
+			if (cut >= tr)
+				at = tr;
+			len = (at == tr ? wr.m.len : wr.chunk_end[recs_chunk(&wr, at)]) - at;
+			into = cut - at;
+			if (at == tr && into >= 8)
+				snprintf(want, sizeof(want), "truncated after %zu records (inside the trailer): the file "
+					 "was cut %zu of the %zu bytes of its trailer (at offset %zu)", got, into, len, at);
+			else if (at == tr && into >= 4)
+				snprintf(want, sizeof(want), "truncated after %zu records (inside the trailer): the file "
+					 "was cut %zu bytes into its trailer (at offset %zu)", got, into, at);
+			else if (cut == at)
+				snprintf(want, sizeof(want), "truncated after %zu records (no trailer): the recording was "
+					 "interrupted (the file ends between two chunks, at offset %zu)", got, at);
+			else if (into >= 20)
+				snprintf(want, sizeof(want), "truncated after %zu records (no trailer): the file was cut "
+					 "%zu of the %zu bytes of the chunk at offset %zu", got, into, len, at);
+			else
+				snprintf(want, sizeof(want), "truncated after %zu records (no trailer): the file was cut "
+					 "%zu bytes into the chunk or trailer at offset %zu, inside its header", got, into,
+					 at);
+		}
 		assert_string_equal(err, want);
 	}
 	free(wr.m.buf);

@@ -346,13 +346,17 @@ static void test_exit_status(void **state)
  * block-only device, and a file cut short.
  */
 /* the synthetic hosts (bench/synth.h), with a block-only device too */
-static struct nt_writer *open_host(FILE *f, int role)
+static struct nt_writer *open_host(FILE *f, int role, const char *host)
 {
 	struct nt_ctrl_info *c;
 	struct nt_header h;
 	struct nt_writer *w;
 
 	c = synth_header(&h, role);
+	if (host) {	/* another host: not a second copy of the first one's recording (refused) */
+		snprintf(h.hostname, sizeof(h.hostname), "%s", host);
+		snprintf(h.boot_id, sizeof(h.boot_id), "%s", host);
+	}
 	h.ndevs = 2;
 	snprintf(h.devs[1], sizeof(h.devs[1]), "loop0=7:0");
 	/* queues 1-3 of the 4 in the header's list (4: not known), as ntbpf record lists them */
@@ -385,14 +389,15 @@ struct hosts_truth {
 /*
  * N synthetic NVMe/TCP I/Os (bench/synth.h: 4 queues, the target's clock
  * 7.78 ms ahead) as the initiator (files ia and, for some queues' I/Os, ib
- * when given) and the target (tg) record them: R2T writes, stand-in
+ * when given: a second initiator host's) and the target (tg) record them: R2T writes, stand-in
  * boundaries, events out of order, admin commands, a block-only device,
  * I/Os missing on either host.
  */
 static void make_hosts(FILE *ia, FILE *ib, FILE *tg, size_t n, struct hosts_truth *x)
 {
-	struct nt_writer *w[3] = { open_host(ia, NTBPF_ROLE_INITIATOR), ib ? open_host(ib, NTBPF_ROLE_INITIATOR) : NULL,
-				   open_host(tg, NTBPF_ROLE_TARGET) };
+	struct nt_writer *w[3] = { open_host(ia, NTBPF_ROLE_INITIATOR, NULL),
+				   ib ? open_host(ib, NTBPF_ROLE_INITIATOR, "bench-initiator-b") : NULL,
+				   open_host(tg, NTBPF_ROLE_TARGET, NULL) };
 	struct nt_trailer t = { 0 };
 	struct synth s;
 
@@ -948,6 +953,314 @@ static void test_series(void **state)
 	scratch_rm(dir, names, 7);
 }
 
+/* a copy of dir/from at dir/to, byte for byte (cp) */
+static void copy_file(const char *dir, const char *from, const char *to)
+{
+	char a[256], b[256], buf[65536];
+	FILE *fa, *fb;
+	size_t n;
+
+	snprintf(a, sizeof(a), "%s/%s", dir, from);
+	snprintf(b, sizeof(b), "%s/%s", dir, to);
+	fa = fopen(a, "rb");
+	fb = fopen(b, "wb");
+	assert_true(fa && fb);
+	while ((n = fread(buf, 1, sizeof(buf), fa)) > 0)
+		assert_int_equal(fwrite(buf, 1, n, fb), n);
+	fclose(fa);
+	assert_int_equal(fclose(fb), 0);
+}
+
+/* "ntbpf report ARGS" in dir: its exit status and standard error (malloc'd); stdout must be empty when it fails */
+static char *report_err_out(const char *dir, const char *args, int *rc, bool printed);
+
+static char *report_err(const char *dir, const char *args, int *rc)
+{
+	return report_err_out(dir, args, rc, false);
+}
+
+/* the same; printed: a report is printed even though it fails (a file cut short) */
+static char *report_err_out(const char *dir, const char *args, int *rc, bool printed)
+{
+	char line[512], *argv[32], *save, *out = NULL, *eb = NULL, cwd[4096];
+	size_t olen = 0, elen = 0;
+	struct nt_config cfg;
+	int argc = 0;
+	FILE *o, *e;
+
+	snprintf(line, sizeof(line), "ntbpf report %s", args);
+	for (char *t = strtok_r(line, " ", &save); t && argc < 31; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	e = open_memstream(&eb, &elen);
+	*rc = nt_cli_parse(argc, argv, &cfg, e);
+	if (!*rc) {
+		o = open_memstream(&out, &olen);
+		*rc = nt_report_cmd(&cfg, o, e);
+		nt_config_free(&cfg);
+		fclose(o);
+		if (*rc && !printed)
+			assert_string_equal(out, "");
+		if (printed)
+			assert_non_null(strstr(out, "# ntbpf report\n"));
+		free(out);
+	}
+	fclose(e);
+	assert_int_equal(chdir(cwd), 0);
+	return eb;
+}
+
+/* exactly one line */
+static void assert_one_line(const char *s)
+{
+	const char *nl = strchr(s, '\n');
+
+	assert_non_null(nl);
+	assert_null(strchr(nl + 1, '\n'));
+}
+
+/*
+ * The same recording given twice (the same name, a copy, a glob over a
+ * folder holding one), or two recordings of one host's I/Os at the same
+ * time: refused, one line naming both, nothing printed (issue 30: it used to
+ * print twice the I/Os).  Recordings of other devices, or one after the
+ * other, are not.
+ */
+static void test_twice(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "copy.ntbpf", "a.ntbpf", "b.ntbpf", "c.ntbpf",
+					     "d.ntbpf" };
+	struct nt_trailer t = { 0 };
+	char *dir = scratch_dir(), *err;
+	struct nt_header h;
+	int rc;
+
+	make_synth_pair(dir, 3000);
+	copy_file(dir, "i.ntbpf", "copy.ntbpf");
+	err = report_err(dir, "i.ntbpf t.ntbpf i.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: i.ntbpf and i.ntbpf are the same recording (initiator on "
+				    "bench-initiator, same boot and start)"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "i.ntbpf t.ntbpf copy.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "i.ntbpf and copy.ntbpf are the same recording"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "--format json copy.ntbpf t.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "t.ntbpf and t.ntbpf are the same recording (target on bench-target"));
+	free(err);
+
+	/* a: 10 s from 1 s; b: 10 s from 6 s (overlaps a); c: b's times, another device; d: from a's end */
+	for (int k = 0; k < 4; k++) {
+		synth_header(&h, NTBPF_ROLE_INITIATOR);
+		h.mono_ns += k == 1 || k == 2 ? 5000000000ull : k == 3 ? 10000000000ull : 0;
+		h.real_ns += h.mono_ns - 1000000000ull;
+		if (k == 2)
+			snprintf(h.devs[0], sizeof(h.devs[0]), "nvme1n1=259:1");
+		t.end_mono_ns = h.mono_ns + 10000000000ull;
+		write_synth(dir, names[3 + k], &h, 100, &t);
+	}
+	err = report_err(dir, "a.ntbpf t.ntbpf b.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: a.ntbpf and b.ntbpf overlap: two recordings of the same I/Os "
+				    "(initiator on bench-initiator, same boot and devices, at the same time)"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "a.ntbpf c.ntbpf d.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(err, "");
+	free(err);
+	scratch_rm(dir, names, 7);
+}
+
+/*
+ * -o never replaces what the report reads: an input (by name, or a link to
+ * it) or any ntbpf record file is refused, one line, the file untouched
+ * (issue 30: "report -o initiator.ntbpf target.ntbpf" replaced the
+ * recording); a text file is written as before.  "--" ends the options.
+ */
+static void test_output_not_input(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "link.ntbpf", "r.txt", "r.txt.old" };
+	char *dir = scratch_dir(), *err, path[256], *a, *b;
+	struct stat sb, sa;
+	int rc;
+
+	make_synth_pair(dir, 300);
+	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
+	assert_int_equal(stat(path, &sb), 0);
+	err = report_err(dir, "-o i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: -o i.ntbpf is an ntbpf record file: the report would replace it"));
+	assert_one_line(err);
+	free(err);
+	err = report_err(dir, "-o t.ntbpf i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: -o t.ntbpf is an input (t.ntbpf)"));
+	assert_one_line(err);
+	free(err);
+	snprintf(path, sizeof(path), "%s/link.ntbpf", dir);
+	assert_int_equal(symlink("i.ntbpf", path), 0);
+	err = report_err(dir, "--format json -o link.ntbpf i.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "-o link.ntbpf is an input (i.ntbpf)"));
+	free(err);
+	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
+	assert_int_equal(stat(path, &sa), 0);	/* untouched */
+	assert_true(sa.st_ino == sb.st_ino && sa.st_size == sb.st_size && sa.st_mtime == sb.st_mtime);
+	snprintf(path, sizeof(path), "%s/i.ntbpf.old", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	/* a report over a report: as before */
+	err = report_err(dir, "-o r.txt i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(err, "");
+	free(err);
+	err = report_err(dir, "-o r.txt i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	free(err);
+	/* "--" ends the options */
+	a = report_cli(dir, "-- i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	b = report_cli(dir, "i.ntbpf t.ntbpf", &rc);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	scratch_rm(dir, names, 5);
+}
+
+/* the percentile as asked, in every format: p99.999999, not p100 (issue 30) */
+static void test_percentile_labels(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf" };
+	static const char *const args[] = {
+		"--percentiles 50,99.999999 i.ntbpf t.ntbpf",
+		"--format json --percentiles 50,99.999999 i.ntbpf t.ntbpf",
+		"--format csv --percentiles 50,99.999999 i.ntbpf t.ntbpf",
+	};
+	static const char *const want[] = { " p99.999999_us ", "\"p99.999999_us\": ", ",p99.999999_us," };
+	char *dir = scratch_dir(), *out;
+	int rc;
+
+	make_synth_pair(dir, 300);
+	for (int k = 0; k < 3; k++) {
+		out = report_cli(dir, args[k], &rc);
+		assert_int_equal(rc, 0);
+		assert_non_null(strstr(out, want[k]));
+		assert_null(strstr(out, "p100"));
+		free(out);
+	}
+	scratch_rm(dir, names, 2);
+}
+
+/*
+ * Every write error names the user's path (not the temporary file) and its
+ * cause (issue 30: "cannot write" alone, or the .ntbpf-tmp name); a file cut
+ * inside a chunk (head -c) says it was cut, against the chunk's size.
+ */
+static void test_messages(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "cut.ntbpf" };
+	char *dir = scratch_dir(), *err, *eb = NULL, path[256], buf[1 << 16];
+	size_t elen = 0, n;
+	struct nt_config cfg;
+	FILE *full, *e, *in, *cut;
+	char *argv[] = { "ntbpf", "report", "i.ntbpf", "t.ntbpf", NULL }, cwd[4096];
+	int rc;
+
+	make_synth_pair(dir, 3000);
+	/* report > /dev/full */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	e = open_memstream(&eb, &elen);
+	assert_int_equal(nt_cli_parse(4, argv, &cfg, e), 0);
+	full = fopen("/dev/full", "w");
+	assert_non_null(full);
+	assert_int_equal(nt_report_cmd(&cfg, full, e), 1);
+	fclose(full);
+	nt_config_free(&cfg);
+	fclose(e);
+	assert_int_equal(chdir(cwd), 0);
+	assert_string_equal(eb, "ntbpf report: cannot write the report to standard output: No space left on device\n");
+	free(eb);
+	/* -o into a folder that is not there: the user's name and the cause */
+	err = report_err(dir, "-o /nonexistent/dir/x.txt i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_string_equal(err, "ntbpf report: cannot write /nonexistent/dir/x.txt: No such file or directory\n");
+	free(err);
+	/* -o /dev/full: written in place, the cause said */
+	err = report_err(dir, "-o /dev/full i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "/dev/full: No space left on device"));
+	assert_one_line(err);
+	free(err);
+	/* head -c: two thirds of the initiator's file */
+	snprintf(path, sizeof(path), "%s/i.ntbpf", dir);
+	in = fopen(path, "rb");
+	snprintf(path, sizeof(path), "%s/cut.ntbpf", dir);
+	cut = fopen(path, "wb");
+	assert_true(in && cut);
+	n = fread(buf, 1, sizeof(buf), in);
+	assert_true(n > 3000 && n < sizeof(buf));
+	assert_int_equal(fwrite(buf, 1, n * 2 / 3, cut), n * 2 / 3);
+	fclose(in);
+	assert_int_equal(fclose(cut), 0);
+	err = report_err_out(dir, "cut.ntbpf t.ntbpf", &rc, true);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "ntbpf report: warning: cut.ntbpf: truncated after "));
+	assert_non_null(strstr(err, " records (no trailer): the file was cut "));
+	assert_non_null(strstr(err, " bytes of the chunk at offset "));
+	assert_null(strstr(err, "interrupted"));
+	assert_one_line(err);
+	free(err);
+	scratch_rm(dir, names, 3);
+}
+
+/*
+ * A window past the recordings' end says what it did (issue 30: "no I/O
+ * recorded" and "no nvme_tcp events", both false): the window applied, the
+ * recordings' span, no I/O in the window; JSON says the span too.
+ */
+static void test_empty_window(void **state)
+{
+	static const char *const names[] = { "i.ntbpf", "t.ntbpf", "a.ntbpf" };
+	struct nt_trailer t = { .records = 100, .end_mono_ns = 11000000000ull };
+	char *dir = scratch_dir(), *out;
+	struct nt_header h;
+	int rc;
+
+	make_synth_pair(dir, 3000);
+	out = report_cli(dir, "--since 100 i.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "# time window: I/Os that started from 2023-11-14T22:15:00.000000000Z to the end; "
+				    "the recordings: 2023-11-14T22:13:20.000000000Z to (end not known)\n"));
+	assert_non_null(strstr(out, "# I/Os that started outside --since/--until, left out: 3000\n"));
+	assert_non_null(strstr(out, "\nno I/O in the time window (--since/--until): every recorded I/O started "
+				    "outside it\n"));
+	assert_null(strstr(out, "no I/O recorded"));
+	assert_null(strstr(out, "no nvme_tcp events"));
+	free(out);
+	/* a file whose trailer gives its end: 10 s from 2023-11-14T22:13:20Z */
+	synth_header(&h, NTBPF_ROLE_INITIATOR);
+	write_synth(dir, "a.ntbpf", &h, 100, &t);
+	out = report_cli(dir, "--since 2023-11-14T23:00:00Z --until 2023-11-14T23:00:01Z a.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "# time window: I/Os that started from 2023-11-14T23:00:00.000000000Z to "
+				    "2023-11-14T23:00:01.000000000Z; the recordings: 2023-11-14T22:13:20.000000000Z to "
+				    "2023-11-14T22:13:30.000000000Z\n"));
+	assert_non_null(strstr(out, "no I/O in the time window"));
+	free(out);
+	out = report_cli(dir, "--format json --since 100 a.ntbpf", &rc);
+	assert_non_null(strstr(out, "\"recorded\": {\"from_ns\": 1700000000000000000, \"to_ns\": "
+				    "1700000010000000000}"));
+	free(out);
+	scratch_rm(dir, names, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -965,6 +1278,11 @@ int main(void)
 		cmocka_unit_test(test_sampling_differs),
 		cmocka_unit_test(test_not_run),
 		cmocka_unit_test(test_html),
+		cmocka_unit_test(test_twice),
+		cmocka_unit_test(test_output_not_input),
+		cmocka_unit_test(test_percentile_labels),
+		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_empty_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -282,12 +282,73 @@ static void test_bad_input(void **state)
 	cleanup(dir);
 }
 
+/* the same recording twice (its name, or a copy): refused, one line naming both, no rows (issue 30) */
+static void test_twice(void **state)
+{
+	char *dir = scratch(), *errs, *out, a[256], b[256], buf[65536];
+	size_t n;
+	FILE *fa, *fb;
+	int rc;
+
+	out = script_cli(dir, "i.ntbpf t.ntbpf i.ntbpf", &rc, &errs);
+	assert_int_equal(rc, 1);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(errs, "ntbpf script: i.ntbpf and i.ntbpf are the same recording"));
+	assert_null(strchr(strchr(errs, '\n') + 1, '\n'));	/* one line */
+	free(out);
+	free(errs);
+	snprintf(a, sizeof(a), "%s/t.ntbpf", dir);
+	snprintf(b, sizeof(b), "%s/copy.ntbpf", dir);
+	fa = fopen(a, "rb");
+	fb = fopen(b, "wb");
+	assert_true(fa && fb);
+	while ((n = fread(buf, 1, sizeof(buf), fa)) > 0)
+		assert_int_equal(fwrite(buf, 1, n, fb), n);
+	fclose(fa);
+	assert_int_equal(fclose(fb), 0);
+	out = script_cli(dir, "--format json copy.ntbpf i.ntbpf t.ntbpf", &rc, &errs);
+	assert_int_equal(rc, 1);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(errs, "ntbpf script: copy.ntbpf and t.ntbpf are the same recording"));
+	free(out);
+	free(errs);
+	unlink(b);
+	cleanup(dir);
+}
+
+/* script > /dev/full: the cause, one line (issue 30: "cannot write" alone) */
+static void test_write_error(void **state)
+{
+	char *dir = scratch(), *eb = NULL, cwd[4096];
+	char *argv[] = { "ntbpf", "script", "i.ntbpf", "t.ntbpf", NULL };
+	size_t elen = 0;
+	struct nt_config cfg;
+	FILE *full, *e;
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	e = open_memstream(&eb, &elen);
+	assert_int_equal(nt_cli_parse(4, argv, &cfg, e), 0);
+	full = fopen("/dev/full", "w");
+	assert_non_null(full);
+	assert_int_equal(nt_script_cmd(&cfg, full, e), 1);
+	fclose(full);
+	nt_config_free(&cfg);
+	fclose(e);
+	assert_int_equal(chdir(cwd), 0);
+	assert_non_null(strstr(eb, "ntbpf script: cannot write the rows to standard output: No space left on device\n"));
+	free(eb);
+	cleanup(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_csv_rows),
 		cmocka_unit_test(test_json_and_stdin),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_twice),
+		cmocka_unit_test(test_write_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
