@@ -136,16 +136,18 @@ KA_PHASES_5_10 = [ph[:3] + (("read",),) for ph in KA_PHASES
 #   nvme_tcp_completion took 3.5 us more (3.8 writes); 6.1's nvme_tcp_completion: 5 us.
 #   With digests the initiator's side of it too: nvme_tcp_submission (its R2T leg, the data's
 #   send with its CRC) moved 6.2 us at p90 between the netem runs of 6.1 generic.
-# - 7.2 generic: blk_submission's p90 moved 1.7 us between phases, 2.1 us off in its own phase:
-#   3 us there.
 KA_R2T_STAGES = ("nvme_tcp_submission", "nstack_submission", "nvmet_tcp_submission", "target_subsystem",
                  "nvmet_tcp_completion", "network_transmission")
 KA_EXEMPT_R2T = [("write", KA_R2T_STAGES, 7.0)]
 KA_EXEMPT_R2T_DIGEST = [("write", KA_R2T_STAGES, 13.0)]
 KA_6_1_LATE = [("read", ("nvme_tcp_completion",), 5.0), ("write", ("nvme_tcp_completion",), 5.0)]
 KA_EXEMPT_6_1 = KA_EXEMPT_R2T + KA_6_1_LATE
-KA_EXEMPT_7_2 = [("write", KA_R2T_STAGES, 15.0)]
-KA_EXEMPT_7_2_GENERIC = KA_EXEMPT_7_2 + [("read", ("blk_submission",), 3.0), ("write", ("blk_submission",), 3.0)]
+# - 7.2: nstack_submission and blk_submission, the stages that wait for a vCPU to pick work up,
+#   are not the same run to run (nstack_submission p50 8.11 / 8.48 us in two plain runs; in its
+#   own phase 1.7 us short of its delay in one CI run; generic's blk_submission p90 1.7 us between
+#   phases, 2.1 us off in its own phase): 3 us there.
+KA_EXEMPT_7_2 = [("write", KA_R2T_STAGES, 15.0)] + [(op, ("nstack_submission", "blk_submission"), 3.0)
+                                                    for op in ("read", "write")]
 KA_NETEM = (41.3, 97.1)   # us per crossing: network_transmission + 2 x 55.8 (reads), 4 x 55.8 (R2T writes)
 # each netem run's first half is left out: TCP takes a while to settle on a new delay (6.12: the
 # first ~95 128k writes after 41.3 -> 97.1 us took 4.3 us more in the target's receive, whose
@@ -221,15 +223,13 @@ def detach_scenario(kind, detach_arg, what):
 
 
 SCENARIOS = [
-    # known answers for every stage (tests/lab/inject): one boot per kernel, and one per kernel on
-    # Debian's generic flavor with header and data digests on
+    # known answers for every stage (tests/lab/inject): 6.12's cloud flavor, and every kernel on
+    # Debian's generic flavor with header and data digests on (6.1's and 7.2's cloud flavor: EXTRA)
     known_answers("6.12", exempt=KA_EXEMPT_R2T),
-    known_answers("6.1", exempt=KA_EXEMPT_6_1),
-    known_answers("7.2", exempt=KA_EXEMPT_7_2),
     known_answers("6.12", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_R2T_DIGEST),
     known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST + KA_6_1_LATE),
-    known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2_GENERIC),
+    known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
     known_answers_initiator_only("5.10", KA_5_10_STAGES),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
@@ -550,4 +550,14 @@ SWEEPS = [
                 ("stage_steady", {"queues": 2, "stage": "end_to_end", "tol": 0.10}),
                 ("fewer_queues_wait", {"stage": "end_to_end", "factor": 2}),
                 ("fewer_queues_wait", {"stage": "nvmet_tcp_completion", "factor": 3})]},
+]
+
+
+# Scenarios `make test` leaves out for its 45-minute budget (each boot ~150 s on the instruction
+# clock): `tests/lab/test --extra` and bench/lab-calibration run them.  The known answers of 6.1's
+# and 7.2's cloud flavor (their generic flavor, with digests, is in make test; both passed on
+# 2026-11-28, 7.2's once 1.7 us short in nstack_submission: KA_EXEMPT_7_2).
+EXTRA = [
+    known_answers("6.1", exempt=KA_EXEMPT_6_1),
+    known_answers("7.2", exempt=KA_EXEMPT_7_2),
 ]
