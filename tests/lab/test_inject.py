@@ -61,11 +61,26 @@ class InjectTable(unittest.TestCase):
             rows = [r for r in self.doc if r["stage"] == st]
             self.assertTrue(rows, f"{st}: no known-answer site")
             for k in KERNELS:
-                self.assertTrue(all(r[k] in ("yes", "no", "not measured") for r in rows), f"{st} on {k}")
+                self.assertTrue(all(r[k] in ("yes", "extra", "no", "not measured") for r in rows), f"{st} on {k}")
                 self.assertTrue(all(r[k] != "" for r in rows))
         for k in ("6.1", "6.12", "7.2"):
             for r in self.doc:
-                self.assertEqual(r[k], "yes", f"{r['site']} on {k}: every stage needs its known answer")
+                self.assertIn(r[k], ("yes", "extra"), f"{r['site']} on {k}: every stage needs its known answer")
+
+    def test_extra_means_an_extra_scenario(self):
+        """"extra": the kernel's known answers are in scenarios.py EXTRA (tests/lab/test --extra),
+        not in make test; every site of it there"""
+        extra = [s for s in scenarios.EXTRA if "-known-answers" in s["name"]]
+        for k in KERNELS:
+            if any(r[k] == "extra" for r in self.doc):
+                mine = [s for s in extra if s["args"][s["args"].index("--kernel") + 1] == k]
+                self.assertTrue(mine, f"kernel {k}: the table says extra, no scenario in EXTRA")
+                self.assertFalse([s for s in scenarios.SCENARIOS if "-known-answers" in s["name"]
+                                  and s["args"][s["args"].index("--kernel") + 1] == k],
+                                 f"kernel {k}: in make test, so 'yes'")
+                for s in mine:
+                    (name, params), = [c for c in s["checks"] if c[0] == "known_answers"]
+                    self.assertEqual([p[0] for p in params["phases"]], [p[0] for p in scenarios.KA_PHASES])
 
     def test_yes_means_a_scenario(self):
         ka = [s for s in scenarios.SCENARIOS if "-known-answers" in s["name"]]
