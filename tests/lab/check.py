@@ -276,12 +276,6 @@ def _inject_spun(d):
     return spun
 
 
-def _fio_ops(d):
-    """fio's completed I/Os per op (read, write)"""
-    fio = load(d, "fio.json")
-    return {op: sum(j[op]["total_ios"] for j in fio["jobs"]) for op in ("read", "write")}
-
-
 def _script_rows(d):
     """every I/O of DIR's recordings as `ntbpf script --format json` prints it (completion order)"""
     import subprocess
