@@ -9,7 +9,7 @@ What the user reads in three places says the same thing:
     README, the man page and docs/cost.md, and that figure is the one docs/record-format.md's
     packed layout gives (initiator and target records) and the benchmark measured (-z);
   - every stage `report --help` lists is in the README's legend and the man page's STAGES, and
-    no other;
+    no other; the legend's host and events are docs/stages.md's;
   - the README's cost table is docs/cost.md's (each ratio and instruction count is there);
   - the man pages render without groff warnings, and each generated ntbpf-CMD(8) has its
     EXAMPLES as a section (not swallowed into the last option's paragraph);
@@ -167,8 +167,18 @@ class Docs(unittest.TestCase):
         h = helptext("report")
         stages = h.split("STAGES (docs/stages.md):", 1)[1].split()
         self.assertIn("end_to_end", stages)
-        readme = re.findall(r"^\| `([a-z_0-9]+)` \| (?:initiator|target|both) \|", self.readme, re.M)
-        self.assertEqual(sorted(readme), sorted(stages), "README's stage legend against report --help")
+        legend = re.findall(r"^\| `([a-z_0-9]+)` \| (initiator|target|both) \| `([a-z_]+)` [→−] `([a-z_]+)` \|",
+                            self.readme, re.M)
+        self.assertEqual(sorted(r[0] for r in legend), sorted(stages), "README's stage legend against report --help")
+        # host and events as docs/stages.md's table has them (tests/unit/test_stages.c holds that to the code)
+        table = read("docs/stages.md").split("<!-- stages-table: begin -->")[1].split("<!-- stages-table: end -->")[0]
+        defs = {}
+        for row in table.strip().split("\n")[2:]:
+            c = [x.strip() for x in row.strip("|").split("|")]
+            defs[c[0]] = (c[1], c[2], c[3])
+        for name, host, frm, to in legend:
+            with self.subTest(stage=name):
+                self.assertEqual((host, frm, to), defs[name], "README's legend against docs/stages.md")
         lines = self.sh["STAGES"]
         man = [re.sub(r"^\.B ", "", unescape(t)).strip() for t in tp_tags(lines)]
         self.assertEqual(sorted(man), sorted(stages), "man ntbpf(8) STAGES against report --help")
