@@ -2,7 +2,7 @@
 #
 # make            build .output/ntbpf (BPF objects embedded as skeletons)
 # make static     .output/ntbpf-static: the same, linked without any shared library (make install, make deb)
-# make check      unit tests (cmocka, no root, seconds)
+# make check      unit tests (cmocka, no root, a minute) and the docs against --help (tests/docs/check_docs.py)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
 # make demo-exact one guest on QEMU's instruction clock: deterministic microseconds
