@@ -508,6 +508,9 @@ static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FIL
 	if (hdr->role == NTBPF_ROLE_INITIATOR)
 		nt_probes_cntlid_changes(pr, hdr);
 
+	/* controllers and namespaces that came after the start: their NQNs and nsids (--group-by host, ns) */
+	if (hdr->role == NTBPF_ROLE_INITIATOR)
+		nt_sys_nvme_names("", hdr);
 	if (n < 0)
 		fprintf(stderr, "ntbpf record: warning: out of memory reading the queues: the header lists none\n");
 	/* and the initiator's queues no recorded I/O went to (queue_imbalance counts them) */

@@ -248,7 +248,7 @@ static void test_not_silently_dropped(void **state)
 		memset(buf, 0, sizeof(buf));
 		assert_int_equal(nt_cli_parse(5, argv, &cfg, e), -1);
 		fclose(e);
-		assert_non_null(strstr(buf, "ntbpf report: --group-by needs a key (op, size, dev, queue, or none"));
+		assert_non_null(strstr(buf, "ntbpf report: --group-by needs a key (op, size, dev, queue, host, subsys, ns, or none"));
 	}
 	assert_bad("ntbpf report --group-by , f", "--group-by needs a key");
 	assert_bad("ntbpf report --hist --format csv f", "--hist is not shown in --format csv (text, json, html show it)");
