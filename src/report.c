@@ -153,6 +153,11 @@ static uint16_t key_intern(struct nt_keynames *kn, enum nt_key_kind kind, const 
 	return (uint16_t)(i + 1);
 }
 
+uint16_t nt_report_key_add(struct nt_report *rep, enum nt_key_kind kind, const char *name)
+{
+	return key_intern(rep->names, kind, name);
+}
+
 const char *nt_report_key_name(const struct nt_report *rep, enum nt_key_kind kind, uint16_t idx)
 {
 	if (idx == NT_KEY_OTHER)

@@ -162,6 +162,8 @@ const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, c
 int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h);
 /* a group's host, subsystem or namespace as printed: the NQN, the nsid, "unknown" or "other" */
 const char *nt_report_key_name(const struct nt_report *rep, enum nt_key_kind kind, uint16_t idx);
+/* name's index among the report's names of kind (added if new: NT_KEY_OTHER when they are full) */
+uint16_t nt_report_key_add(struct nt_report *rep, enum nt_key_kind kind, const char *name);
 /* the hostname of a host (hostnqn) where an initiator's file among the inputs says it, else "" */
 const char *nt_report_host_hostname(const struct nt_report *rep, uint16_t idx);
 /*
