@@ -141,6 +141,9 @@ static void refresh_queues(const struct nt_probes *pr, struct nt_header *h)
 	}
 	if (nt_probes_queues(pr, h) < 0)
 		fprintf(stderr, "ntbpf live: warning: out of memory reading the queues\n");
+	/* controllers connected since the start: their NQNs and namespaces (--group-by host, subsys, ns) */
+	if (h->role == NTBPF_ROLE_INITIATOR)
+		nt_sys_nvme_names("", h);
 }
 
 struct live_state {

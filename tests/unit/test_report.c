@@ -1415,6 +1415,58 @@ static void test_group_by_host(void **state)
 	scratch_rm(dir, names, 4);
 }
 
+/*
+ * The same two hosts in memory: nt_report_build (inputs loaded, as the
+ * equivalence test does) and live's way, nt_report_add with inputs that
+ * hold headers only (each record's host from the first header of its role).
+ */
+static void test_group_by_host_in_memory(void **state)
+{
+	static const char *const names[] = { "a.ntbpf", "b.ntbpf", "t.ntbpf" };
+	struct nt_report_opts o = { .group_by = NT_GB_HOST | NT_GB_NS, .npcts = 1, .pcts = { 50 } };
+	char *dir = scratch_dir(), err[256], path[512];
+	struct nt_input ins[3] = { 0 }, hdrs[1] = { 0 };
+	struct nt_report rep;
+	int found = 0;
+
+	write_host(dir, "a.ntbpf", "host-a", 1, NQN_A, 300);
+	write_host(dir, "b.ntbpf", "host-b", 2, NQN_B, 200);
+	write_target(dir, "t.ntbpf", 300, 200, true);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		assert_int_equal(nt_input_load(&ins[i], path, err, sizeof(err)), 0);
+	}
+	assert_int_equal(nt_report_build(&rep, ins, 3, &o), 0);
+	assert_int_equal(rep.matched, 500);
+	assert_int_equal(rep.ngroups, 2);
+	for (int g = 0; g < rep.ngroups; g++) {
+		const char *h = nt_report_key_name(&rep, NT_KEY_HOST, rep.groups[g].host);
+
+		assert_string_equal(nt_report_key_name(&rep, NT_KEY_NS, rep.groups[g].ns), "1");
+		if (!strcmp(h, NQN_A))
+			found += rep.groups[g].count == 300;
+		else if (!strcmp(h, NQN_B))
+			found += 2 * (rep.groups[g].count == 200);
+	}
+	assert_int_equal(found, 3);
+	nt_report_free(&rep);
+	/* live: the target's records, its header only */
+	hdrs[0].hdr = ins[2].hdr;
+	nt_report_begin(&rep, hdrs, 1, &o);
+	for (size_t k = 0; k < ins[2].n; k++)
+		assert_int_equal(nt_report_add(&rep, NULL, &ins[2].recs[k]), 0);
+	nt_report_finish(&rep);
+	assert_int_equal(rep.ngroups, 2);
+	assert_int_equal(rep.groups[0].count + rep.groups[1].count, 500);
+	assert_true(rep.groups[0].count == 300 || rep.groups[0].count == 200);
+	assert_true(rep.groups[0].host != rep.groups[1].host && rep.groups[0].host != NT_KEY_UNKNOWN &&
+		    rep.groups[1].host != NT_KEY_UNKNOWN);
+	nt_report_free(&rep);
+	for (int i = 0; i < 3; i++)
+		nt_input_free(&ins[i]);
+	scratch_rm(dir, names, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1438,6 +1490,7 @@ int main(void)
 		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_empty_window),
 		cmocka_unit_test(test_group_by_host),
+		cmocka_unit_test(test_group_by_host_in_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
