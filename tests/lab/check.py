@@ -1020,7 +1020,8 @@ def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
         assert matched.get(nqn, 0) >= min_matched * n, f"host {nqn}: {matched.get(nqn, 0)} of {n} I/Os matched"
         names = {g.get("hostname") for g in both["groups"] if g.get("host") == nqn}
         assert len(names) == 1 and None not in names, f"host {nqn}: hostnames {names} in the report of both files"
-        msg.append(f"{nqn[-12:]}: fio {n}, initiator {ini[nqn]}, target {tgt.get(nqn)}, matched {matched.get(nqn, 0)}")
+        msg.append(f"{nqn.rsplit(':', 1)[-1][:8]}: fio {n}, initiator {ini[nqn]}, target {tgt.get(nqn)}, "
+                   f"matched {matched.get(nqn, 0)}")
     return "; ".join(msg)
 
 
