@@ -785,13 +785,16 @@ static struct nt_tnqn tnqn_zero;
 
 /*
  * Target: controller c's NQNs (which host, which subsystem), at a
- * connection's first I/O.  nvmet_ctrl has held both since it was written.
+ * connection's first I/O.  nvmet_ctrl has held both since it was written;
+ * without module BTF (5.10) the type is unknown and the reads below are
+ * dead code (as in tcp_queue_of_rq).
  */
 static __always_inline void tnqn_note(struct nvmet_ctrl *c, __u16 cntlid)
 {
 	struct nt_tnqn *v;
 
-	if (!c || bpf_map_update_elem(&tnqns, &cntlid, &tnqn_zero, BPF_ANY))
+	if (!bpf_core_type_exists(struct nvmet_ctrl) || !c ||
+	    bpf_map_update_elem(&tnqns, &cntlid, &tnqn_zero, BPF_ANY))
 		return;
 	v = bpf_map_lookup_elem(&tnqns, &cntlid);
 	if (!v)
