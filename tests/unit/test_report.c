@@ -1462,6 +1462,24 @@ static void test_group_by_host_in_memory(void **state)
 	assert_true(rep.groups[0].host != rep.groups[1].host && rep.groups[0].host != NT_KEY_UNKNOWN &&
 		    rep.groups[1].host != NT_KEY_UNKNOWN);
 	nt_report_free(&rep);
+	/* live's in-kernel histograms (a group per queue: the key's ctrl and qid) into host groups */
+	nt_report_begin(&rep, hdrs, 1, &o);
+	for (uint16_t q = 1; q <= 4; q++)
+		for (uint16_t c = 1; c <= 2; c++) {
+			struct nt_kh_key k = { .dev = 1, .bytes = 4096, .role = NTBPF_ROLE_TARGET, .stage = NT_ST_NR,
+					       .queue = 1, .ctrl = c, .qid = q };
+
+			assert_int_equal(nt_report_add_kh(&rep, &k, NULL, c == 1 ? 10 : 3, 0), 0);
+		}
+	nt_report_finish(&rep);
+	assert_int_equal(rep.ngroups, 2);
+	for (int g = 0; g < 2; g++) {
+		const char *h = nt_report_key_name(&rep, NT_KEY_HOST, rep.groups[g].host);
+
+		assert_int_equal(rep.groups[g].count, !strcmp(h, NQN_A) ? 40 : 12);
+		assert_true(!strcmp(h, NQN_A) || !strcmp(h, NQN_B));
+	}
+	nt_report_free(&rep);
 	for (int i = 0; i < 3; i++)
 		nt_input_free(&ins[i]);
 	scratch_rm(dir, names, 3);
