@@ -2,7 +2,7 @@
 #
 # make            build .output/ntbpf (BPF objects embedded as skeletons)
 # make static     .output/ntbpf-static: the same, linked without any shared library (make install, make deb)
-# make check      unit tests (cmocka, no root, seconds)
+# make check      unit tests (cmocka, no root, a minute) and the docs against --help (tests/docs/check_docs.py)
 # make test       deps + build + unit + root integration tests + lab tests
 # make demo       boot the NVMe/TCP lab and print a real two-host breakdown
 # make demo-exact one guest on QEMU's instruction clock: deterministic microseconds
@@ -151,11 +151,14 @@ $(OUTPUT)/tests/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(wildcard tests
 
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 # tests/lab/test_sweep.py: the lab sweep's table and charts from fixture numbers (python, no guest).
-check: $(TESTS)
+# tests/docs/check_docs.py: --help, man/ntbpf.8.in, the README and docs/ agree (options, figures,
+# stages), the man pages render, every file docs/architecture.md names exists.
+check: $(TESTS) $(OUTPUT)/ntbpf
 	$(Q)fail=0; for t in $(TESTS); do \
 		echo "== $$t"; NTBPF_TESTDATA=tests/unit $$t || fail=1; \
 	done; echo "== tests/lab/test_sweep.py"; python3 tests/lab/test_sweep.py || fail=1; \
-	echo "== tests/lab/test_inject.py"; python3 tests/lab/test_inject.py || fail=1; exit $$fail
+	echo "== tests/lab/test_inject.py"; python3 tests/lab/test_inject.py || fail=1; \
+	echo "== tests/docs/check_docs.py"; python3 tests/docs/check_docs.py $(OUTPUT)/ntbpf || fail=1; exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).
@@ -297,7 +300,7 @@ bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile $(OUTPUT)/ntbpf-inject
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	       -Iinclude -Isrc -DNT_FUZZ_MAIN
-FUZZ_SRCS := src/recfile.c src/colcodec.c
+FUZZ_SRCS := src/recfile.c src/rechdr.c src/recsum.c src/colcodec.c
 $(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) -lz

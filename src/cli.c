@@ -277,7 +277,7 @@ enum { OPT_ROLE = 0x100, OPT_DURATION, OPT_SAMPLE, OPT_PCT, OPT_FORMAT, OPT_GROU
 static const char record_doc[] =
 "Record one record per I/O (block layer, nvme_tcp and nvmet_tcp as the kernel allows) "
 "into a record file, until Ctrl-C, --duration, or CMD exits.  The records are written as they "
-"are (~115 bytes each: a fraction of the CPU that coding them takes); -z codes and compresses "
+"are (~70 bytes each: a fraction of the CPU that coding them takes); -z codes and compresses "
 "them as they are written (~12 bytes each).\n"
 "\v"
 "EXAMPLES:\n"
@@ -499,7 +499,7 @@ static const char report_doc[] =
 "  # charts to open in a browser:\n"
 "  ntbpf report --format html -o report.html initiator.ntbpf target.ntbpf";
 
-/* the doc's end: "STAGES (docs/stages.md):", the ten and end_to_end in the report's order, from the stage table */
+/* the doc's end: "STAGES (docs/stages.md):", every stage in the report's order, from the stage table */
 static char *report_help_filter(int key, const char *text, void *input)
 {
 	char *buf, *p;
@@ -519,8 +519,6 @@ static char *report_help_filter(int key, const char *text, void *input)
 		int s = nt_stage_at_row[k];
 		const char *name = nt_stage_name(s);
 
-		if (!(NT_TEN_MASK & (1u << s)) && s != NT_ST_E2E)
-			continue;
 		if (line + 1 + strlen(name) > 61) {
 			p += sprintf(p, "\n ");
 			line = 1;
@@ -662,7 +660,7 @@ static const char script_doc[] =
 "  ntbpf script initiator.ntbpf target.ntbpf > ios.csv\n"
 "  # the failed I/Os, and the 10 slowest:\n"
 "  ntbpf script --format json ntbpf.data | jq -c 'select(.status != \"ok\")'\n"
-"  ntbpf script --format json ntbpf.data | jq -s -c 'sort_by(.end_to_end_ns) | .[-10:][]'";
+"  ntbpf script --format json | jq -sc 'sort_by(.end_to_end_ns) | .[-10:][]'";
 
 static const struct argp_option script_opts[] = {
 	{ "format", OPT_FORMAT, "FMT", 0, "csv (default) or json (JSON Lines: one object per I/O)", 0 },

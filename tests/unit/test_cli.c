@@ -443,7 +443,7 @@ static void test_help_is_not_an_error(void **state)
 	assert_string_equal(err, "");
 }
 
-/* report --help ends with the stages, in the report's order, from the stage table */
+/* report --help ends with every stage, in the report's order, from the stage table */
 static void test_report_help_lists_stages(void **state)
 {
 	struct nt_config cfg;
@@ -463,7 +463,8 @@ static void test_report_help_lists_stages(void **state)
 				    "STAGES (docs/stages.md): blk_submission nvme_tcp_submission\n"
 				    "  nstack_submission nvmet_tcp_submission target_subsystem\n"
 				    "  nvmet_tcp_completion network_transmission nstack_completion\n"
-				    "  nvme_tcp_completion blk_completion end_to_end\n"));
+				    "  nvme_tcp_completion blk_completion blk_device end_to_end\n"
+				    "  remote target_residence\n"));
 }
 
 int main(void)
