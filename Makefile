@@ -169,8 +169,10 @@ test-root: all static $(OUTPUT)/bench-gen
 		tests/integration/static || fail=1; exit $$fail
 
 # The lab's delay injector (tests/lab/inject/): known answers for every stage; never shipped.
-# Two objects from one source: with bpf_loop (5.17+), and without it (-DINJ_BOUNDED_LOOP, for
-# kernels that refuse the bpf_loop object at load, e.g. 5.10); ntbpf-inject embeds both.
+# Three objects from one source: with bpf_loop and preemption off during the wait
+# (-DINJ_PREEMPT_OFF, kfuncs of 6.10+), with bpf_loop (5.17+), and without it (-DINJ_BOUNDED_LOOP,
+# for kernels that refuse the bpf_loop object at load, e.g. 5.10); ntbpf-inject embeds all three
+# and loads the first the kernel takes.
 $(OUTPUT)/inject.bpf.o: tests/lab/inject/inject.bpf.c tests/lab/inject/inject.h vmlinux/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/lab/inject -c $< -o $@
@@ -179,7 +181,12 @@ $(OUTPUT)/inject-bounded.bpf.o: tests/lab/inject/inject.bpf.c tests/lab/inject/i
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -DINJ_BOUNDED_LOOP -Itests/lab/inject -c $< -o $@
 
-$(OUTPUT)/ntbpf-inject: tests/lab/inject/inject.c tests/lab/inject/inject.h $(OUTPUT)/inject.skel.h $(OUTPUT)/inject-bounded.skel.h
+$(OUTPUT)/inject-nopreempt.bpf.o: tests/lab/inject/inject.bpf.c tests/lab/inject/inject.h vmlinux/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DINJ_PREEMPT_OFF -Itests/lab/inject -c $< -o $@
+
+$(OUTPUT)/ntbpf-inject: tests/lab/inject/inject.c tests/lab/inject/inject.h $(OUTPUT)/inject.skel.h $(OUTPUT)/inject-bounded.skel.h \
+		$(OUTPUT)/inject-nopreempt.skel.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -Itests/lab/inject -o $@ $< $(LDLIBS)
 

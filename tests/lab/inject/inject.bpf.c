@@ -52,6 +52,14 @@ struct request___old {
  * on kernels without bpf_loop, e.g. 5.10), a bounded loop.  One object cannot hold both: the
  * bpf_loop call passes its callback as a BPF_PSEUDO_FUNC ld_imm64, which a kernel before 5.13
  * refuses at load even on a branch never taken. */
+/* Built with -DINJ_PREEMPT_OFF (the object ntbpf-inject tries first): the wait runs with
+ * preemption off (kfuncs of 6.10+), so that on a preemptible kernel (7.2's generic flavor) no
+ * other task runs inside it and stretches it past its end (it overshot by 1.1-3.9 us there). */
+#ifdef INJ_PREEMPT_OFF
+extern void bpf_preempt_disable(void) __ksym;
+extern void bpf_preempt_enable(void) __ksym;
+#endif
+
 #ifndef INJ_BOUNDED_LOOP
 static int spin_cb(__u32 i, void *ctx)
 {
@@ -73,9 +81,15 @@ static __always_inline void spin(int site)
 		__sync_fetch_and_add(&passes[p][site], 1);
 		return;
 	}
+#ifdef INJ_PREEMPT_OFF
+	bpf_preempt_disable();
+#endif
 	end = bpf_ktime_get_ns() + d;
 #ifndef INJ_BOUNDED_LOOP
 	bpf_loop(1 << 22, spin_cb, &end, 0);
+#ifdef INJ_PREEMPT_OFF
+	bpf_preempt_enable();
+#endif
 #else
 	/* bounded: the verifier walks every round and keeps the early exit of each on its branch
 	 * stack, which it caps at 8192 (5.10: "The sequence of 8193 jumps is too complex" with 8192

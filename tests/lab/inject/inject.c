@@ -25,6 +25,7 @@
 #include "inject.h"
 #include "inject.skel.h"
 #include "inject-bounded.skel.h"
+#include "inject-nopreempt.skel.h"
 
 struct site {
 	const char *name;	/* --inject's name for it */
@@ -106,27 +107,36 @@ static struct bpf_program *prog(struct inject_bpf *skel, const char *name)
 	return bpf_object__find_program_by_name(skel->obj, name);
 }
 
-/* inject.bpf.c is built twice: with bpf_loop (inject.skel.h) and with a bounded loop
- * (-DINJ_BOUNDED_LOOP, inject-bounded.skel.h) for kernels without bpf_loop (5.17+), which refuse
- * the first object at load.  The two have the same programs, maps and data, so the bounded one
- * is opened through inject_bpf's skeleton: one type for the rest of the loader. */
+/* inject.bpf.c is built three times: with bpf_loop and preemption off during the wait
+ * (-DINJ_PREEMPT_OFF, inject-nopreempt.skel.h: 6.10+'s bpf_preempt_disable), with bpf_loop
+ * (inject.skel.h) and with a bounded loop (-DINJ_BOUNDED_LOOP, inject-bounded.skel.h) for kernels
+ * without bpf_loop (5.17+).  A kernel refuses at load what it lacks; the loader tries them in
+ * that order.  The three have the same programs, maps and data, so each is opened through
+ * inject_bpf's skeleton: one type for the rest of the loader. */
 _Static_assert(sizeof(struct inject_bpf) == sizeof(struct inject_bounded_bpf), "two skeletons, one layout");
 _Static_assert(sizeof(struct inject_bpf__rodata) == sizeof(struct inject_bounded_bpf__rodata), "two skeletons, one .rodata");
 _Static_assert(sizeof(struct inject_bpf__bss) == sizeof(struct inject_bounded_bpf__bss), "two skeletons, one .bss");
+_Static_assert(sizeof(struct inject_bpf) == sizeof(struct inject_nopreempt_bpf), "three skeletons, one layout");
+_Static_assert(sizeof(struct inject_bpf__rodata) == sizeof(struct inject_nopreempt_bpf__rodata), "three skeletons, one .rodata");
+_Static_assert(sizeof(struct inject_bpf__bss) == sizeof(struct inject_nopreempt_bpf__bss), "three skeletons, one .bss");
 
-static struct inject_bpf *open_skel(bool bounded)
+enum variant { V_NOPREEMPT, V_LOOP, V_BOUNDED };
+static const char *const variant_name[] = {"bpf_loop, preemption off", "bpf_loop", "bounded loop"};
+
+static struct inject_bpf *open_skel(enum variant v)
 {
 	struct inject_bpf *skel;
 	int err;
 
-	if (!bounded)
+	if (v == V_LOOP)
 		return inject_bpf__open();
 	skel = calloc(1, sizeof(*skel));
 	if (!skel)
 		return NULL;
 	err = inject_bpf__create_skeleton(skel);
 	if (!err) {
-		skel->skeleton->data = inject_bounded_bpf__elf_bytes(&skel->skeleton->data_sz);
+		skel->skeleton->data = v == V_BOUNDED ? inject_bounded_bpf__elf_bytes(&skel->skeleton->data_sz)
+						      : inject_nopreempt_bpf__elf_bytes(&skel->skeleton->data_sz);
 		err = bpf_object__open_skeleton(skel->skeleton, NULL);
 	}
 	if (err) {
@@ -207,10 +217,14 @@ int main(int argc, char **argv)
 
 	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
 	bool have_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) > 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	enum variant var = have_loop ? V_NOPREEMPT : V_BOUNDED;
+	libbpf_print_fn_t prev_print = libbpf_set_print(NULL);
+
+	libbpf_set_print(prev_print);
+	for (int attempt = 0; attempt < 3; attempt++) {
 		struct bpf_program *p;
 
-		skel = open_skel(!have_loop);
+		skel = open_skel(var);
 		if (!skel) {
 			fprintf(stderr, "ntbpf-inject: cannot open the BPF object: %s\n", strerror(errno));
 			return 1;
@@ -231,9 +245,19 @@ int main(int argc, char **argv)
 			for (int j = 0; j < 3 && SITES[i].progs[j]; j++)
 				bpf_program__set_autoload(prog(skel, SITES[i].progs[j]), true);
 		}
+		if (var == V_NOPREEMPT) /* libbpf prints why a kernel before 6.10 refuses it */
+			libbpf_set_print(NULL);
 		err = inject_bpf__load(skel);
+		libbpf_set_print(prev_print);
 		if (!err)
 			break;
+		if (var == V_NOPREEMPT) {	/* no bpf_preempt_disable: without it */
+			inject_bpf__destroy(skel);
+			skel = NULL;
+			var = V_LOOP;
+			attempt--;
+			continue;
+		}
 		/* a kernel without BTF for the function (5.10's modules): its kprobe stand-in */
 		bool retry = false;
 		for (i = 0; i < INJ_NSITES; i++)
@@ -276,7 +300,7 @@ int main(int argc, char **argv)
 		printf(" ns%s\n", kprobe[i] ? " (kprobe)" : "");
 		n++;
 	}
-	printf("ntbpf-inject: %d site(s) attached, %s", n, have_loop ? "bpf_loop" : "bounded loop");
+	printf("ntbpf-inject: %d site(s) attached, %s", n, variant_name[var]);
 	if (every)
 		printf(", %d phases of %lu I/Os", ph + 1, every);
 	printf("\n");
