@@ -134,6 +134,8 @@ struct nt_keynames {
 		uint16_t ctrl, host, subsys;
 		uint8_t role;
 	} cache[KCACHE];
+	uint32_t last_nsid;	/* ns_key's last answer (0: none), an I/O's namespace mostly being its neighbour's */
+	uint16_t last_ns;
 };
 
 /* s's index among the names of kind (added if new and there is room): NT_KEY_UNKNOWN for "" */
@@ -214,10 +216,14 @@ static uint16_t ns_key(const struct nt_report *rep, const struct ntbpf_rec *r, c
 	uint32_t nsid = nt_nsid_of(h, r->role, r->flags, r->ctrl, r->dev);
 	char buf[16];
 
-	if (!nsid || (r->role != NTBPF_ROLE_TARGET && !(r->flags & NTBPF_F_NVME)))
+	if (!nsid || !rep->names || (r->role != NTBPF_ROLE_TARGET && !(r->flags & NTBPF_F_NVME)))
 		return NT_KEY_UNKNOWN;
-	snprintf(buf, sizeof(buf), "%u", nsid);
-	return key_intern(rep->names, NT_KEY_NS, buf);
+	if (nsid != rep->names->last_nsid) {
+		snprintf(buf, sizeof(buf), "%u", nsid);
+		rep->names->last_ns = key_intern(rep->names, NT_KEY_NS, buf);
+		rep->names->last_nsid = nsid;
+	}
+	return rep->names->last_ns;
 }
 
 /* the header of the file whose records hold r; else (live) the first input of r's role; or NULL */
