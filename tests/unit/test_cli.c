@@ -147,6 +147,15 @@ static void test_report(void **state)
 	assert_true(cfg.pair_window == 0);	/* the default: NT_PAIR_WINDOW_NS */
 	assert_false(cfg.hist);
 	nt_config_free(&cfg);
+	/* issue 33: the initiator host (hostnqn), the subsystem, the namespace; on live too */
+	assert_int_equal(parse("ntbpf report --group-by host,subsys,ns f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.group_by, NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf live --group-by op,host", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_HOST);
+	nt_config_free(&cfg);
+	assert_bad("ntbpf report --group-by hostname f", "bad --group-by key 'hostname' (want op, size, dev, queue, "
+						       "host, subsys, ns or none)");
 	assert_int_equal(parse("ntbpf report --hist f", &cfg, err, sizeof(err)), 0);
 	assert_true(cfg.hist);
 	nt_config_free(&cfg);
