@@ -774,6 +774,35 @@ static __always_inline void cntlid_note(__u16 inst, __u16 cntlid, __u64 now)
 	c->n = n + 1;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NT_TNQN_CTRLS);
+	__type(key, __u16);
+	__type(value, struct nt_tnqn);
+} tnqns SEC(".maps");
+
+static struct nt_tnqn tnqn_zero;
+
+/*
+ * Target: controller c's NQNs (which host, which subsystem), at a
+ * connection's first I/O.  nvmet_ctrl has held both since it was written;
+ * without module BTF (5.10) the type is unknown and the reads below are
+ * dead code (as in tcp_queue_of_rq).
+ */
+static __always_inline void tnqn_note(struct nvmet_ctrl *c, __u16 cntlid)
+{
+	struct nt_tnqn *v;
+
+	if (!bpf_core_type_exists(struct nvmet_ctrl) || !c ||
+	    bpf_map_update_elem(&tnqns, &cntlid, &tnqn_zero, BPF_ANY))
+		return;
+	v = bpf_map_lookup_elem(&tnqns, &cntlid);
+	if (!v)
+		return;
+	BPF_CORE_READ_STR_INTO(&v->hostnqn, c, hostnqn);
+	BPF_CORE_READ_STR_INTO(&v->subsysnqn, c, subsysnqn);
+}
+
 /*
  * Queue q connects (again): its socket's facts (port, TCP ends, the
  * controller) are read anew at its next I/O, instead of a probe read of
@@ -1753,6 +1782,7 @@ static __always_inline int on_req_init(int btf, struct nvmet_req *req, struct nv
 		s->sk = (__u64)sk;
 		s->port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 		s->ctrl = r->ctrl;
+		tnqn_note(BPF_CORE_READ(sq, ctrl), r->ctrl);
 		/* nvmet_req_init runs in the queue's io_work */
 		q_conn(s, sk, qid, bpf_get_smp_processor_id());
 		if (data_send_deferred && RD(btf, sq, sqhd_disabled))

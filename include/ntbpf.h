@@ -124,6 +124,19 @@ struct nt_cnotes {
 };
 
 /*
+ * Target, in the BPF object (not on disk): the NQNs of controller cntlid
+ * (nvmet_ctrl.hostnqn, .subsysnqn), read at a queue's first I/O after each
+ * connect (a reused cntlid is read anew); record puts them into the header's
+ * CTRL items.  Strings from the kernel: user space bounds and escapes them.
+ */
+#define NT_NQN_LEN 256	/* NVMF_NQN_FIELD_LEN */
+#define NT_TNQN_CTRLS 1024	/* controllers noted (more: their CTRL items name no host) */
+struct nt_tnqn {
+	char hostnqn[NT_NQN_LEN];
+	char subsysnqn[NT_NQN_LEN];
+};
+
+/*
  * record's per-CPU rings (in the BPF object, not on disk): each CPU's
  * programs put records into their CPU's ring of an mmapable array, without
  * a helper call or a lock; user space takes them every 100 ms, or at once

@@ -501,13 +501,16 @@ static void windows_stop(struct windows_run *wr)
  */
 static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FILE *f, uint64_t hdr_len)
 {
-	uint32_t cut = 0;
+	uint32_t cut = 0, nqn_cut = 0;
 	int n = nt_probes_queues(pr, hdr), idle = 0, rc;
 
 	/* a reconnect while recording gave a controller a new cntlid: since when */
 	if (hdr->role == NTBPF_ROLE_INITIATOR)
 		nt_probes_cntlid_changes(pr, hdr);
 
+	/* controllers and namespaces that came after the start: their NQNs and nsids (--group-by host, ns) */
+	if (hdr->role == NTBPF_ROLE_INITIATOR)
+		nt_sys_nvme_names("", hdr);
 	if (n < 0)
 		fprintf(stderr, "ntbpf record: warning: out of memory reading the queues: the header lists none\n");
 	/* and the initiator's queues no recorded I/O went to (queue_imbalance counts them) */
@@ -522,8 +525,16 @@ static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FIL
 			break;
 		while (i && !hdr->ctrls[i - 1].nqueues)
 			i--;
-		if (!i)
-			break;
+		if (!i) {
+			/* no queue left to cut: a target's controllers without their NQNs, the last first */
+			for (i = hdr->nctrls; i && !hdr->ctrls[i - 1].hostnqn[0] && !hdr->ctrls[i - 1].subsysnqn[0];)
+				i--;
+			if (!i || hdr->role != NTBPF_ROLE_TARGET)
+				break;
+			hdr->ctrls[i - 1].hostnqn[0] = hdr->ctrls[i - 1].subsysnqn[0] = 0;
+			nqn_cut++;
+			continue;
+		}
 		hdr->ctrls[i - 1].nqueues--;	/* the highest qid of the last controller */
 		cut++;
 	}
@@ -533,13 +544,23 @@ static void record_queues(const struct nt_probes *pr, struct nt_header *hdr, FIL
 	else if (cut)
 		fprintf(stderr, "ntbpf record: warning: %u of %d queues did not fit into the header's room: "
 			"not listed\n", cut, n + (idle > 0 ? idle : 0));
+	if (!rc && nqn_cut)
+		fprintf(stderr, "ntbpf record: warning: the NQNs of %u controllers did not fit into the header's "
+			"room: their I/Os group as host unknown\n", nqn_cut);
 }
 
-/* room in the header for the queue list: about 100 bytes a queue, a queue per CPU per controller */
+/*
+ * room in the header for the queue list: about 100 bytes a queue, a queue per CPU per controller;
+ * on the target the controllers' NQNs too
+ */
 static uint32_t queue_room(const struct nt_header *hdr)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t room = 1024 + 128ull * (ncpu > 0 ? ncpu : 1) * (hdr->nctrls > 2 ? hdr->nctrls : 2);
+
+	/* a target learns its controllers (hosts) as they come: their NQNs, 32 at the longest */
+	if (hdr->role == NTBPF_ROLE_TARGET)
+		room += 32 * 2 * 256;
 
 	return room > (1u << 20) ? 1u << 20 : (uint32_t)room;
 }

@@ -220,7 +220,8 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 {
 	static const struct { const char *name; unsigned int bit; } keys[] = {
 		{ "op", NT_GB_OP }, { "size", NT_GB_SIZE }, { "dev", NT_GB_DEV },
-		{ "device", NT_GB_DEV }, { "queue", NT_GB_QUEUE }, { "none", 0 },
+		{ "device", NT_GB_DEV }, { "queue", NT_GB_QUEUE }, { "host", NT_GB_HOST },
+		{ "subsys", NT_GB_SUBSYS }, { "ns", NT_GB_NS }, { "none", 0 },
 	};
 	char buf[128], *save = NULL, *tok;
 
@@ -232,7 +233,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 	*gb = 0;
 	/* "" or ",": no key at all (was: no grouping, silently); "none" says that */
 	if (!s[strspn(s, ",")]) {
-		snprintf(msg, msglen, "--group-by needs a key (op, size, dev, queue, or none for one group)");
+		snprintf(msg, msglen, "--group-by needs a key (op, size, dev, queue, host, subsys, ns, or none for one group)");
 		return -1;
 	}
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -242,7 +243,7 @@ int nt_parse_group_by(const char *s, unsigned int *gb, char *msg, size_t msglen)
 			if (!strcmp(tok, keys[i].name))
 				break;
 		if (i == sizeof(keys) / sizeof(keys[0])) {
-			snprintf(msg, msglen, "bad --group-by key '%s' (want op, size, dev, queue or none)", tok);
+			snprintf(msg, msglen, "bad --group-by key '%s' (want op, size, dev, queue, host, subsys, ns or none)", tok);
 			return -1;
 		}
 		*gb |= keys[i].bit;
@@ -536,7 +537,7 @@ static const struct argp_option report_opts[] = {
 	  "an end_to_end heatmap over time, each stage's p50 and p99 over time", 0 },
 	{ "output", 'o', "FILE", 0, "Write the report to FILE (mode 0600; an existing FILE is kept as FILE.old) "
 	  "instead of standard output.  Refused when FILE is one of the inputs or an ntbpf record file", 0 },
-	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue,host,subsys,ns or none (default: op,size,dev)", 0 },
 	{ "window", OPT_PAIR_WINDOW, "SECONDS", 0, "Pairing window: longer than the slowest I/O (default: 2); a slower "
 	  "one is counted, and paired only if its partner is still held.  Memory grows with it", 0 },
 	{ "since", OPT_SINCE, "TIME", 0, "Only I/Os that started at or after TIME: RFC 3339 (2026-11-25T14:00:05Z) "
@@ -722,7 +723,7 @@ static const struct argp_option live_opts[] = {
 	{ "percentiles", OPT_PCT, "LIST", 0, "Percentiles to print (default: 50,99): decimal numbers in (0, 100], "
 	  "each once, labelled as written", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "text, json (one object per interval) or csv (a row per group and stage, led by the time)", 0 },
-	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue or none (default: op,size,dev)", 0 },
+	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue,host,subsys,ns or none (default: op,size,dev)", 0 },
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's log2 histogram in microseconds every interval "
 	  "(as biolatency); JSON: its bins (log2_us)", 0 },
 	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here", 0 },

@@ -19,6 +19,11 @@ enum nt_format { NT_FMT_TEXT = 0, NT_FMT_JSON, NT_FMT_CSV, NT_FMT_HTML };
 #define NT_GB_SIZE  0x2
 #define NT_GB_DEV   0x4
 #define NT_GB_QUEUE 0x8
+#define NT_GB_HOST  0x10	/* the initiator host: its hostnqn, the same in both hosts' files */
+#define NT_GB_SUBSYS 0x20	/* the subsystem: its subsysnqn */
+#define NT_GB_NS    0x40	/* the namespace: its nsid */
+/* keys that need the headers' controllers (live reads them every interval) */
+#define NT_GB_CTRL_KEYS (NT_GB_QUEUE | NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS)
 
 struct nt_config {
 	enum nt_cmd cmd;

@@ -87,7 +87,9 @@ static int take_row(void *ctx, const struct nt_row *w)
 	struct html *h = ctx;
 	struct ntbpf_rec r = { .op = w->op, .bytes = w->bytes, .role = w->role, .dev = w->dev, .flags = w->flags,
 			       .ctrl = w->ctrl, .qid = w->qid, .status = w->status };
-	int gi = nt_report_group_index(h->rep, &r), t;
+	/* the report read the same files in the same order: its header of the row's file */
+	const struct nt_header *hdr = w->file < h->rep->nins ? &h->rep->ins[w->file].hdr : NULL;
+	int gi = nt_report_group_index(h->rep, &r, hdr), t;
 	struct gdata *d;
 
 	if (gi < 0 || gi >= h->ng)

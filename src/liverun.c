@@ -141,6 +141,9 @@ static void refresh_queues(const struct nt_probes *pr, struct nt_header *h)
 	}
 	if (nt_probes_queues(pr, h) < 0)
 		fprintf(stderr, "ntbpf live: warning: out of memory reading the queues\n");
+	/* controllers connected since the start: their NQNs and namespaces (--group-by host, subsys, ns) */
+	if (h->role == NTBPF_ROLE_INITIATOR)
+		nt_sys_nvme_names("", h);
 }
 
 struct live_state {
@@ -178,9 +181,9 @@ static void print_tick(const struct tick_src *k, double secs, uint64_t lost)
 	/* a reconnect gave a controller a new cntlid: the peer's records pair by it */
 	if (!k->kernel_agg && k->hdr->role == NTBPF_ROLE_INITIATOR)
 		nt_probes_cntlid_changes(k->pr, k->hdr);
-	if (k->cfg->group_by & NT_GB_QUEUE)
+	if (k->cfg->group_by & NT_GB_CTRL_KEYS)
 		refresh_queues(k->pr, k->hdr);
-	if ((k->cfg->group_by & NT_GB_QUEUE) || k->hdr->ncchanges != nc) {
+	if ((k->cfg->group_by & NT_GB_CTRL_KEYS) || k->hdr->ncchanges != nc) {
 		k->local->hdr = *k->hdr;
 		nt_live_set_local(k->st->l, k->hdr);
 	}
@@ -243,7 +246,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
 				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
 				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records,
-				    .kh_by_queue = !!(cfg->group_by & NT_GB_QUEUE) };
+				    /* host, subsys and ns are named by the queue's controller */
+				    .kh_by_queue = !!(cfg->group_by & NT_GB_CTRL_KEYS) };
 	struct kh_state *kh = NULL;
 	struct nt_report_opts ko;
 	struct nt_input local = { .path = "live" };

@@ -34,6 +34,7 @@
 #define NT_MX_REQ 8192			/* request head, bytes */
 #define NT_MX_TIMEOUT_MS 5000		/* a connection's whole life */
 #define NT_MX_MAX_SERIES 4096		/* label sets kept (each holds ~340 buckets) */
+#define NT_MX_KEY_VALUES 32		/* values of the host, subsys and ns labels each; more: "other" */
 
 /*
  * ---- bucket bounds: from 0.95 us, x1.05 until past 10 s, each rounded down
@@ -83,12 +84,14 @@ const uint64_t *nt_metrics_bounds_ns(size_t *n)
 /* ---- state ---- */
 
 struct series {
-	char labels[384];	/* stage="...",op="...",... (escaped) */
+	char labels[1024];	/* stage="...",op="...",... (escaped; host and subsys NQNs cut at 120 bytes) */
 	bool hist;		/* a latency histogram, else an I/O counter */
 	uint64_t count;		/* I/Os, or values in the histogram */
 	double sum;		/* seconds */
 	uint64_t *b;		/* nbounds + 1 (the last: +Inf), not cumulative */
 };
+
+static void esc(char *dst, size_t len, const char *src);
 
 struct nt_metrics {
 	pthread_mutex_t mu;
@@ -100,7 +103,30 @@ struct nt_metrics {
 	int hooks;
 	uint64_t intervals;
 	bool full;		/* NT_MX_MAX_SERIES reached: new label sets dropped */
+	/* --group-by host, subsys, ns: the label values given out, at most NT_MX_KEY_VALUES each; then "other" */
+	int nkv[NT_KEY_KINDS];
+	char kv[NT_KEY_KINDS][NT_MX_KEY_VALUES][128];
 };
+
+/* a host, subsys or ns label value (escaped), bounded over the endpoint's life: the first ones, then "other" */
+static void key_value(struct nt_metrics *m, enum nt_key_kind kind, const char *name, char *dst, size_t len)
+{
+	char cut[121];
+	int i;
+
+	snprintf(cut, sizeof(cut), "%s", name);
+	for (i = 0; i < m->nkv[kind]; i++)
+		if (!strcmp(m->kv[kind][i], cut))
+			break;
+	if (i == m->nkv[kind]) {
+		if (i == NT_MX_KEY_VALUES || !strcmp(cut, "other")) {
+			snprintf(dst, len, "other");
+			return;
+		}
+		snprintf(m->kv[kind][m->nkv[kind]++], sizeof(m->kv[kind][0]), "%s", cut);
+	}
+	esc(dst, len, cut);
+}
 
 struct nt_metrics *nt_metrics_new(const char *role)
 {
@@ -206,6 +232,28 @@ static void add_hist(struct series *s, const struct nt_hist *h)
 	s->sum += h->sum / 1e9;
 }
 
+/* --group-by host, subsys, ns: ',host="...",subsys="...",ns="..."' for the keys grouped by */
+static void metric_keys(struct nt_metrics *m, const struct nt_report *rep, const struct nt_group *g, char *dst,
+			size_t len)
+{
+	static const char *const label[NT_KEY_KINDS] = { "host", "subsys", "ns" };
+	const unsigned int bit[NT_KEY_KINDS] = { NT_GB_HOST, NT_GB_SUBSYS, NT_GB_NS };
+	const uint16_t idx[NT_KEY_KINDS] = { g->host, g->subsys, g->ns };
+	size_t o = 0;
+
+	dst[0] = 0;
+	for (int k = 0; k < NT_KEY_KINDS; k++) {
+		char v[256];
+
+		if (!(rep->o->group_by & bit[k]))
+			continue;
+		key_value(m, (enum nt_key_kind)k, nt_report_key_name(rep, (enum nt_key_kind)k, idx[k]), v, sizeof(v));
+		o += (size_t)snprintf(dst + o, o < len ? len - o : 0, ",%s=\"%s\"", label[k], v);
+		if (o >= len)
+			break;
+	}
+}
+
 int nt_metrics_add(struct nt_metrics *m, const struct nt_report *rep)
 {
 	int rc = 0;
@@ -214,7 +262,7 @@ int nt_metrics_add(struct nt_metrics *m, const struct nt_report *rep)
 	m->intervals++;
 	for (int gi = 0; gi < rep->ngroups; gi++) {
 		const struct nt_group *g = &rep->groups[gi];
-		char dev[64], edev[160], erole[40], base[256], labels[384];
+		char dev[64], edev[160], erole[40], base[960], labels[1024], keys[640] = "";
 		struct series *s;
 
 		if (!g->count)
@@ -222,8 +270,9 @@ int nt_metrics_add(struct nt_metrics *m, const struct nt_report *rep)
 		nt_report_dev_name(rep, g->dev_role, g->dev, dev, sizeof(dev));
 		esc(edev, sizeof(edev), (rep->o->group_by & NT_GB_DEV) ? dev : "all");
 		esc(erole, sizeof(erole), m->role);
-		snprintf(base, sizeof(base), "op=\"%s\",size=\"%u\",device=\"%s\",role=\"%s\"",
-			 g->op == 0xff ? "all" : nt_op_name(g->op), g->size, edev, erole);
+		metric_keys(m, rep, g, keys, sizeof(keys));
+		snprintf(base, sizeof(base), "op=\"%s\",size=\"%u\",device=\"%s\",role=\"%s\"%s",
+			 g->op == 0xff ? "all" : nt_op_name(g->op), g->size, edev, erole, keys);
 		if ((s = series_get(m, base, false)))
 			s->count += g->count;
 		else

@@ -803,7 +803,7 @@ static void nt_probes_forget(struct nt_probes *p, uint64_t mono_now)
 }
 
 /* one queue of the BPF side's table into the header: under its controller (added if the header lacks it) */
-static int queue_to_header(int role, const struct qstate *q, struct nt_header *h)
+static int queue_to_header(int role, const struct qstate *q, struct nt_header *h, const struct bpf_map *tnqns)
 {
 	struct nt_ctrl_info *c = NULL;
 	struct nt_queue_info *qi;
@@ -822,6 +822,16 @@ static int queue_to_header(int role, const struct qstate *q, struct nt_header *h
 		c->instance = role == NTBPF_ROLE_INITIATOR ? q->ctrl : -1;
 		c->cntlid = role == NTBPF_ROLE_INITIATOR ? 0 : q->ctrl;
 		snprintf(c->transport, sizeof(c->transport), "tcp");
+	}
+	if (role == NTBPF_ROLE_TARGET && !c->hostnqn[0] && tnqns) {
+		struct nt_tnqn t;
+		__u16 cntlid = q->ctrl;
+
+		/* the kernel's strings: cut at the field's end here, escaped wherever printed */
+		if (!bpf_map__lookup_elem(tnqns, &cntlid, sizeof(cntlid), &t, sizeof(t), 0)) {
+			snprintf(c->hostnqn, sizeof(c->hostnqn), "%.*s", (int)sizeof(t.hostnqn), t.hostnqn);
+			snprintf(c->subsysnqn, sizeof(c->subsysnqn), "%.*s", (int)sizeof(t.subsysnqn), t.subsysnqn);
+		}
 	}
 	qi = nt_ctrl_add_queue(c);
 	if (!qi)
@@ -863,7 +873,7 @@ int nt_probes_queues(const struct nt_probes *p, struct nt_header *h)
 
 	for (unsigned int i = 0; b && i < sizeof(b->qslots) / sizeof(b->qslots[0]); i++)
 		if (b->qslots[i].key && b->qslots[i].s.family) {
-			if (queue_to_header(p->role, &b->qslots[i].s, h))
+			if (queue_to_header(p->role, &b->qslots[i].s, h, p->skel->maps.tnqns))
 				return -1;
 			n++;
 		}
@@ -873,7 +883,7 @@ int nt_probes_queues(const struct nt_probes *p, struct nt_header *h)
 		key = next;
 		if (bpf_map__lookup_elem(p->skel->maps.queues, &key, sizeof(key), &q, sizeof(q), 0) || !q.family)
 			continue;
-		if (queue_to_header(p->role, &q, h))
+		if (queue_to_header(p->role, &q, h, p->skel->maps.tnqns))
 			return -1;
 		n++;
 	}

@@ -54,6 +54,8 @@ struct nt_queue_info {
 	int32_t tx_queue;	/* sk_tx_queue_mapping: NIC TX queue of the connection, -1 unknown */
 };
 
+#define NT_CTRL_NS 16
+
 struct nt_ctrl_info {
 	int32_t instance;	/* nvmeN on the initiator, -1 on the target */
 	uint16_t cntlid;
@@ -63,6 +65,11 @@ struct nt_ctrl_info {
 	char address[160];	/* "traddr=...,trsvcid=...,src_addr=..." as in sysfs */
 	uint32_t nqueues;
 	struct nt_queue_info *queues;	/* owned by the header */
+	uint32_t nns;			/* initiator: the controller's namespaces (sysfs), the first NT_CTRL_NS */
+	struct nt_ctrl_ns {
+		uint32_t dev;		/* its block device, dev_t as records hold it (major << 20 | minor) */
+		uint32_t nsid;
+	} ns[NT_CTRL_NS];
 };
 
 /*

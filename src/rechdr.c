@@ -430,6 +430,12 @@ static void enc_ctrl(struct buf *b, const struct nt_ctrl_info *c)
 	buf_u32(b, c->queues ? c->nqueues : 0);
 	for (i = 0; c->queues && i < c->nqueues; i++)
 		buf_u32(b, (uint32_t)c->queues[i].tx_queue);
+	/* and then the controller's namespaces: block device and nsid */
+	buf_u32(b, c->nns < NT_CTRL_NS ? c->nns : NT_CTRL_NS);
+	for (i = 0; i < c->nns && i < NT_CTRL_NS; i++) {
+		buf_u32(b, c->ns[i].dev);
+		buf_u32(b, c->ns[i].nsid);
+	}
 	tlv_end(b, at);
 }
 
@@ -595,6 +601,22 @@ static int dec_ctrl(struct nt_header *h, struct cur *v, uint32_t *nqueues)
 
 		for (i = 0; i < ntx && i < c->nqueues && v->len >= 4; i++)
 			c->queues[i].tx_queue = (int32_t)cur_u32(v);
+		/* a count past what it read leaves the rest unread: the namespaces cannot follow */
+		if (i < ntx)
+			return 0;
+	}
+	/* appended after those: the namespaces (a file without them: none, the nsid "unknown") */
+	if (!v->bad && v->len >= 4) {
+		uint32_t nns = cur_u32(v);
+
+		for (i = 0; i < nns && v->len >= 8; i++) {
+			uint32_t dev = cur_u32(v), nsid = cur_u32(v);
+
+			if (c->nns < NT_CTRL_NS) {
+				c->ns[c->nns].dev = dev;
+				c->ns[c->nns++].nsid = nsid;
+			}
+		}
 	}
 	return 0;
 }

@@ -95,11 +95,157 @@ void nt_fmt_wall(uint64_t ns, char *buf, size_t len)
 
 /* ---- grouping ---- */
 
+/* ---- hosts, subsystems, namespaces (--group-by host, subsys, ns) ---- */
+
+const struct nt_ctrl_info *nt_ctrl_of(const struct nt_header *h, uint8_t role, uint8_t flags, uint16_t r_ctrl)
+{
+	if (!h)
+		return NULL;
+	if (role == NTBPF_ROLE_TARGET) {
+		for (uint32_t k = 0; k < h->nctrls; k++)
+			if (h->ctrls[k].instance < 0 && h->ctrls[k].cntlid == r_ctrl)
+				return &h->ctrls[k];
+		return NULL;
+	}
+	return (flags & NTBPF_F_NVME) ? nt_header_ctrl(h, r_ctrl) : NULL;
+}
+
+uint32_t nt_nsid_of(const struct nt_header *h, uint8_t role, uint8_t flags, uint16_t r_ctrl, uint32_t dev)
+{
+	const struct nt_ctrl_info *c;
+
+	if (role == NTBPF_ROLE_TARGET)
+		return dev;
+	c = nt_ctrl_of(h, role, flags, r_ctrl);
+	for (uint32_t i = 0; c && i < c->nns && i < NT_CTRL_NS; i++)
+		if (c->ns[i].dev == dev)
+			return c->ns[i].nsid;
+	return 0;
+}
+
+#define KCACHE 64	/* a power of two */
+
+struct nt_keynames {
+	int n[NT_KEY_KINDS];
+	char name[NT_KEY_KINDS][NT_KEY_NAMES][256];	/* index i + 1 is name[i] */
+	/* a controller's host and subsystem indexes, by (header, role, record's ctrl): direct-mapped */
+	struct kcache {
+		const struct nt_header *h;
+		uint16_t ctrl, host, subsys;
+		uint8_t role;
+	} cache[KCACHE];
+	uint32_t last_nsid;	/* ns_key's last answer (0: none), an I/O's namespace mostly being its neighbour's */
+	uint16_t last_ns;
+};
+
+/* s's index among the names of kind (added if new and there is room): NT_KEY_UNKNOWN for "" */
+static uint16_t key_intern(struct nt_keynames *kn, enum nt_key_kind kind, const char *s)
+{
+	int i;
+
+	if (!kn || !*s)
+		return NT_KEY_UNKNOWN;
+	for (i = 0; i < kn->n[kind]; i++)
+		if (!strcmp(kn->name[kind][i], s))
+			return (uint16_t)(i + 1);
+	if (i == NT_KEY_NAMES)
+		return NT_KEY_OTHER;
+	snprintf(kn->name[kind][i], sizeof(kn->name[kind][i]), "%s", s);
+	kn->n[kind]++;
+	return (uint16_t)(i + 1);
+}
+
+uint16_t nt_report_key_add(struct nt_report *rep, enum nt_key_kind kind, const char *name)
+{
+	return key_intern(rep->names, kind, name);
+}
+
+const char *nt_report_key_name(const struct nt_report *rep, enum nt_key_kind kind, uint16_t idx)
+{
+	if (idx == NT_KEY_OTHER)
+		return "other";
+	if (idx == NT_KEY_UNKNOWN || !rep->names || idx > rep->names->n[kind])
+		return "unknown";
+	return rep->names->name[kind][idx - 1];
+}
+
+const char *nt_report_host_hostname(const struct nt_report *rep, uint16_t idx)
+{
+	const char *nqn = nt_report_key_name(rep, NT_KEY_HOST, idx);
+
+	if (idx == NT_KEY_UNKNOWN || idx == NT_KEY_OTHER)
+		return "";
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		if (h->role != NTBPF_ROLE_INITIATOR)
+			continue;
+		for (uint32_t k = 0; k < h->nctrls; k++)
+			if (!strcmp(h->ctrls[k].hostnqn, nqn))
+				return h->hostname;
+	}
+	return "";
+}
+
+/* r's host and subsystem (names' indexes) from its file's header h */
+static void ctrl_keys(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h,
+		      uint16_t *host, uint16_t *subsys)
+{
+	struct nt_keynames *kn = rep->names;
+	const struct nt_ctrl_info *c;
+	struct kcache *e;
+
+	*host = *subsys = NT_KEY_UNKNOWN;
+	if (!kn || !h || (r->role != NTBPF_ROLE_TARGET && !(r->flags & NTBPF_F_NVME)))
+		return;
+	e = &kn->cache[r->ctrl & (KCACHE - 1)];
+	if (e->h != h || e->role != r->role || e->ctrl != r->ctrl) {
+		c = nt_ctrl_of(h, r->role, r->flags, r->ctrl);
+		e->h = h;
+		e->role = r->role;
+		e->ctrl = r->ctrl;
+		e->host = c ? key_intern(kn, NT_KEY_HOST, c->hostnqn) : NT_KEY_UNKNOWN;
+		e->subsys = c ? key_intern(kn, NT_KEY_SUBSYS, c->subsysnqn) : NT_KEY_UNKNOWN;
+	}
+	*host = e->host;
+	*subsys = e->subsys;
+}
+
+static uint16_t ns_key(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
+{
+	uint32_t nsid = nt_nsid_of(h, r->role, r->flags, r->ctrl, r->dev);
+	char buf[16];
+
+	if (!nsid || !rep->names || (r->role != NTBPF_ROLE_TARGET && !(r->flags & NTBPF_F_NVME)))
+		return NT_KEY_UNKNOWN;
+	if (nsid != rep->names->last_nsid) {
+		snprintf(buf, sizeof(buf), "%u", nsid);
+		rep->names->last_ns = key_intern(rep->names, NT_KEY_NS, buf);
+		rep->names->last_nsid = nsid;
+	}
+	return rep->names->last_ns;
+}
+
+/* the header of the file whose records hold r; else (live) the first input of r's role; or NULL */
+static const struct nt_header *hdr_of(const struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].recs && r >= rep->ins[i].recs && r < rep->ins[i].recs + rep->ins[i].n)
+			return &rep->ins[i].hdr;
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].hdr.role == r->role)
+			return &rep->ins[i].hdr;
+	return NULL;
+}
+
+/* ---- grouping ---- */
+
 /* what a group is keyed on (struct nt_group is large: never build one per record) */
 struct gkey {
 	uint32_t size, dev;
 	int dev_role;
 	uint16_t ctrl, qid, status;
+	uint16_t host, subsys, ns;
 	uint8_t op;
 	bool has_queue, status_nvme;
 };
@@ -108,13 +254,25 @@ static bool same_group(const struct nt_group *g, const struct gkey *k)
 {
 	return g->op == k->op && g->size == k->size && g->dev_role == k->dev_role && g->dev == k->dev &&
 	       g->has_queue == k->has_queue && g->ctrl == k->ctrl && g->qid == k->qid && g->status == k->status &&
-	       g->status_nvme == k->status_nvme;
+	       g->status_nvme == k->status_nvme && g->host == k->host && g->subsys == k->subsys && g->ns == k->ns;
 }
 
-static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, struct gkey *k)
+/* h: the header of r's file (host, subsys, ns), or NULL */
+static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h,
+		   struct gkey *k)
 {
 	unsigned int gb = rep->o->group_by;
 	struct gkey key = { .op = 0xff };
+
+	if (gb & (NT_GB_HOST | NT_GB_SUBSYS)) {
+		uint16_t host, subsys;
+
+		ctrl_keys(rep, r, h, &host, &subsys);
+		key.host = (gb & NT_GB_HOST) ? host : NT_KEY_UNKNOWN;
+		key.subsys = (gb & NT_GB_SUBSYS) ? subsys : NT_KEY_UNKNOWN;
+	}
+	if (gb & NT_GB_NS)
+		key.ns = ns_key(rep, r, h);
 
 	if (gb & NT_GB_OP)
 		key.op = r->op;
@@ -139,24 +297,24 @@ static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, struc
 	*k = key;
 }
 
-int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r)
+int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
 {
 	struct gkey key;
 
-	key_of(rep, r, &key);
+	key_of(rep, r, h, &key);
 	for (int i = 0; i < rep->ngroups; i++)
 		if (same_group(&rep->groups[i], &key))
 			return i;
 	return -1;
 }
 
-static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r)
+static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
 {
 	struct nt_group *g;
 	struct gkey key;
 	int i, c = r->role & 3;
 
-	key_of(rep, r, &key);
+	key_of(rep, r, h, &key);
 	/* each side's records come in runs of the same group (the sides alternate): try its last one first */
 	if (rep->last_group[c] < rep->ngroups && same_group(&rep->groups[rep->last_group[c]], &key))
 		return &rep->groups[rep->last_group[c]];
@@ -181,6 +339,9 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 	g->qid = key.qid;
 	g->status = key.status;
 	g->status_nvme = key.status_nvme;
+	g->host = key.host;
+	g->subsys = key.subsys;
+	g->ns = key.ns;
 	g->first_ns = UINT64_MAX;
 	for (i = 0; i < NT_ST_NR; i++)
 		nt_hist_init(&g->h[i]);
@@ -199,7 +360,7 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 	struct ntbpf_rec r = { .role = k->role, .op = k->op, .bytes = k->bytes, .dev = k->dev,
 			       .flags = k->queue && !blk_failed ? NTBPF_F_NVME : 0, .ctrl = k->ctrl, .qid = k->qid,
 			       .status = k->status };
-	struct nt_group *g = group_for(rep, &r);
+	struct nt_group *g = group_for(rep, &r, hdr_of(rep, &r));
 	uint64_t seen = 0;
 
 	if (!g)
@@ -283,14 +444,14 @@ static bool in_window(const struct nt_report *rep, int64_t t)
  * now (its group is final); a target's goes there if it stays unmatched
  * (add_pair), from what its summary's .io carries.
  */
-static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, uint8_t role, bool group, struct nt_sum *s,
-		     uint64_t to_wall)
+static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
+		     bool group, struct nt_sum *s, uint64_t to_wall)
 {
 	struct nt_group *g = NULL;
 
 	s->tag = NO_GROUP;
 	if (group) {
-		g = group_for(rep, r);
+		g = group_for(rep, r, h);
 		if (!g)
 			return -1;
 		s->tag = (uint32_t)(g - rep->groups);
@@ -395,9 +556,9 @@ int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const str
 {
 	struct nt_sum si, st;
 
-	if (init && summarize(rep, init, NTBPF_ROLE_INITIATOR, true, &si, to_wall_of(rep, init)))
+	if (init && summarize(rep, init, hdr_of(rep, init), NTBPF_ROLE_INITIATOR, true, &si, to_wall_of(rep, init)))
 		return -1;
-	if (tgt && summarize(rep, tgt, NTBPF_ROLE_TARGET, !init, &st, to_wall_of(rep, tgt)))
+	if (tgt && summarize(rep, tgt, hdr_of(rep, tgt), NTBPF_ROLE_TARGET, !init, &st, to_wall_of(rep, tgt)))
 		return -1;
 	if (!init && !tgt)
 		return 0;
@@ -416,6 +577,12 @@ static int group_cmp(const void *a, const void *b)
 		return x->dev_role < y->dev_role ? -1 : 1;
 	if (x->dev != y->dev)
 		return x->dev < y->dev ? -1 : 1;
+	if (x->host != y->host)
+		return x->host < y->host ? -1 : 1;
+	if (x->subsys != y->subsys)
+		return x->subsys < y->subsys ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
 	if (x->ctrl != y->ctrl)
 		return x->ctrl < y->ctrl ? -1 : 1;
 	if (x->qid != y->qid)
@@ -509,7 +676,7 @@ static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct
 	if (timed(rep))
 		((struct io_sum *)pay)->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
 	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
-	return summarize(rep, r, role, true, pay, nt_wall_offset(h));
+	return summarize(rep, r, h, role, true, pay, nt_wall_offset(h));
 }
 
 /* one I/O of a file report: into its group, unless it started outside --since/--until (counted) */
@@ -894,6 +1061,8 @@ void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins
 	rep->o = o;
 	rep->ins = ins;
 	rep->nins = nins;
+	if (o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS))
+		rep->names = calloc(1, sizeof(*rep->names));	/* NULL: every I/O's host is "unknown" */
 }
 
 void nt_report_finish(struct nt_report *rep)
@@ -923,12 +1092,16 @@ void nt_report_clear_groups(struct nt_report *rep)
 	rep->groups = NULL;
 	rep->ngroups = 0;
 	rep->stages_seen = 0;
+	/* live: the headers' controllers are read anew each interval */
+	if (rep->names)
+		memset(rep->names->cache, 0, sizeof(rep->names->cache));
 }
 
 void nt_report_free(struct nt_report *rep)
 {
 	nt_report_clear_groups(rep);
 	nt_match_free(&rep->m);
+	free(rep->names);
 	memset(rep, 0, sizeof(*rep));
 }
 
@@ -1355,6 +1528,30 @@ static void print_log2_text(FILE *out, const char *name, const struct nt_hist *h
 	}
 }
 
+/* --group-by host, subsys, ns: " host=NQN (hostname) subsys=NQN ns=1", names from files escaped */
+static void print_keys_text(FILE *out, const struct nt_report *rep, const struct nt_group *g)
+{
+	unsigned int gb = rep->o->group_by;
+
+	if (gb & NT_GB_HOST) {
+		const char *hn = nt_report_host_hostname(rep, g->host);
+
+		fputs(" host=", out);
+		nt_put_term(out, nt_report_key_name(rep, NT_KEY_HOST, g->host));
+		if (*hn) {
+			fputs(" (", out);
+			nt_put_term(out, hn);
+			fputc(')', out);
+		}
+	}
+	if (gb & NT_GB_SUBSYS) {
+		fputs(" subsys=", out);
+		nt_put_term(out, nt_report_key_name(rep, NT_KEY_SUBSYS, g->subsys));
+	}
+	if (gb & NT_GB_NS)
+		fprintf(out, " ns=%s", nt_report_key_name(rep, NT_KEY_NS, g->ns));
+}
+
 /* one group's table; secs > 0 adds IOPS (live intervals) */
 static void print_group_text(FILE *out, const struct nt_report *rep, const struct nt_group *g, double secs)
 {
@@ -1372,6 +1569,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	queue_name(g, q, sizeof(q));
 	if (o->group_by & NT_GB_QUEUE)
 		fprintf(out, " queue=%s", q);
+	print_keys_text(out, rep, g);
 	if (g->status) {
 		const char *sname = nt_status_name(g->status, g->status_nvme);
 
@@ -1554,6 +1752,40 @@ static void json_str(FILE *out, const char *s)
 	nt_put_json(out, s);
 }
 
+/* a key's name, or null where it is unknown */
+static void json_key(FILE *out, const char *field, const char *name, bool known)
+{
+	fprintf(out, ", \"%s\": ", field);
+	if (known)
+		json_str(out, name);
+	else
+		fputs("null", out);
+}
+
+/* --group-by host, subsys, ns: "host" (hostnqn), "hostname", "subsys", "ns" (a number); null unknown */
+static void print_keys_json(FILE *out, const struct nt_report *rep, const struct nt_group *g)
+{
+	unsigned int gb = rep->o->group_by;
+
+	if (gb & NT_GB_HOST) {
+		const char *hn = nt_report_host_hostname(rep, g->host);
+
+		json_key(out, "host", nt_report_key_name(rep, NT_KEY_HOST, g->host), g->host != NT_KEY_UNKNOWN);
+		json_key(out, "hostname", hn, *hn);
+	}
+	if (gb & NT_GB_SUBSYS)
+		json_key(out, "subsys", nt_report_key_name(rep, NT_KEY_SUBSYS, g->subsys), g->subsys != NT_KEY_UNKNOWN);
+	if (gb & NT_GB_NS) {
+		fputs(", \"ns\": ", out);
+		if (g->ns == NT_KEY_UNKNOWN)
+			fputs("null", out);
+		else if (g->ns == NT_KEY_OTHER)
+			fputs("\"other\"", out);
+		else
+			fputs(nt_report_key_name(rep, NT_KEY_NS, g->ns), out);	/* digits only */
+	}
+}
+
 /* the "groups" array's members; secs > 0 adds "iops" (live intervals) */
 /* the groups as a JSON array's elements: laid out on lines (report), or on one line (live) */
 static void print_groups_json(FILE *out, const struct nt_report *rep, double secs, bool one_line)
@@ -1607,6 +1839,7 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 					fprintf(out, ", \"%sdepth_mean\": null, \"%sdepth_max\": null", k ? "target_" : "",
 						k ? "target_" : "");
 		}
+		print_keys_json(out, rep, g);
 		fprintf(out, ", \"count\": %" PRIu64, g->count);
 		nt_status_label(g->status, g->status_nvme, q, sizeof(q));
 		fprintf(out, ", \"status\": \"%s\"", q);
@@ -1836,7 +2069,32 @@ static void csv_header(FILE *out, const struct nt_report_opts *o, bool timed)
 	/* --group-by queue's facts, empty elsewhere */
 	fprintf(out, ",io_cpu,local,remote,rx_queue,depth_mean,depth_max,target_depth_mean,target_depth_max");
 	/* added later still: at the end */
-	fprintf(out, ",tx_queue\n");
+	fprintf(out, ",tx_queue");
+	/* --group-by host, subsys or ns: their columns, at the end */
+	if (o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS))
+		fprintf(out, ",host,hostname,subsys,ns");
+	fputc('\n', out);
+}
+
+/* --group-by host, subsys or ns: a row's host,hostname,subsys,ns (empty: not grouped by it, or unknown) */
+static void csv_keys(FILE *out, const struct nt_report *rep, const struct nt_group *g)
+{
+	unsigned int gb = rep->o->group_by;
+
+	if (!(gb & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS)))
+		return;
+	fputc(',', out);
+	if ((gb & NT_GB_HOST) && g->host != NT_KEY_UNKNOWN)
+		nt_put_csv(out, nt_report_key_name(rep, NT_KEY_HOST, g->host));
+	fputc(',', out);
+	if (gb & NT_GB_HOST)
+		nt_put_csv(out, nt_report_host_hostname(rep, g->host));
+	fputc(',', out);
+	if ((gb & NT_GB_SUBSYS) && g->subsys != NT_KEY_UNKNOWN)
+		nt_put_csv(out, nt_report_key_name(rep, NT_KEY_SUBSYS, g->subsys));
+	fputc(',', out);
+	if ((gb & NT_GB_NS) && g->ns != NT_KEY_UNKNOWN)
+		nt_put_csv(out, nt_report_key_name(rep, NT_KEY_NS, g->ns));
 }
 
 /* a row's queue columns (empty but for --group-by queue), and its end */
@@ -1845,7 +2103,9 @@ static void csv_queue(FILE *out, const struct nt_report *rep, const struct nt_gr
 	struct qfacts f;
 
 	if (!(rep->o->group_by & NT_GB_QUEUE) || !g->has_queue) {
-		fputs(",,,,,,,,,\n", out);
+		fputs(",,,,,,,,,", out);
+		csv_keys(out, rep, g);
+		fputc('\n', out);
 		return;
 	}
 	qfacts_of(rep, g, &f);
@@ -1867,6 +2127,7 @@ static void csv_queue(FILE *out, const struct nt_report *rep, const struct nt_gr
 	fputc(',', out);
 	if (f.tx_queue >= 0)
 		fprintf(out, "%d", f.tx_queue);
+	csv_keys(out, rep, g);
 	fputc('\n', out);
 }
 

@@ -30,6 +30,8 @@ struct nt_group {
 	uint32_t dev;
 	uint16_t ctrl, qid;
 	bool has_queue;
+	/* --group-by host, subsys, ns: indexes into the report's names (NT_KEY_UNKNOWN, NT_KEY_OTHER) */
+	uint16_t host, subsys, ns;
 	uint16_t status;		/* NVMe status (or blk_status_t): its I/Os failed; 0 succeeded */
 	bool status_nvme;		/* status is an NVMe status (else the block layer's) */
 	uint64_t count;
@@ -54,6 +56,19 @@ struct nt_group {
 
 struct nt_report;
 struct nt_interval_info;
+
+/*
+ * --group-by host, subsys, ns: the names a report has seen, each kind
+ * bounded (metrics' label sets too): the first NT_KEY_NAMES distinct ones
+ * get their own groups, the rest fold into "other".  A host is its hostnqn
+ * (the same in the initiator's and the target's files), a subsystem its
+ * subsysnqn, a namespace its nsid; what a file does not say is "unknown".
+ */
+#define NT_KEY_NAMES 64
+#define NT_KEY_UNKNOWN 0
+#define NT_KEY_OTHER 0xffff
+enum nt_key_kind { NT_KEY_HOST, NT_KEY_SUBSYS, NT_KEY_NS, NT_KEY_KINDS };
+struct nt_keynames;
 
 struct nt_report_opts {
 	const char *version;	/* ntbpf_version printed in JSON */
@@ -96,6 +111,7 @@ struct nt_report {
 	int last_group[4];		/* group_for's one-entry cache (index) per role (& 3) */
 	struct nt_group *groups;
 	struct nt_matching m;
+	struct nt_keynames *names;	/* --group-by host, subsys, ns (owned; NULL: all "unknown") */
 };
 
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
@@ -142,8 +158,22 @@ void nt_report_print_head(FILE *out, const struct nt_report *rep);
 void nt_report_print_group(FILE *out, const struct nt_report *rep, int gi);
 /* the header's facts about a queue group's queue (its host's headers), or NULL */
 const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, const struct nt_group *g);
-/* the group an I/O (its initiator's record, or its target's alone) went to, or -1 */
-int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r);
+/* the group an I/O (its initiator's record, or its target's alone; h: its file's header, or NULL) went to, or -1 */
+int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h);
+/* a group's host, subsystem or namespace as printed: the NQN, the nsid, "unknown" or "other" */
+const char *nt_report_key_name(const struct nt_report *rep, enum nt_key_kind kind, uint16_t idx);
+/* name's index among the report's names of kind (added if new: NT_KEY_OTHER when they are full) */
+uint16_t nt_report_key_add(struct nt_report *rep, enum nt_key_kind kind, const char *name);
+/* the hostname of a host (hostnqn) where an initiator's file among the inputs says it, else "" */
+const char *nt_report_host_hostname(const struct nt_report *rep, uint16_t idx);
+/*
+ * The controller a record of a file with header h belongs to (initiator: nvme
+ * instance r_ctrl of an NVMe record; target: cntlid r_ctrl), or NULL; and the
+ * namespace id of a record (target: its dev; initiator: its disk's nsid as
+ * the controller lists it), 0 unknown.
+ */
+const struct nt_ctrl_info *nt_ctrl_of(const struct nt_header *h, uint8_t role, uint8_t flags, uint16_t r_ctrl);
+uint32_t nt_nsid_of(const struct nt_header *h, uint8_t role, uint8_t flags, uint16_t r_ctrl, uint32_t dev);
 void nt_report_free(struct nt_report *rep);
 
 const char *nt_op_name(uint8_t op);

@@ -316,7 +316,21 @@ static void print_header(struct script *sc)
 	fputs("time,host,target_host,device,op,size,lba,qid,cid,status,match", sc->out);
 	for (int s = 0; s < NT_ST_NR; s++)
 		fprintf(sc->out, ",%s_ns", nt_stage_name(s));
-	fputc('\n', sc->out);
+	/* added later: at the end */
+	fputs(",hostnqn,subsysnqn,nsid\n", sc->out);
+}
+
+/* a row's initiator host (hostnqn), subsystem and namespace from its file's controller: "" and 0 unknown */
+static void row_keys(const struct script *sc, const struct nt_row *w, const char **host, const char **subsys,
+		     uint32_t *nsid)
+{
+	const struct nt_header *h = &sc->ins[w->file].hdr;
+	const struct nt_ctrl_info *c = nt_ctrl_of(h, w->role, w->flags, w->ctrl);
+
+	*host = c ? c->hostnqn : "";
+	*subsys = c ? c->subsysnqn : "";
+	*nsid = (w->role == NTBPF_ROLE_TARGET || (w->flags & NTBPF_F_NVME))
+			? nt_nsid_of(h, w->role, w->flags, w->ctrl, w->dev) : 0;
 }
 
 static void print_row(struct script *sc, const struct nt_row *w)
@@ -325,6 +339,8 @@ static void print_row(struct script *sc, const struct nt_row *w)
 	bool csv = sc->fmt == NT_FMT_CSV, nvme = w->flags & NTBPF_F_NVME;
 	char t[48], dev[64], status[32];
 	const char *thost = w->tfile != UINT16_MAX ? sc->ins[w->tfile].hdr.hostname : "";
+	const char *hostnqn, *subsysnqn;
+	uint32_t nsid;
 
 	if (w->time < sc->last)
 		sc->late++;
@@ -333,6 +349,7 @@ static void print_row(struct script *sc, const struct nt_row *w)
 	nt_fmt_wall(w->time, t, sizeof(t));
 	nt_dev_name_in(sc->ins, sc->n, w->role, w->dev, dev, sizeof(dev));
 	nt_status_label(w->status, w->status_nvme, status, sizeof(status));
+	row_keys(sc, w, &hostnqn, &subsysnqn, &nsid);
 	if (csv) {
 		fprintf(out, "%s,", t);
 		nt_put_csv(out, sc->ins[w->file].hdr.hostname);
@@ -351,6 +368,13 @@ static void print_row(struct script *sc, const struct nt_row *w)
 				fprintf(out, ",%u", w->vals[s]);
 			else
 				fputc(',', out);
+		fputc(',', out);
+		nt_put_csv(out, hostnqn);
+		fputc(',', out);
+		nt_put_csv(out, subsysnqn);
+		fputc(',', out);
+		if (nsid)
+			fprintf(out, "%u", nsid);
 		fputc('\n', out);
 		return;
 	}
@@ -374,6 +398,11 @@ static void print_row(struct script *sc, const struct nt_row *w)
 			fprintf(out, ", \"%s_ns\": %u", nt_stage_name(s), w->vals[s]);
 		else
 			fprintf(out, ", \"%s_ns\": null", nt_stage_name(s));
+	fputs(", \"hostnqn\": ", out);
+	*hostnqn ? nt_put_json(out, hostnqn) : (void)fputs("null", out);
+	fputs(", \"subsysnqn\": ", out);
+	*subsysnqn ? nt_put_json(out, subsysnqn) : (void)fputs("null", out);
+	nsid ? fprintf(out, ", \"nsid\": %u", nsid) : fputs(", \"nsid\": null", out);
 	fputs("}\n", out);
 }
 

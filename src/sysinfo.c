@@ -224,6 +224,60 @@ void nt_sys_identity(struct nt_header *h, int argc, char **argv)
 	snprintf(h->ntbpf_version, sizeof(h->ntbpf_version), "%s", NTBPF_VERSION);
 }
 
+/* controller c's namespaces: the block devices under its sysfs directory (nvmeXnY, or nvmeXcYnZ with multipath) */
+static void ctrl_namespaces(const char *cdir, struct nt_ctrl_info *c)
+{
+	char path[1024], buf[64];
+	struct dirent *e;
+	DIR *d = opendir(cdir);
+
+	if (!d)
+		return;
+	c->nns = 0;
+	while ((e = readdir(d)) && c->nns < NT_CTRL_NS) {
+		unsigned int maj, min;
+		unsigned long nsid;
+		char *end;
+
+		if (strncmp(e->d_name, "nvme", 4) || !strchr(e->d_name + 4, 'n'))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/nsid", cdir, e->d_name);
+		if (read_line(path, buf, sizeof(buf)))
+			continue;
+		nsid = strtoul(buf, &end, 10);
+		if (end == buf || !nsid || nsid > UINT32_MAX)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/dev", cdir, e->d_name);
+		if (read_line(path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
+			continue;
+		c->ns[c->nns].dev = (maj & 0xfff) << 20 | (min & 0xfffff);	/* the kernel's dev_t, as records hold it */
+		c->ns[c->nns++].nsid = (uint32_t)nsid;
+	}
+	closedir(d);
+}
+
+void nt_sys_nvme_names(const char *root, struct nt_header *h)
+{
+	char dir[512], path[768];
+
+	for (uint32_t i = 0; i < h->nctrls; i++) {
+		struct nt_ctrl_info *c = &h->ctrls[i];
+
+		if (c->instance < 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/sys/class/nvme/nvme%d", root, c->instance);
+		if (!c->hostnqn[0]) {
+			snprintf(path, sizeof(path), "%s/hostnqn", dir);
+			read_line(path, c->hostnqn, sizeof(c->hostnqn));
+		}
+		if (!c->subsysnqn[0]) {
+			snprintf(path, sizeof(path), "%s/subsysnqn", dir);
+			read_line(path, c->subsysnqn, sizeof(c->subsysnqn));
+		}
+		ctrl_namespaces(dir, c);
+	}
+}
+
 int nt_sys_nvme_ctrls(const char *root, struct nt_header *h)
 {
 	char dir[512], path[768], buf[256];
@@ -259,6 +313,8 @@ int nt_sys_nvme_ctrls(const char *root, struct nt_header *h)
 		read_line(path, c->hostnqn, sizeof(c->hostnqn));
 		snprintf(path, sizeof(path), "%s/%s/address", dir, e->d_name);
 		read_line(path, c->address, sizeof(c->address));
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		ctrl_namespaces(path, c);
 		n++;
 	}
 	closedir(d);

@@ -66,6 +66,12 @@ void nt_sys_identity(struct nt_header *h, int argc, char **argv);
 /* NVMe over TCP controllers of this host from <root>/sys/class/nvme (initiator) */
 int nt_sys_nvme_ctrls(const char *root, struct nt_header *h);
 /*
+ * Initiator, at the end of a recording: each controller's hostnqn and
+ * subsysnqn where the header lacks them (connected after the start), and its
+ * namespaces (block device, nsid) read anew from sysfs under root.
+ */
+void nt_sys_nvme_names(const char *root, struct nt_header *h);
+/*
  * The initiator's I/O queues no recorded I/O went to: qid 1 .. queue_count - 1 (sysfs queue_count
  * counts the admin queue) of each controller in h with an instance, added with nothing known
  * (io_cpu and rx_queue -1, no connection) and each controller's queues sorted by qid: a report

@@ -981,13 +981,58 @@ def finding(d, kind, present=True):
     return got[0]["evidence"] if got else f"not found (findings: {kinds})"
 
 
+def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
+    """--hosts2: one initiator guest as two hosts (two host NQNs, one namespace, a fio job each,
+    their qids and command ids the same).  report --group-by host counts each host's own fio job:
+    exactly from the initiator's file (its hostnqn from sysfs), within tgt_tol from the target's
+    file alone (the hostnqn read from nvmet), and with both files each host's I/Os pair with its
+    own target records (ntbpf script's rows: matched >= min_matched of its fio job)."""
+    hosts = {}
+    with open(os.path.join(d, "hosts.txt")) as f:
+        for line in f:
+            if line.split():
+                dev, nqn = line.split()[:2]
+                hosts[dev] = nqn
+    want = {}
+    for j in load(d, "fio.json")["jobs"]:
+        assert j["jobname"] in hosts, f"fio job {j['jobname']} is no disk of hosts.txt {hosts}"
+        want[hosts[j["jobname"]]] = sum(j[op]["total_ios"] for op in ("read", "write", "trim", "sync") if op in j)
+    assert len(want) == 2, f"want two hosts, hosts.txt and fio say {want}"
+
+    def per_host(rep):
+        n = {}
+        for g in rep.get("groups", []):
+            n[g.get("host")] = n.get(g.get("host"), 0) + g["count"]
+        return n
+
+    ini = per_host(_report(d, "--group-by", "host", files=[os.path.join(d, "initiator.ntbpf")]))
+    tgt = per_host(_report(d, "--group-by", "host", files=[os.path.join(d, "target.ntbpf")]))
+    both = _report(d, "--group-by", "host")
+    assert None not in ini and None not in tgt, f"I/Os of an unknown host: initiator {ini}, target {tgt}"
+    matched = {}
+    for r in _script_rows(d):
+        if r.get("match") == "both":
+            matched[r.get("hostnqn")] = matched.get(r.get("hostnqn"), 0) + 1
+    msg = []
+    for nqn, n in want.items():
+        assert ini.get(nqn) == n, f"host {nqn}: initiator's group {ini.get(nqn)} != its fio job's {n}"
+        assert abs(tgt.get(nqn, 0) - n) <= tgt_tol * n, f"host {nqn}: target's group {tgt.get(nqn)} vs fio {n}"
+        assert matched.get(nqn, 0) >= min_matched * n, f"host {nqn}: {matched.get(nqn, 0)} of {n} I/Os matched"
+        names = {g.get("hostname") for g in both["groups"] if g.get("host") == nqn}
+        assert len(names) == 1 and None not in names, f"host {nqn}: hostnames {names} in the report of both files"
+        msg.append(f"{nqn.rsplit(':', 1)[-1][:8]}: fio {n}, initiator {ini[nqn]}, target {tgt.get(nqn)}, "
+                   f"matched {matched.get(nqn, 0)}")
+    return "; ".join(msg)
+
+
 CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, record_failed_status, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
-                                  finding, live_queues, windows_detached, rotated_parts, record_log_says)}
+                                  finding, live_queues, windows_detached, rotated_parts, record_log_says,
+                                  host_groups_equal_fio)}
 
 
 def run_checks(d, checks, out=sys.stdout):

@@ -37,6 +37,8 @@ REFUSALS = [
     (["--test-skip-end", "0", "--out", "/nonexistent"], "--test-skip-end wants a number of runs (1-999999)"),
     (["--reset-at", "x", "--out", "/nonexistent"], "--reset-at wants seconds (e.g. 1.5)"),
     (["--reset-at", "1", "--live", "--out", "/nonexistent"], "--reset-at works with one fio under record only"),
+    (["--hosts2", "--subsys2-delay", "5ms", "--out", "/nonexistent"],
+     "--hosts2 works with one fio under record, on one subsystem"),
     (["--target-dev", "ram", "--out", "/nonexistent"], "--target-dev must be nullb or brd"),
     (["--target-dev", "brd", "--device-delay", "1ms", "--out", "/nonexistent"],
      "--device-delay, --device-depth, --write-cache and --subsys2-delay are null_blk's"),
@@ -397,6 +399,13 @@ SCENARIOS = [
                                           "low_us": 4500, "high_us": 6500}),
                         ("device_stage", {"device": "nvme0n1", "stage": "target_subsystem", "pct": 90,
                                           "high_us": 2500})]},
+    # one target, two hosts (issue 33): the initiator guest connects twice under two host NQNs
+    # onto one namespace, 4k reads at QD1 from one and 128k writes at QD4 from the other; both
+    # controllers' queues have the same qids and command ids.  report --group-by host counts each
+    # host's own fio job from either file, and each host's I/Os pair with its own target records.
+    {"name": "one-6.12-two-hosts",
+     "args": ["--topology", "one", "--kernel", "6.12", "--hosts2", "--fio", QD1],
+     "checks": BASIC + [("host_groups_equal_fio", {})]},
     # sampling by a hash of each I/O: both hosts keep the same ~1/10 of the I/Os without talking
     {"name": "one-6.12-randread-sample10",
      "args": ["--topology", "one", "--kernel", "6.12", "--sample", "10", "--record-args", "--sample-by io",

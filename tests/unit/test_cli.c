@@ -147,6 +147,15 @@ static void test_report(void **state)
 	assert_true(cfg.pair_window == 0);	/* the default: NT_PAIR_WINDOW_NS */
 	assert_false(cfg.hist);
 	nt_config_free(&cfg);
+	/* issue 33: the initiator host (hostnqn), the subsystem, the namespace; on live too */
+	assert_int_equal(parse("ntbpf report --group-by host,subsys,ns f", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.group_by, NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS);
+	nt_config_free(&cfg);
+	assert_int_equal(parse("ntbpf live --group-by op,host", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.group_by, NT_GB_OP | NT_GB_HOST);
+	nt_config_free(&cfg);
+	assert_bad("ntbpf report --group-by hostname f", "bad --group-by key 'hostname' (want op, size, dev, queue, "
+						       "host, subsys, ns or none)");
 	assert_int_equal(parse("ntbpf report --hist f", &cfg, err, sizeof(err)), 0);
 	assert_true(cfg.hist);
 	nt_config_free(&cfg);
@@ -248,7 +257,7 @@ static void test_not_silently_dropped(void **state)
 		memset(buf, 0, sizeof(buf));
 		assert_int_equal(nt_cli_parse(5, argv, &cfg, e), -1);
 		fclose(e);
-		assert_non_null(strstr(buf, "ntbpf report: --group-by needs a key (op, size, dev, queue, or none"));
+		assert_non_null(strstr(buf, "ntbpf report: --group-by needs a key (op, size, dev, queue, host, subsys, ns, or none"));
 	}
 	assert_bad("ntbpf report --group-by , f", "--group-by needs a key");
 	assert_bad("ntbpf report --hist --format csv f", "--hist is not shown in --format csv (text, json, html show it)");

@@ -346,6 +346,61 @@ static void test_label_escaping(void **state)
 	onegroup_free(&x);
 }
 
+/*
+ * --group-by host,ns: the host and ns labels, escaped (a hostnqn is a file's
+ * string), and bounded: past NT_MX_KEY_VALUES (32) distinct hosts the rest
+ * share host="other", whatever the report holds.
+ */
+static void test_host_labels(void **state)
+{
+	enum { NG = 40 };
+	struct nt_report_opts o = { .group_by = NT_GB_HOST | NT_GB_NS };
+	struct nt_metrics *m = nt_metrics_new("target");
+	struct nt_group *g = calloc(NG, sizeof(*g));
+	struct nt_report rep;
+	int hosts = 0, other = 0;
+	char *t;
+
+	assert_non_null(g);
+	nt_report_begin(&rep, NULL, 0, &o);
+	for (int i = 0; i < NG; i++) {
+		char nqn[64];
+
+		snprintf(nqn, sizeof(nqn), i ? "nqn.2014-08.org.nvmexpress:uuid:%04d" : "nqn.ev\"il\n%d", i);
+		g[i].host = nt_report_key_add(&rep, NT_KEY_HOST, nqn);
+		g[i].ns = nt_report_key_add(&rep, NT_KEY_NS, "7");
+		g[i].op = 0;
+		g[i].size = 4096;
+		g[i].count = 1;
+		g[i].used = true;
+		for (int s = 0; s < NT_ST_NR; s++)
+			nt_hist_init(&g[i].h[s]);
+	}
+	rep.groups = g;
+	rep.ngroups = NG;
+	assert_int_equal(nt_metrics_add(m, &rep), 0);
+	t = render(m, false);
+	assert_non_null(strstr(t, "host=\"nqn.ev\\\"il\\n0\",ns=\"7\""));
+	for (char *l = t; *l; l = strchr(l, '\n') + 1) {
+		assert_true(*l == '#' || !strncmp(l, "ntbpf_", 6));
+		if (!strncmp(l, "ntbpf_ios_total{", 16)) {
+			hosts++;
+			other += strstr(l, "host=\"other\"") && strstr(l, "} 8\n") == strchr(l, '}');
+		}
+	}
+	assert_int_equal(hosts, 33);	/* 32 hosts and "other" */
+	assert_int_equal(other, 1);	/* with the last 8 hosts' I/Os */
+	free(t);
+	nt_metrics_free(m);
+	rep.groups = NULL;
+	rep.ngroups = 0;
+	for (int i = 0; i < NG; i++)
+		for (int s = 0; s < NT_ST_NR; s++)
+			nt_hist_free(&g[i].h[s]);
+	free(g);
+	nt_report_free(&rep);
+}
+
 /* ---- HTTP ---- */
 
 static int http(struct nt_metrics *m, const char *req, char **resp)
@@ -486,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_render_formats),
 		cmocka_unit_test(test_on_interval),
 		cmocka_unit_test(test_label_escaping),
+		cmocka_unit_test(test_host_labels),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_loopback_only),
 		cmocka_unit_test(test_server),

@@ -177,6 +177,11 @@ static void header_full(struct nt_header *h)
 			q->rx_queue = j == 1 ? -1 : (int32_t)(j * 3);
 			q->tx_queue = j == 2 ? -1 : (int32_t)(j * 5 + 1);
 		}
+		c->nns = i == 2 ? 0 : 2 * i + 1;	/* namespaces: 1, 3, none (a target's) */
+		for (j = 0; j < c->nns; j++) {
+			c->ns[j].dev = (259u << 20) | (uint32_t)j;
+			c->ns[j].nsid = 0xfffffff0u + j;
+		}
 	}
 	/* controller 1 reconnected twice (added out of order: kept by time), and 0 once */
 	nt_header_add_cntlid_change(h, 1, 0xb002, 3000000000ull);
@@ -274,6 +279,11 @@ static void assert_header_equal(const struct nt_header *a, const struct nt_heade
 			assert_int_equal(p->dport, q->dport);
 			assert_int_equal(p->rx_queue, q->rx_queue);
 			assert_int_equal(p->tx_queue, q->tx_queue);
+		}
+		assert_int_equal(x->nns, y->nns);
+		for (j = 0; j < x->nns; j++) {
+			assert_int_equal(x->ns[j].dev, y->ns[j].dev);
+			assert_int_equal(x->ns[j].nsid, y->ns[j].nsid);
 		}
 	}
 }
@@ -1536,6 +1546,94 @@ static void test_unknown_tags_skipped(void **state)
 	nt_reader_close(rd);
 	nt_header_free(&h);
 	fclose(f);
+}
+
+/*
+ * A CTRL item as each writer made it: without the namespace list (before
+ * --group-by ns: none, the nsid unknown), with it, with it and bytes a later
+ * writer appended; more namespaces than a reader keeps (the first ones).
+ */
+static void check_ctrl_ns(uint32_t nns, bool later)
+{
+	static struct bb b;
+	struct nt_reader *rd;
+	struct nt_header h;
+	size_t at, plen_at;
+	char err[256];
+	FILE *f;
+
+	memcpy(b.b, "NTBPFREC", 8);
+	b.len = 8;
+	bb_le(&b, NT_FILE_VERSION, 2);
+	bb_le(&b, 0, 2);
+	plen_at = b.len;
+	bb_le(&b, 0, 4);
+	at = bb_item(&b, 3);	/* RECORD_LAYOUT, no field list */
+	bb_le(&b, 112, 4);
+	bb_le(&b, 16, 4);
+	bb_le(&b, 0, 4);
+	bb_end(&b, at);
+	at = bb_item(&b, 2);	/* ROLE */
+	bb_le(&b, NTBPF_ROLE_INITIATOR, 1);
+	bb_end(&b, at);
+	at = bb_item(&b, 12);	/* CTRL: nvme3, cntlid 7, one queue */
+	bb_le(&b, 3, 4);
+	bb_le(&b, 7, 2);
+	bb_str(&b, "tcp");
+	bb_str(&b, "nqn.sub");
+	bb_str(&b, "nqn.host");
+	bb_str(&b, "traddr=10.0.0.2");
+	bb_le(&b, 1, 4);
+	bb_le(&b, 1, 2);
+	bb_le(&b, 0, 4);
+	bb_str(&b, "10.0.0.1");
+	bb_le(&b, 40000, 2);
+	bb_str(&b, "10.0.0.2");
+	bb_le(&b, 4420, 2);
+	bb_le(&b, 1, 4);	/* nrx */
+	bb_le(&b, 2, 4);
+	bb_le(&b, 1, 4);	/* ntx */
+	bb_le(&b, 5, 4);
+	if (nns != UINT32_MAX) {
+		bb_le(&b, nns, 4);
+		for (uint32_t k = 0; k < nns; k++) {
+			bb_le(&b, (259u << 20) | k, 4);
+			bb_le(&b, k + 1, 4);
+		}
+	}
+	if (later)
+		bb_le(&b, 0x0102030405060708ull, 8);
+	bb_end(&b, at);
+	bb_end(&b, plen_at + 4);
+	bb_le(&b, crc32(0, b.b, b.len), 4);
+	bb_trailer(&b, 0, ST_NR);
+	f = rd_stream(b.b, b.len);
+	rd = nt_reader_open(f, &h, err, sizeof(err));
+	assert_non_null(rd);
+	assert_int_equal(h.nctrls, 1);
+	assert_string_equal(h.ctrls[0].hostnqn, "nqn.host");
+	assert_int_equal(h.ctrls[0].queues[0].tx_queue, 5);
+	if (nns == UINT32_MAX) {
+		assert_int_equal(h.ctrls[0].nns, 0);
+	} else {
+		assert_int_equal(h.ctrls[0].nns, nns < NT_CTRL_NS ? nns : NT_CTRL_NS);
+		for (uint32_t k = 0; k < h.ctrls[0].nns; k++) {
+			assert_int_equal(h.ctrls[0].ns[k].dev, (259u << 20) | k);
+			assert_int_equal(h.ctrls[0].ns[k].nsid, k + 1);
+		}
+	}
+	nt_reader_close(rd);
+	nt_header_free(&h);
+	fclose(f);
+}
+
+static void test_ctrl_namespaces(void **state)
+{
+	check_ctrl_ns(UINT32_MAX, false);	/* an older file */
+	check_ctrl_ns(0, false);
+	check_ctrl_ns(2, false);
+	check_ctrl_ns(2, true);
+	check_ctrl_ns(NT_CTRL_NS + 5, true);
 }
 
 /*
@@ -2873,6 +2971,7 @@ int main(void)
 		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_reserved_zero),
 		cmocka_unit_test(test_header_rewrite),
+		cmocka_unit_test(test_ctrl_namespaces),
 						cmocka_unit_test(test_decoder_fuzz),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_sampled_plan),

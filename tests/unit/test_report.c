@@ -1261,6 +1261,230 @@ static void test_empty_window(void **state)
 	scratch_rm(dir, names, 3);
 }
 
+/*
+ * One target, two initiator hosts (issue 33): both hosts' controllers are
+ * nvme0 with queues 1-4 and the same command ids at the same times (host B
+ * runs the first NB I/Os of host A's sequence); only the target's cntlid
+ * (1: A, 2: B) tells them apart.  --group-by host names each by its hostnqn,
+ * the same key from the initiators' files and the target's, with the
+ * hostname where an initiator's file says it.
+ */
+#define NQN_A "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001"
+#define NQN_B "nqn.2014-08.org.nvmexpress:uuid:bbbbbbbb-0000-0000-0000-000000000002"
+#define NQN_SUB "nqn.2024-01.io.ntbpf:lab"
+
+/* an initiator host's file: nvme0 (cntlid) of hostnqn nqn, nvme0n1 = nsid 1; its I/Os 0 .. n-1 */
+static void write_host(const char *dir, const char *name, const char *host, uint16_t cntlid, const char *nqn, int n)
+{
+	struct nt_trailer t = { .records = (uint64_t)n };
+	struct nt_ctrl_info *c;
+	struct nt_header h;
+
+	c = synth_header(&h, NTBPF_ROLE_INITIATOR);
+	snprintf(h.hostname, sizeof(h.hostname), "%s", host);
+	snprintf(h.boot_id, sizeof(h.boot_id), "%s", host);
+	c->cntlid = cntlid;
+	snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", nqn);
+	snprintf(c->subsysnqn, sizeof(c->subsysnqn), NQN_SUB);
+	c->nns = 1;
+	c->ns[0].dev = 259u << 20;	/* nvme0n1, the records' dev */
+	c->ns[0].nsid = 1;
+	write_synth(dir, name, &h, n, &t);
+}
+
+/* the target's file: cntlid 1 (A's na I/Os) and 2 (B's nb), with their NQNs unless nqns is false (an older file) */
+static void write_target(const char *dir, const char *name, int na, int nb, bool nqns)
+{
+	struct nt_trailer t = { .records = (uint64_t)(na + nb) };
+	struct nt_ctrl_info *c[2];
+	struct nt_header h;
+	struct nt_writer *w;
+	struct synth sy[2];
+	char path[256];
+	FILE *f;
+
+	c[0] = synth_header(&h, NTBPF_ROLE_TARGET);
+	c[1] = nt_header_add_ctrl(&h);
+	c[0] = &h.ctrls[0];	/* moved by the add */
+	assert_non_null(c[1]);
+	for (int k = 0; k < 2; k++) {
+		c[k]->instance = -1;
+		c[k]->cntlid = (uint16_t)(k + 1);
+		snprintf(c[k]->transport, sizeof(c[k]->transport), "tcp");
+		if (nqns) {
+			snprintf(c[k]->hostnqn, sizeof(c[k]->hostnqn), "%s", k ? NQN_B : NQN_A);
+			snprintf(c[k]->subsysnqn, sizeof(c[k]->subsysnqn), NQN_SUB);
+		}
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	w = nt_writer_open(f, &h);
+	assert_non_null(w);
+	synth_init(&sy[0]);
+	synth_init(&sy[1]);
+	for (int k = 0; k < na; k++)
+		for (int hst = 0; hst < 2; hst++) {
+			struct ntbpf_rec i, g;
+
+			if (hst && k >= nb)
+				continue;
+			synth_pair(&sy[hst], (uint64_t)k, &i, &g);
+			g.ctrl = (uint16_t)(hst + 1);	/* the same qid, cid and port: only the cntlid differs */
+			assert_int_equal(nt_writer_add(w, &g), 0);
+		}
+	assert_int_equal(nt_writer_close(w, &t), 0);
+	fclose(f);
+	nt_header_free(&h);
+}
+
+/* the count of the JSON group whose "host" is nqn ("null": unknown), or -1 */
+static long host_count(const char *json, const char *nqn)
+{
+	char want[256];
+	const char *p, *c;
+
+	if (!strcmp(nqn, "null"))
+		snprintf(want, sizeof(want), "\"host\": null");
+	else
+		snprintf(want, sizeof(want), "\"host\": \"%s\"", nqn);
+	p = strstr(json, want);
+	if (!p || strstr(p + 1, want))
+		return -1;	/* none, or two groups of one host */
+	c = strstr(p, "\"count\": ");
+	return c ? strtol(c + 9, NULL, 10) : -1;
+}
+
+static void test_group_by_host(void **state)
+{
+	static const char *const names[] = { "a.ntbpf", "b.ntbpf", "t.ntbpf", "old.ntbpf" };
+	enum { NA = 300, NB = 200 };
+	char *dir = scratch_dir(), *out;
+	int rc;
+
+	write_host(dir, "a.ntbpf", "host-a", 1, NQN_A, NA);
+	write_host(dir, "b.ntbpf", "host-b", 2, NQN_B, NB);
+	write_target(dir, "t.ntbpf", NA, NB, true);
+	write_target(dir, "old.ntbpf", NA, NB, false);
+
+	/* all files: every I/O pairs with its own host's target record, in its host's group */
+	out = report_cli(dir, "--format json --group-by host,subsys,ns a.ntbpf b.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"matched\": 500, \"unmatched\": {\"initiator\": 0, \"target\": 0}"));
+	assert_int_equal(host_count(out, NQN_A), NA);
+	assert_int_equal(host_count(out, NQN_B), NB);
+	assert_non_null(strstr(out, "\"host\": \"" NQN_A "\", \"hostname\": \"host-a\", \"subsys\": \"" NQN_SUB
+				    "\", \"ns\": 1, \"count\": 300"));
+	assert_non_null(strstr(out, "\"hostname\": \"host-b\""));
+	free(out);
+	/* the same in text, CSV and HTML */
+	out = report_cli(dir, "--group-by host a.ntbpf b.ntbpf t.ntbpf", &rc);
+	assert_non_null(strstr(out, " host=" NQN_A " (host-a) I/Os=300"));
+	assert_non_null(strstr(out, " host=" NQN_B " (host-b) I/Os=200"));
+	free(out);
+	out = report_cli(dir, "--format csv --group-by host,ns a.ntbpf b.ntbpf t.ntbpf", &rc);
+	assert_non_null(strstr(out, ",tx_queue,host,hostname,subsys,ns\n"));
+	assert_non_null(strstr(out, "," NQN_A ",host-a,,1\n"));
+	assert_non_null(strstr(out, "," NQN_B ",host-b,,1\n"));
+	free(out);
+	out = report_cli(dir, "--format html --group-by host a.ntbpf b.ntbpf t.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "host=" NQN_A " (host-a) I/Os=300"));
+	free(out);
+
+	/* the target's file alone: the hosts by the hostnqn it read; no hostname known */
+	out = report_cli(dir, "--format json --group-by host t.ntbpf", &rc);
+	assert_int_equal(host_count(out, NQN_A), NA);
+	assert_int_equal(host_count(out, NQN_B), NB);
+	assert_non_null(strstr(out, "\"hostname\": null"));
+	free(out);
+	/* one initiator's file alone */
+	out = report_cli(dir, "--format json --group-by host b.ntbpf", &rc);
+	assert_int_equal(host_count(out, NQN_B), NB);
+	assert_int_equal(host_count(out, NQN_A), -1);
+	free(out);
+	/* a target file without the NQNs (written before them): one group, "unknown" */
+	out = report_cli(dir, "--format json --group-by host,subsys old.ntbpf", &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(host_count(out, "null"), NA + NB);
+	assert_non_null(strstr(out, "\"subsys\": null"));
+	free(out);
+	out = report_cli(dir, "--group-by host old.ntbpf", &rc);
+	assert_non_null(strstr(out, " host=unknown I/Os=500"));
+	free(out);
+	scratch_rm(dir, names, 4);
+}
+
+/*
+ * The same two hosts in memory: nt_report_build (inputs loaded, as the
+ * equivalence test does) and live's way, nt_report_add with inputs that
+ * hold headers only (each record's host from the first header of its role).
+ */
+static void test_group_by_host_in_memory(void **state)
+{
+	static const char *const names[] = { "a.ntbpf", "b.ntbpf", "t.ntbpf" };
+	struct nt_report_opts o = { .group_by = NT_GB_HOST | NT_GB_NS, .npcts = 1, .pcts = { 50 } };
+	char *dir = scratch_dir(), err[256], path[512];
+	struct nt_input ins[3] = { 0 }, hdrs[1] = { 0 };
+	struct nt_report rep;
+	int found = 0;
+
+	write_host(dir, "a.ntbpf", "host-a", 1, NQN_A, 300);
+	write_host(dir, "b.ntbpf", "host-b", 2, NQN_B, 200);
+	write_target(dir, "t.ntbpf", 300, 200, true);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		assert_int_equal(nt_input_load(&ins[i], path, err, sizeof(err)), 0);
+	}
+	assert_int_equal(nt_report_build(&rep, ins, 3, &o), 0);
+	assert_int_equal(rep.matched, 500);
+	assert_int_equal(rep.ngroups, 2);
+	for (int g = 0; g < rep.ngroups; g++) {
+		const char *h = nt_report_key_name(&rep, NT_KEY_HOST, rep.groups[g].host);
+
+		assert_string_equal(nt_report_key_name(&rep, NT_KEY_NS, rep.groups[g].ns), "1");
+		if (!strcmp(h, NQN_A))
+			found += rep.groups[g].count == 300;
+		else if (!strcmp(h, NQN_B))
+			found += 2 * (rep.groups[g].count == 200);
+	}
+	assert_int_equal(found, 3);
+	nt_report_free(&rep);
+	/* live: the target's records, its header only */
+	hdrs[0].hdr = ins[2].hdr;
+	nt_report_begin(&rep, hdrs, 1, &o);
+	for (size_t k = 0; k < ins[2].n; k++)
+		assert_int_equal(nt_report_add(&rep, NULL, &ins[2].recs[k]), 0);
+	nt_report_finish(&rep);
+	assert_int_equal(rep.ngroups, 2);
+	assert_int_equal(rep.groups[0].count + rep.groups[1].count, 500);
+	assert_true(rep.groups[0].count == 300 || rep.groups[0].count == 200);
+	assert_true(rep.groups[0].host != rep.groups[1].host && rep.groups[0].host != NT_KEY_UNKNOWN &&
+		    rep.groups[1].host != NT_KEY_UNKNOWN);
+	nt_report_free(&rep);
+	/* live's in-kernel histograms (a group per queue: the key's ctrl and qid) into host groups */
+	nt_report_begin(&rep, hdrs, 1, &o);
+	for (uint16_t q = 1; q <= 4; q++)
+		for (uint16_t c = 1; c <= 2; c++) {
+			struct nt_kh_key k = { .dev = 1, .bytes = 4096, .role = NTBPF_ROLE_TARGET, .stage = NT_ST_NR,
+					       .queue = 1, .ctrl = c, .qid = q };
+
+			assert_int_equal(nt_report_add_kh(&rep, &k, NULL, c == 1 ? 10 : 3, 0), 0);
+		}
+	nt_report_finish(&rep);
+	assert_int_equal(rep.ngroups, 2);
+	for (int g = 0; g < 2; g++) {
+		const char *h = nt_report_key_name(&rep, NT_KEY_HOST, rep.groups[g].host);
+
+		assert_int_equal(rep.groups[g].count, !strcmp(h, NQN_A) ? 40 : 12);
+		assert_true(!strcmp(h, NQN_A) || !strcmp(h, NQN_B));
+	}
+	nt_report_free(&rep);
+	for (int i = 0; i < 3; i++)
+		nt_input_free(&ins[i]);
+	scratch_rm(dir, names, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1283,6 +1507,8 @@ int main(void)
 		cmocka_unit_test(test_percentile_labels),
 		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_empty_window),
+		cmocka_unit_test(test_group_by_host),
+		cmocka_unit_test(test_group_by_host_in_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

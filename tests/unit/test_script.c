@@ -163,8 +163,11 @@ static void test_csv_rows(void **state)
 		int n = fields(line, f, 64);
 
 		if (!nrow++) {
-			/* the header: fixed columns, then one per stage, from the stage table */
-			assert_int_equal(n, first_stage + NT_ST_NR);
+			/* the header: fixed columns, then one per stage, from the stage table, then the host keys */
+			assert_int_equal(n, first_stage + NT_ST_NR + 3);
+			assert_string_equal(f[first_stage + NT_ST_NR], "hostnqn");
+			assert_string_equal(f[first_stage + NT_ST_NR + 1], "subsysnqn");
+			assert_string_equal(f[first_stage + NT_ST_NR + 2], "nsid");
 			assert_string_equal(f[0], "time");
 			assert_string_equal(f[10], "match");
 			for (int s = 0; s < NT_ST_NR; s++) {
@@ -177,7 +180,7 @@ static void test_csv_rows(void **state)
 			}
 			continue;
 		}
-		assert_int_equal(n, first_stage + NT_ST_NR);
+		assert_int_equal(n, first_stage + NT_ST_NR + 3);
 		/* time order (RFC 3339 in UTC sorts as text) */
 		assert_int_equal(strlen(f[0]), 30);
 		assert_true(strcmp(last, f[0]) <= 0);
