@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * facts.c - what the running kernel offers, read once at start-up: which tracepoints exist
+ * (tracefs) and how many arguments they take (BTF), which functions are traceable (kallsyms,
+ * available_filter_functions) and which modules are loaded with BTF.  hooks.c decides from these
+ * facts which attach type each hook gets; `ntbpf probe --facts` prints them and tests replay them.
+ */
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>

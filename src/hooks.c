@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * hooks.c - the hook table (every event ntbpf stamps: the function or tracepoint, the roles that
+ * use it, its stand-in) and the choice per hook of an attach type (tp_btf, raw_tp, fentry/fexit,
+ * kprobe/kretprobe, or none) from the kernel's facts (facts.c).  Also the facts' text form
+ * (`probe --facts`, read back by the tests).  docs/stages.md lists the same hooks.
+ */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>

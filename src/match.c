@@ -1,4 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * match.c - pairing, as match.h describes it: keys (cntlid, qid, cid) and the queue's port, the
+ * clock offset estimated segment by segment from the data, and two engines that share them: one
+ * over items held in memory (nt_match_build, nt_match_items: script, live, report's fleets from
+ * standard input) and one streaming (nt_smatch_run, nt_smatch_fleet; struct sm: target records
+ * held in a ring until their initiator I/O comes or the window passes: report's files).
+ */
 #include <stdlib.h>
 #include <string.h>
 #include "match.h"

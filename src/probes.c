@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * probes.c - the BPF object's life: open, set autoload from the hook choices (hooks.c), load with
+ * the fallbacks a kernel asks for, attach one hook at a time (a hook that fails is reported and
+ * the others go on), deferred hooks, the ring buffer and per-CPU record maps, and the counters
+ * of what the programs lost or missed (written into the recording's header).
+ */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <arpa/inet.h>

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * stages.c - from a record's events to stage durations: the names and summaries of the stage table
+ * (include/ntbpf_stages.h), one host's stages (the fast path for the common event sets and the
+ * general one), and the ten ntprof stages of a matched pair (nt_stages_compute), which sum to
+ * end_to_end exactly.  docs/stages.md defines every stage by its two events.
+ */
 #include <string.h>
 #include "stages.h"
 

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sysinfo.c - the host as /sys and /proc show it: which block devices to trace and their
+ * completion counters (for not_run), the NVMe controllers and their namespaces, host and
+ * subsystem NQNs, idle queues, the host's identity for the header, capabilities and the
+ * version line.  Every file read is bounded; nothing here touches BPF.
+ */
 #include <dirent.h>
 #include <regex.h>
 #include <stdio.h>
