@@ -799,8 +799,17 @@ static __always_inline void tnqn_note(struct nvmet_ctrl *c, __u16 cntlid)
 	v = bpf_map_lookup_elem(&tnqns, &cntlid);
 	if (!v)
 		return;
-	BPF_CORE_READ_STR_INTO(&v->hostnqn, c, hostnqn);
-	BPF_CORE_READ_STR_INTO(&v->subsysnqn, c, subsysnqn);
+	if (bpf_core_field_exists(c->hostnqn))
+		BPF_CORE_READ_STR_INTO(&v->hostnqn, c, hostnqn);
+	/* 7.2's controller no longer copies the subsystem's NQN: read it from the subsystem */
+	if (bpf_core_field_exists(c->subsysnqn)) {
+		BPF_CORE_READ_STR_INTO(&v->subsysnqn, c, subsysnqn);
+	} else if (bpf_core_field_exists(c->subsys)) {
+		const char *nqn = BPF_CORE_READ(c, subsys, subsysnqn);
+
+		if (nqn)
+			bpf_core_read_str(v->subsysnqn, sizeof(v->subsysnqn), nqn);
+	}
 }
 
 /*
