@@ -981,6 +981,35 @@ def finding(d, kind, present=True):
     return got[0]["evidence"] if got else f"not found (findings: {kinds})"
 
 
+def nqns_named(d):
+    """--group-by host,subsys names the same (hostnqn, subsysnqn) from the target's file alone (read
+    from nvmet's controller and subsystem by the BPF side) as from the initiator's (sysfs), and
+    neither says unknown"""
+    def keys(f):
+        rep = _report(d, "--group-by", "host,subsys", files=[os.path.join(d, f)])
+        return sorted({(g.get("host"), g.get("subsys")) for g in rep.get("groups", [])})
+    ki, kt = keys("initiator.ntbpf"), keys("target.ntbpf")
+    assert ki and all("unknown" not in k for k in ki + kt), f"initiator {ki}, target {kt}"
+    assert ki == kt, f"initiator names {ki}, target names {kt}"
+    return f"host, subsys: {kt}"
+
+
+def time_shares(d, first, second, min_depth=0.0):
+    """ntbpf report --diagnose ranks where the time goes (docs/diagnose.md), whether a rule fires or
+    not: FIRST is the largest share of end_to_end, SECOND the next, and SECOND's evidence carries
+    the queue depth at least min_depth (the submission wait of many I/Os on one queue)"""
+    rep = _report(d, "--diagnose")
+    ts = rep.get("time_shares") or {}
+    st = ts.get("stages") or []
+    names = [x["stage"] for x in st]
+    assert names[:2] == [first, second], \
+        f"ranked {[(x['stage'], round(100 * x['share'], 1)) for x in st[:4]]}, want {first} then {second}"
+    depth = st[1].get("mean_depth", 0.0)
+    assert depth >= min_depth, f"{second}: mean depth {depth} < {min_depth}"
+    return (f"{first} {100 * st[0]['share']:.0f}% then {second} {100 * st[1]['share']:.0f}% (mean depth "
+            f"{depth:.1f}); closest rule: {ts.get('closest_rule')}; findings {[f['kind'] for f in rep['findings']]}")
+
+
 def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     """--hosts2: one initiator guest as two hosts (two host NQNs, one namespace, a fio job each,
     their qids and command ids the same).  report --group-by host counts each host's own fio job:

@@ -283,7 +283,7 @@ SCENARIOS = [
      "checks": [("fio_ok", {}), ("skipped_ends", {"every": 1000}), ("stages_sum_to_end_to_end", {}),
                 ("queues_listed", {"max_depth": 1})]},
     {"name": "two-6.1-randread-qd1",
-     "args": ["--topology", "two", "--kernel", "6.1", "--fio", QD1], "checks": BASIC + QD1_LAT},
+     "args": ["--topology", "two", "--kernel", "6.1", "--fio", QD1], "checks": BASIC + QD1_LAT + [("nqns_named", {})]},
     # a kernel that has bpf_rdonly_cast but refuses the program that calls it
     # (NTBPF_TEST_REFUSE_RC): the target falls back to nvmet_req_init's probe-read program
     {"name": "one-6.12-randread-qd1-rc-refused",
@@ -295,6 +295,14 @@ SCENARIOS = [
     {"name": "two-6.12-randread-netem-50ms",
      "args": ["--topology", "two", "--kernel", "6.12", "--netem-delay", "50ms", "--fio", QD1],
      "checks": BASIC + netem("two-6.12-randread-qd1", 1, 50000)},
+    # issue 30 item 5: 24 requests in flight on one queue across a 2 ms one-way delay.  --diagnose
+    # says where the time goes whether a rule fires or not: the network first, then the
+    # submission wait, with the queue's depth as its evidence
+    {"name": "two-6.12-qd24-one-queue-netem-2ms",
+     "args": ["--topology", "two", "--kernel", "6.12", "--queues", "1", "--netem-delay", "2ms",
+              "--fio", "rw=randread bs=4k iodepth=24 numjobs=1 runtime=4"],
+     "checks": BASIC + [("time_shares", {"first": "network_transmission", "second": "nvme_tcp_submission",
+                                         "min_depth": 8})]},
     # initiator_cpu: a real-time busy loop on the initiator's io_cpu (CPU 0; --cpu-hog: ~300
     # shell iterations busy, 1 ms asleep), fio on CPU 1: io_work waits for it to sleep, both to
     # send each command (nvme_tcp_submission) and to take each response (nstack_completion).
@@ -350,7 +358,8 @@ SCENARIOS = [
     # 7.2 (Debian unstable, split packaging, virtio built in): two hosts, and a 7.2 initiator
     # against a 6.1 target
     {"name": "two-7.2-randread-qd1",
-     "args": ["--topology", "two", "--kernel", "7.2", "--fio", QD1], "checks": BASIC + QD1_LAT},
+     # nqns_named: 7.2's nvmet_ctrl has no subsysnqn of its own (read from nvmet_subsys)
+     "args": ["--topology", "two", "--kernel", "7.2", "--fio", QD1], "checks": BASIC + QD1_LAT + [("nqns_named", {})]},
     {"name": "two-t6.1-i7.2-randrw-qd1",
      "args": ["--topology", "two", "--target-kernel", "6.1", "--initiator-kernel", "7.2",
               "--fio", "rw=randrw bs=4k iodepth=1 numjobs=1 runtime=4"],
