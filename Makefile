@@ -158,6 +158,7 @@ check: $(TESTS) $(OUTPUT)/ntbpf
 		echo "== $$t"; NTBPF_TESTDATA=tests/unit $$t || fail=1; \
 	done; echo "== tests/lab/test_sweep.py"; python3 tests/lab/test_sweep.py || fail=1; \
 	echo "== tests/lab/test_inject.py"; python3 tests/lab/test_inject.py || fail=1; \
+	echo "== tests/lab/test_scenarios.py"; python3 tests/lab/test_scenarios.py || fail=1; \
 	echo "== tests/docs/check_docs.py"; python3 tests/docs/check_docs.py $(OUTPUT)/ntbpf || fail=1; exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).

@@ -994,20 +994,21 @@ def nqns_named(d):
     return f"host, subsys: {kt}"
 
 
-def time_shares(d, first, second, min_depth=0.0):
+def time_shares(d, first, then, within=2, min_depth=0.0):
     """ntbpf report --diagnose ranks where the time goes (docs/diagnose.md), whether a rule fires or
-    not: FIRST is the largest share of end_to_end, SECOND the next, and SECOND's evidence carries
-    the queue depth at least min_depth (the submission wait of many I/Os on one queue)"""
+    not: FIRST is the largest share of end_to_end, THEN is among the `within` largest, and THEN's
+    entry carries the queue depth, at least min_depth (the submission wait of many I/Os on one
+    queue)"""
     rep = _report(d, "--diagnose")
     ts = rep.get("time_shares") or {}
     st = ts.get("stages") or []
     names = [x["stage"] for x in st]
-    assert names[:2] == [first, second], \
-        f"ranked {[(x['stage'], round(100 * x['share'], 1)) for x in st[:4]]}, want {first} then {second}"
-    depth = st[1].get("mean_depth", 0.0)
-    assert depth >= min_depth, f"{second}: mean depth {depth} < {min_depth}"
-    return (f"{first} {100 * st[0]['share']:.0f}% then {second} {100 * st[1]['share']:.0f}% (mean depth "
-            f"{depth:.1f}); closest rule: {ts.get('closest_rule')}; findings {[f['kind'] for f in rep['findings']]}")
+    ranked = [(x["stage"], round(100 * x["share"], 1)) for x in st[:4]]
+    assert names[:1] == [first], f"ranked {ranked}, want {first} first"
+    assert then in names[:within], f"ranked {ranked}, want {then} among the first {within}"
+    depth = st[names.index(then)].get("mean_depth", 0.0)
+    assert depth >= min_depth, f"{then}: mean depth {depth} < {min_depth}"
+    return f"ranked {ranked}; {then} at a mean depth of {depth:.1f}; findings {[f['kind'] for f in rep['findings']]}"
 
 
 def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
@@ -1061,7 +1062,7 @@ CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, f
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, record_failed_status, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
                                   finding, live_queues, windows_detached, rotated_parts, record_log_says,
-                                  host_groups_equal_fio)}
+                                  host_groups_equal_fio, nqns_named, time_shares)}
 
 
 def run_checks(d, checks, out=sys.stdout):

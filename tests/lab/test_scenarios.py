@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""tests/lab/test_scenarios.py (make check, no guest): every scenario of tests/lab/scenarios.py
+(SCENARIOS and EXTRA) names checks that tests/lab/check.py has (CHECKS), with parameters each
+check takes, so that a typo fails here and not 40 minutes into `make test`; names are unique."""
+import inspect, os, sys, unittest
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+import check  # noqa: E402
+import scenarios  # noqa: E402
+
+
+class Scenarios(unittest.TestCase):
+    def all(self):
+        return list(scenarios.SCENARIOS) + list(getattr(scenarios, "EXTRA", []))
+
+    def test_names_unique(self):
+        names = [s["name"] for s in self.all()]
+        self.assertEqual(len(names), len(set(names)), [n for n in names if names.count(n) > 1])
+
+    def test_checks_exist_with_their_parameters(self):
+        for s in self.all():
+            for name, params in s["checks"]:
+                with self.subTest(scenario=s["name"], check=name):
+                    self.assertIn(name, check.CHECKS, f"{s['name']}: no check {name} in check.py's CHECKS")
+                    sig = inspect.signature(check.CHECKS[name])
+                    args = [a for a in list(sig.parameters)[1:]   # the first is the run's directory
+                            if sig.parameters[a].kind not in (inspect.Parameter.VAR_KEYWORD,
+                                                              inspect.Parameter.VAR_POSITIONAL)]
+                    anykw = any(v.kind == inspect.Parameter.VAR_KEYWORD for v in sig.parameters.values())
+                    for p in params if not anykw else ():
+                        self.assertIn(p, args, f"{s['name']}: {name} takes no parameter {p} ({args})")
+                    missing = [a for a in args if sig.parameters[a].default is inspect.Parameter.empty
+                               and a not in params]
+                    self.assertFalse(missing, f"{s['name']}: {name} needs {missing}")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
