@@ -151,6 +151,7 @@ $(OUTPUT)/tests/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(wildcard tests
 
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 # tests/lab/test_sweep.py: the lab sweep's table and charts from fixture numbers (python, no guest).
+# tests/lab/test_inject.py, test_scenarios.py: known-answer sites agree; every scenario names real checks.
 # tests/docs/check_docs.py: --help, man/ntbpf.8.in, the README and docs/ agree (options, figures,
 # stages), the man pages render, every file docs/architecture.md names exists.
 check: $(TESTS) $(OUTPUT)/ntbpf
