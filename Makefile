@@ -253,10 +253,18 @@ $(OUTPUT)/man/ntbpf.8: man/ntbpf.8.in $(OUTPUT)/version.stamp | $(OUTPUT)/man
 	$(call msg,MAN,$@)
 	$(Q)sed 's/@VERSION@/$(VERSION)/' $< > $@
 
-# subcommand pages are made from --help, so the two never disagree
-$(OUTPUT)/man/ntbpf-%.8: $(OUTPUT)/ntbpf scripts/man-from-help | $(OUTPUT)/man
+# subcommand pages are made from --help, so the two never disagree; a cross build's from its own
+# static binary's --help under qemu-user (scripts/deps-arm64 installs qemu-user-static)
+ifdef CROSS_COMPILE
+HELP_BIN := $(OUTPUT)/ntbpf-help
+$(HELP_BIN): $(OUTPUT)/ntbpf-static
+	$(Q)printf '#!/bin/sh\nexec qemu-aarch64-static "$$(dirname "$$0")/ntbpf-static" "$$@"\n' > $@ && chmod +x $@
+else
+HELP_BIN := $(OUTPUT)/ntbpf
+endif
+$(OUTPUT)/man/ntbpf-%.8: $(HELP_BIN) scripts/man-from-help | $(OUTPUT)/man
 	$(call msg,MAN,$@)
-	$(Q)scripts/man-from-help $(OUTPUT)/ntbpf $* '$(VERSION)' '$(summary_$*)' > $@
+	$(Q)scripts/man-from-help $(HELP_BIN) $* '$(VERSION)' '$(summary_$*)' > $@
 
 man: $(MANPAGES)
 
@@ -289,7 +297,8 @@ $(DEB): $(OUTPUT)/ntbpf-static $(MANPAGES) contrib/bash-completion/ntbpf contrib
 	$(call msg,DEB,$@)
 	$(Q)rm -rf $(OUTPUT)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(CURDIR)/$(OUTPUT)/deb >/dev/null
 	$(Q)gzip -9n $(OUTPUT)/deb/usr/share/man/man8/*.8
-	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/deb/usr/sbin/ntbpf '$(DEB_VERSION)' $(DEB_ARCH) $(STATIC_PKGS)
+	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/deb/usr/sbin/ntbpf '$(DEB_VERSION)' $(DEB_ARCH) \
+		$(if $(CROSS_COMPILE),$(addsuffix :$(DEB_ARCH),$(STATIC_PKGS)),$(STATIC_PKGS))
 	$(Q)dpkg-deb --root-owner-group -Zxz --build $(OUTPUT)/deb $@ >/dev/null
 
 # the version this tree builds as, and its Debian form (tests/install/run checks both, in git and out)
