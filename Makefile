@@ -23,20 +23,24 @@ HOST_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 ARCH    := $(HOST_ARCH)
 ifneq ($(ARCH),$(HOST_ARCH))
 ifeq ($(ARCH),arm64)
+CROSS   := arm64
 CROSS_COMPILE ?= aarch64-linux-gnu-
 DEB_ARCH := arm64
 else
 $(error ARCH=$(ARCH): only arm64 is cross-built (from x86_64))
 endif
 OUTPUT  ?= .output/$(ARCH)
+ifneq ($(filter check test test-root test-lab test-install fuzz fuzz-ci fuzz-merge bench demo demo-exact lab-shell,$(MAKECMDGOALS)),)
+$(error make ARCH=$(ARCH) cross-builds (static, deb, all, vmlinux, deps): run the tests without ARCH= (tests/integration/arm64 runs the arm64 binary under qemu-user, tests/lab/run --arch arm64 in a guest))
+endif
 ifeq ($(origin CC),default)
 CC      := $(CROSS_COMPILE)gcc
 endif
 endif
 OUTPUT  ?= .output
 CC      ?= cc
-AR      := $(CROSS_COMPILE)ar
-NM      := $(CROSS_COMPILE)nm
+AR      := $(if $(CROSS),$(CROSS_COMPILE))ar
+NM      := $(if $(CROSS),$(CROSS_COMPILE))nm
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 # vmlinux.h of the target: vmlinux/vmlinux.h (x86_64), vmlinux/arm64/vmlinux.h
@@ -89,7 +93,7 @@ TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/t
 
 all: $(OUTPUT)/ntbpf
 
-$(OUTPUT) $(OUTPUT)/tests: | $(if $(CROSS_COMPILE),deps-$(ARCH))
+$(OUTPUT) $(OUTPUT)/tests: | $(if $(CROSS),deps-$(ARCH))
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) $(VMLINUX_DIR)/vmlinux.h | $(OUTPUT)
@@ -223,7 +227,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-install
 	$(Q)$(MAKE) --no-print-directory test-lab
 
-deps: $(if $(CROSS_COMPILE),deps-$(ARCH))
+deps: $(if $(CROSS),deps-$(ARCH))
 	$(Q)scripts/deps
 
 # the arm64 cross build's own packages (gcc-aarch64-linux-gnu, the :arm64 archives of STATIC_PKGS,
@@ -255,7 +259,7 @@ $(OUTPUT)/man/ntbpf.8: man/ntbpf.8.in $(OUTPUT)/version.stamp | $(OUTPUT)/man
 
 # subcommand pages are made from --help, so the two never disagree; a cross build's from its own
 # static binary's --help under qemu-user (scripts/deps-arm64 installs qemu-user-static)
-ifdef CROSS_COMPILE
+ifdef CROSS
 HELP_BIN := $(OUTPUT)/ntbpf-help
 $(HELP_BIN): $(OUTPUT)/ntbpf-static
 	$(Q)printf '#!/bin/sh\nexec qemu-aarch64-static "$$(dirname "$$0")/ntbpf-static" "$$@"\n' > $@ && chmod +x $@
@@ -298,7 +302,7 @@ $(DEB): $(OUTPUT)/ntbpf-static $(MANPAGES) contrib/bash-completion/ntbpf contrib
 	$(Q)rm -rf $(OUTPUT)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(CURDIR)/$(OUTPUT)/deb >/dev/null
 	$(Q)gzip -9n $(OUTPUT)/deb/usr/share/man/man8/*.8
 	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/deb/usr/sbin/ntbpf '$(DEB_VERSION)' $(DEB_ARCH) \
-		$(if $(CROSS_COMPILE),$(addsuffix :$(DEB_ARCH),$(STATIC_PKGS)),$(STATIC_PKGS))
+		$(if $(CROSS),$(addsuffix :$(DEB_ARCH),$(STATIC_PKGS)),$(STATIC_PKGS))
 	$(Q)dpkg-deb --root-owner-group -Zxz --build $(OUTPUT)/deb $@ >/dev/null
 
 # the version this tree builds as, and its Debian form (tests/install/run checks both, in git and out)
