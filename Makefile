@@ -13,13 +13,38 @@
 # make fuzz       libFuzzer over the record file reader (FUZZ_SECONDS=N, default 60; FUZZ_TARGET=report|http|facts|stream)
 # make fuzz-ci    each fuzz target FUZZ_CI_SECONDS (default 30) under ASan and UBSan (make test runs it)
 # make deps       install every Debian package needed (root)
+# make ARCH=arm64 static  cross-build .output/arm64/ntbpf-static for aarch64 (make ARCH=arm64 deb: its .deb);
+#                 installs its cross toolchain and :arm64 archives itself (scripts/deps-arm64, root)
 # V=1             show the commands
 
+# ARCH: the kernel's name of the target architecture (x86, arm64): the BPF programs' register layout
+# (-D__TARGET_ARCH_*), vmlinux.h, and, when it is not this machine's, a cross build in .output/ARCH
+HOST_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+ARCH    := $(HOST_ARCH)
+ifneq ($(ARCH),$(HOST_ARCH))
+ifeq ($(ARCH),arm64)
+CROSS   := arm64
+CROSS_COMPILE ?= aarch64-linux-gnu-
+DEB_ARCH := arm64
+else
+$(error ARCH=$(ARCH): only arm64 is cross-built (from x86_64))
+endif
+OUTPUT  ?= .output/$(ARCH)
+ifneq ($(filter check test test-root test-lab test-install fuzz fuzz-ci fuzz-merge bench demo demo-exact lab-shell,$(MAKECMDGOALS)),)
+$(error make ARCH=$(ARCH) cross-builds (static, deb, all, vmlinux, deps): run the tests without ARCH= (tests/integration/arm64 runs the arm64 binary under qemu-user, tests/lab/run --arch arm64 in a guest))
+endif
+ifeq ($(origin CC),default)
+CC      := $(CROSS_COMPILE)gcc
+endif
+endif
 OUTPUT  ?= .output
 CC      ?= cc
+AR      := $(if $(CROSS),$(CROSS_COMPILE))ar
+NM      := $(if $(CROSS),$(CROSS_COMPILE))nm
 CLANG   ?= clang
 BPFTOOL ?= bpftool
-ARCH    := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+# vmlinux.h of the target: vmlinux/vmlinux.h (x86_64), vmlinux/arm64/vmlinux.h
+VMLINUX_DIR := vmlinux$(if $(filter arm64,$(ARCH)),/arm64)
 # The release number: "git describe --tags" of a release tag (v0.4.0 -> 0.4.0,
 # 3 commits later 0.4.0-3-gHASH); before any tag BASE_VERSION-dev+gHASH;
 # "unknown" outside git (a tarball).  Releasing: docs/release.md.
@@ -34,8 +59,13 @@ VERSION   ?= $(if $(GIT_DESC),$(patsubst v%,%,$(GIT_DESC)),$(if $(GIT_HASH),$(BA
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Werror -std=gnu11 \
 	   -Iinclude -Isrc -I$(OUTPUT) -DNTBPF_VERSION='"$(VERSION)"'
+# aarch64: no fused multiply-add where the C has a multiply and an add (GCC contracts them by default),
+# so floating point rounds as on x86_64 and reports are byte-identical (tests/integration/arm64)
+ifeq ($(ARCH),arm64)
+CFLAGS  += -ffp-contract=off
+endif
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
-	   -Iinclude -Ivmlinux -Ibpf
+	   -Iinclude -I$(VMLINUX_DIR) -Ibpf
 LDLIBS  := -lbpf -lelf -lz -lcrypto
 
 ifeq ($(V),1)
@@ -57,16 +87,16 @@ CORE_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(CORE_SRCS))
 BPFU_OBJS := $(patsubst src/%.c,$(OUTPUT)/%.o,$(filter $(BPF_USER_SRCS),$(wildcard src/*.c)))
 TESTS     := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
-.PHONY: all static check test test-root test-lab test-install deps demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge fuzz-ci \
+.PHONY: all static check test test-root test-lab test-install deps deps-arm64 demo demo-exact bench clean lab-shell vmlinux fuzz fuzz-merge fuzz-ci \
 	man install uninstall deb print-version
 .DELETE_ON_ERROR:
 
 all: $(OUTPUT)/ntbpf
 
-$(OUTPUT) $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/tests: | $(if $(CROSS),deps-$(ARCH))
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) $(VMLINUX_DIR)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -88,7 +118,7 @@ $(BPFU_OBJS) $(OUTPUT)/main.o: $(SKELS)
 
 $(OUTPUT)/libntcore.a: $(CORE_OBJS)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@; ar rcs $@ $^
+	$(Q)rm -f $@; $(AR) rcs $@ $^
 
 $(OUTPUT)/ntbpf: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a
 	$(call msg,LINK,$@)
@@ -124,7 +154,7 @@ $(OUTPUT)/ntbpf-static: $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a $(OU
 	$(Q)$(CC) $(LDFLAGS) -static -o $@ $^ $(LDLIBS) -lzstd -lm -lpthread 2> $@.ld || { cat $@.ld >&2; exit 1; }
 	$(Q)if grep -v -e ': in function ' -e "$(STATIC_LD_OK)" $@.ld >&2; then \
 		echo "$@: a link warning not understood (Makefile, STATIC_LD_OK)" >&2; rm -f $@; exit 1; fi
-	$(Q)if nm -A -u $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a | grep -w -e getaddrinfo -e gethostbyname \
+	$(Q)if $(NM) -A -u $(OUTPUT)/main.o $(BPFU_OBJS) $(OUTPUT)/libntcore.a | grep -w -e getaddrinfo -e gethostbyname \
 		-e 'gethostbyname2\(_r\)\?' -e getnameinfo -e 'getpw[a-z_]*' -e 'getgr[a-z_]*' -e 'getserv[a-z_]*' -e iconv_open \
 		-e dlopen | grep -v '^$(OUTPUT)/libntcore.a:stream.o: *U getaddrinfo$$' >&2; then \
 		echo "$@: glibc's NSS, iconv or dlopen called other than by nt_resolve (src/stream.c)" >&2; rm -f $@; exit 1; fi
@@ -165,10 +195,12 @@ check: $(TESTS) $(OUTPUT)/ntbpf
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).
 # tests/integration/static: make static's binary alone in an empty root (chroot), and recording here.
+# tests/integration/arm64: make ARCH=arm64 static's binary (when built; it builds nothing) under
+# qemu-aarch64-static prints what the x86_64 one prints, byte for byte.
 test-root: all static $(OUTPUT)/bench-gen
 	$(Q)fail=0; tests/integration/run-all || fail=1; tests/integration/prometheus || fail=1; \
 		tests/integration/pipes || fail=1; tests/integration/html || fail=1; \
-		tests/integration/static || fail=1; exit $$fail
+		tests/integration/static || fail=1; tests/integration/arm64 || fail=1; exit $$fail
 
 # The lab's delay injector (tests/lab/inject/): known answers for every stage; never shipped.
 # Three objects from one source: with bpf_loop and preemption off during the wait
@@ -204,8 +236,13 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-install
 	$(Q)$(MAKE) --no-print-directory test-lab
 
-deps:
+deps: $(if $(CROSS),deps-$(ARCH))
 	$(Q)scripts/deps
+
+# the arm64 cross build's own packages (gcc-aarch64-linux-gnu, the :arm64 archives of STATIC_PKGS,
+# qemu-user-static for tests/integration/arm64): only make ARCH=arm64 asks for them
+deps-arm64:
+	$(Q)scripts/deps-arm64
 
 # ---- man pages, install, package ----
 
@@ -229,10 +266,18 @@ $(OUTPUT)/man/ntbpf.8: man/ntbpf.8.in $(OUTPUT)/version.stamp | $(OUTPUT)/man
 	$(call msg,MAN,$@)
 	$(Q)sed 's/@VERSION@/$(VERSION)/' $< > $@
 
-# subcommand pages are made from --help, so the two never disagree
-$(OUTPUT)/man/ntbpf-%.8: $(OUTPUT)/ntbpf scripts/man-from-help | $(OUTPUT)/man
+# subcommand pages are made from --help, so the two never disagree; a cross build's from its own
+# static binary's --help under qemu-user (scripts/deps-arm64 installs qemu-user-static)
+ifdef CROSS
+HELP_BIN := $(OUTPUT)/ntbpf-help
+$(HELP_BIN): $(OUTPUT)/ntbpf-static
+	$(Q)printf '#!/bin/sh\nexec qemu-aarch64-static "$$(dirname "$$0")/ntbpf-static" "$$@"\n' > $@ && chmod +x $@
+else
+HELP_BIN := $(OUTPUT)/ntbpf
+endif
+$(OUTPUT)/man/ntbpf-%.8: $(HELP_BIN) scripts/man-from-help | $(OUTPUT)/man
 	$(call msg,MAN,$@)
-	$(Q)scripts/man-from-help $(OUTPUT)/ntbpf $* '$(VERSION)' '$(summary_$*)' > $@
+	$(Q)scripts/man-from-help $(HELP_BIN) $* '$(VERSION)' '$(summary_$*)' > $@
 
 man: $(MANPAGES)
 
@@ -256,7 +301,7 @@ uninstall:
 
 # Debian package: 0.4.0-dev+gHASH -> 0.4.0~dev+gHASH (sorts before 0.4.0), 0.4.0-3-gHASH -> 0.4.0+3.gHASH
 DEB_VERSION := $(shell echo '$(VERSION)' | sed -e 's/-dev+/~dev+/' -e 's/-\([0-9]*\)-g/+\1.g/' -e 's/^unknown$$/0~unknown/')
-DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_ARCH    ?= $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB         := $(OUTPUT)/ntbpf_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 deb: $(DEB)
@@ -265,7 +310,8 @@ $(DEB): $(OUTPUT)/ntbpf-static $(MANPAGES) contrib/bash-completion/ntbpf contrib
 	$(call msg,DEB,$@)
 	$(Q)rm -rf $(OUTPUT)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(CURDIR)/$(OUTPUT)/deb >/dev/null
 	$(Q)gzip -9n $(OUTPUT)/deb/usr/share/man/man8/*.8
-	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/deb/usr/sbin/ntbpf '$(DEB_VERSION)' $(DEB_ARCH) $(STATIC_PKGS)
+	$(Q)scripts/deb-control $(OUTPUT)/deb $(OUTPUT)/deb/usr/sbin/ntbpf '$(DEB_VERSION)' $(DEB_ARCH) \
+		$(if $(CROSS),$(addsuffix :$(DEB_ARCH),$(STATIC_PKGS)),$(STATIC_PKGS))
 	$(Q)dpkg-deb --root-owner-group -Zxz --build $(OUTPUT)/deb $@ >/dev/null
 
 # the version this tree builds as, and its Debian form (tests/install/run checks both, in git and out)
@@ -369,7 +415,7 @@ fuzz-merge: $(OUTPUT)/fuzz-recfile
 
 # Regenerate vmlinux/vmlinux.h from the pinned Debian kernel package.
 vmlinux:
-	$(Q)vmlinux/gen
+	$(Q)vmlinux/gen $(if $(filter arm64,$(ARCH)),6.12-arm64)
 
 clean:
 	$(Q)rm -rf $(OUTPUT)

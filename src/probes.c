@@ -232,9 +232,9 @@ int nt_test_cost(void)
  * Records per CPU ring: NT_PCR_MAX_RECS, fewer where many CPUs would take
  * more than 16 MiB in all (a CPU that fills its ring uses the shared ring
  * buffer), at least 256; NTBPF_TEST_PCR_RECS (a power of two, 1 .. 8192)
- * sets it for the tests.
+ * sets it for the tests.  Used on x86 only (nt_probes_load): unused elsewhere.
  */
-static uint32_t pcr_recs_for(int ncpu)
+static __attribute__((unused)) uint32_t pcr_recs_for(int ncpu)
 {
 	const char *e = getenv("NTBPF_TEST_PCR_RECS");
 	uint32_t n = NT_PCR_MAX_RECS;
