@@ -199,6 +199,8 @@ def known_answers(kernel, extra=(), suffix="", exempt=None):
 # Debian 11's 5.10 measures four stages, all on the initiator (docs/stages.md, "Debian 11's 5.10":
 # no module BTF, so no target records and no cmd_sent): their sites only, 4k random reads at QD1.
 KA_5_10_STAGES = ("blk_submission", "nstack_completion", "nvme_tcp_completion", "blk_completion")
+# its reads' nstack_completion and nvme_tcp_completion take one of two pairs of modes (below)
+KA_5_10_MODES = [("read", ("nstack_completion", "nvme_tcp_completion"), 3.0)]
 
 
 def known_answers_initiator_only(kernel, stages):
@@ -208,8 +210,10 @@ def known_answers_initiator_only(kernel, stages):
     by the initiator, the stages present for every I/O.  Measured on 5.10 (2026-11-28): each
     stage moved by its delay to 0.11 us but once (nvme_tcp_completion +82.07 for 83.3).  Its
     reads' nstack_completion and nvme_tcp_completion p50 take one of two modes per phase, run to
-    run (4.92 + 5.79 or 6.51 + 4.48 us; not investigated): the check holds with either, 0.36 us
-    inside its bands at worst.  Reads only: with 128k writes mixed in (one run), every delayed
+    run (4.92 + 5.79 or 6.51 + 4.48 us; not investigated): the check held with either, 0.36 us
+    inside its bands at worst, until a CI run (2026-11-29) switched modes between phases:
+    nstack_completion +67.60 us at p50 for 69.1 in its own phase (the two modes 1.59 us apart).
+    Both stages: 3 us (KA_5_10_MODES; nstack_completion is a handoff, KA_HANDOFF).  Reads only: with 128k writes mixed in (one run), every delayed
     stage moved by its delay, but in the cleanup_cmd phase the writes' nstack_completion fell
     from 9.30 to 5.17 us (more than the 2 us allowed; not investigated)."""
     phases = [ph for ph in KA_PHASES_5_10 if ph[1] in stages]
@@ -224,7 +228,8 @@ def known_answers_initiator_only(kernel, stages):
                ("stages_as_documented", {"present": list(stages), "absent": []})]
     return {"name": f"one-{kernel}-icount-known-answers", "args": args,
             "checks": [("known_answers", {"every": KA_EVERY, "phases": phases, "ops": ["read"],
-                                          "stages": list(stages), "per_run": per_run})]}
+                                          "stages": list(stages), "per_run": per_run,
+                                          "exempt": KA_5_10_MODES})]}
 
 
 def detach_scenario(kind, detach_arg, what):
