@@ -843,18 +843,21 @@ struct sm {
 	unsigned char *ring, *dead;
 	uint64_t *rlo;			/* ... and their starts */
 	uint64_t rhead, rtail, rcap;
-	int64_t h;			/* no search looks below it (target clock; only moves forward) */
-	/* initiator items read: ib[ph, in) not paired yet; the segment being formed is [sf, sc...) */
+	int64_t tfloor;			/* no search looks below it (target clock; only moves forward) */
+	/*
+	 * initiator items read: ib[ipend, iread) not paired yet; the segment being
+	 * formed starts at seg_from, its end searched from seg_scan on
+	 */
 	struct nt_mitem *ib;
 	unsigned char *ipay;
-	size_t ph, sf, sc, in, icap;
+	size_t ipend, seg_from, seg_scan, iread, icap;
 	bool i_eof, t_eof;
 	const struct ntbpf_rec *tr;	/* the rest of the target chunk being read */
 	size_t trn;
 	int64_t max_ihi, max_thi;	/* the latest completion read on each side (keyed records) */
 	bool have_ihi, have_thi;
 	struct seg *seg;
-	size_t ns, segcap, at;
+	size_t nseg, segcap, seg_at;	/* segments found, their room, the one offset_at last used */
 	int64_t first_off;
 	size_t votes;
 	int scouts;			/* first searches through a second reader (sm_scout) */
@@ -1069,7 +1072,7 @@ static int sm_hold(struct sm *s, const struct nt_mitem *x, const struct ntbpf_re
 	if (kid == NT_NO_KEY || !(k = skey_of(&s->sk, &s->skcap, kid)))
 		return -1;
 	if (k->n == k->cap)	/* drop those below the horizon: let go of (or paired) */
-		k->head = (uint32_t)lower_bound(k->v, k->head, k->n, s->h < 0 ? 0 : (uint64_t)s->h);
+		k->head = (uint32_t)lower_bound(k->v, k->head, k->n, s->tfloor < 0 ? 0 : (uint64_t)s->tfloor);
 	if (k->n == k->cap && k->head && k->head >= k->cap / 4) {	/* their room (else grow: O(1) a record) */
 		memmove(k->v, k->v + k->head, (k->n - k->head) * sizeof(*k->v));
 		k->n -= k->head;
@@ -1160,15 +1163,15 @@ static int sm_targets(struct sm *s, int64_t until)
 
 static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntbpf_rec *r, bool done)
 {
-	if (s->in == s->icap && s->ph && s->ph >= s->icap / 2) {	/* the paired ones' room (else grow) */
-		memmove(s->ib, s->ib + s->ph, (s->in - s->ph) * sizeof(*s->ib));
-		memmove(s->ipay, s->ipay + s->ph * s->psz, (s->in - s->ph) * s->psz);
-		s->in -= s->ph;
-		s->sf -= s->ph;
-		s->sc -= s->ph;
-		s->ph = 0;
+	if (s->iread == s->icap && s->ipend && s->ipend >= s->icap / 2) {	/* the paired ones' room (else grow) */
+		memmove(s->ib, s->ib + s->ipend, (s->iread - s->ipend) * sizeof(*s->ib));
+		memmove(s->ipay, s->ipay + s->ipend * s->psz, (s->iread - s->ipend) * s->psz);
+		s->iread -= s->ipend;
+		s->seg_from -= s->ipend;
+		s->seg_scan -= s->ipend;
+		s->ipend = 0;
 	}
-	if (s->in == s->icap) {
+	if (s->iread == s->icap) {
 		size_t ncap = s->icap ? s->icap * 2 : 4096;
 		struct nt_mitem *v = realloc(s->ib, ncap * sizeof(*v));
 		unsigned char *pay;
@@ -1182,22 +1185,22 @@ static int sm_push_init(struct sm *s, const struct nt_mitem *x, const struct ntb
 		s->ipay = pay;
 		s->icap = ncap;
 	}
-	s->ib[s->in] = *x;
-	s->ib[s->in].idx = 0;
+	s->ib[s->iread] = *x;
+	s->ib[s->iread].idx = 0;
 	if (x->kid != NT_NO_KEY) {	/* its key's id (the key may have no target record yet) */
 		uint32_t kid = key_add(&s->keys, x->kq & KEY_MASK);
 
 		if (kid == NT_NO_KEY || !skey_of(&s->sk, &s->skcap, kid))
 			return -1;
-		s->ib[s->in].idx = kid;
+		s->ib[s->iread].idx = kid;
 	}
 	if (done) {
-		s->ib[s->in++].idx = DONE_ITEM;
+		s->ib[s->iread++].idx = DONE_ITEM;
 		return 0;
 	}
 	if (s->posoff)
-		*slot_pos(s, s->ipay + s->in * s->psz) = s->ipos - 1;
-	return s->ops->take(s->ops->ctx, r, s->is->hdr, NTBPF_ROLE_INITIATOR, s->ipay + s->in++ * s->psz);
+		*slot_pos(s, s->ipay + s->iread * s->psz) = s->ipos - 1;
+	return s->ops->take(s->ops->ctx, r, s->is->hdr, NTBPF_ROLE_INITIATOR, s->ipay + s->iread++ * s->psz);
 }
 
 /* the next initiator chunk into ib */
@@ -1247,17 +1250,17 @@ static int sm_read_init(struct sm *s)
 	return 0;
 }
 
-/* the segment starting at sf ends before *to (the whole-file rule); false: read more first */
+/* the segment starting at seg_from ends before *to (the whole-file rule); false: read more first */
 static bool sm_seg_end(struct sm *s, size_t *to)
 {
-	size_t from = s->sf, t = s->sc > from + 1 ? s->sc : from + 1;
+	size_t from = s->seg_from, t = s->seg_scan > from + 1 ? s->seg_scan : from + 1;
 	int64_t t_end = (int64_t)s->ib[from].lo + SEG_NS;
 
-	while (t < s->in && t - from < SEG_INITS && ((int64_t)s->ib[t].lo < t_end || t - from < 64))
+	while (t < s->iread && t - from < SEG_INITS && ((int64_t)s->ib[t].lo < t_end || t - from < 64))
 		t++;
-	s->sc = t;
+	s->seg_scan = t;
 	*to = t;
-	return t < s->in || t - from >= SEG_INITS || s->i_eof;
+	return t < s->iread || t - from >= SEG_INITS || s->i_eof;
 }
 
 /* read the target records a query over ib[from, to) at offset p +- w may look at */
@@ -1363,7 +1366,7 @@ static int sm_segment(struct sm *s, size_t from, size_t to)
 	int64_t o, mid;
 	size_t v;
 
-	if (!s->ns) {
+	if (!s->nseg) {
 		/*
 		 * Coarse over the prior's uncertainty.  Where it finds nothing,
 		 * the whole-file path tries the whole file; here the next
@@ -1385,19 +1388,19 @@ static int sm_segment(struct sm *s, size_t from, size_t to)
 				return 0;
 		}
 	} else {
-		o = s->seg[s->ns - 1].off;
+		o = s->seg[s->nseg - 1].off;
 	}
 	if (sm_need(s, from, to, o, SEG_WINDOW))
 		return -1;
 	tw.sk = s->sk;
-	if (!estimate_offset(s->m, s->ib, from, to, &s->keys, &tw, o, SEG_WINDOW, s->ns ? SEG_SAMPLES : SAMPLE_INITS,
+	if (!estimate_offset(s->m, s->ib, from, to, &s->keys, &tw, o, SEG_WINDOW, s->nseg ? SEG_SAMPLES : SAMPLE_INITS,
 			     FINE_CANDIDATES, &o, &v))
 		return 0;
 	s->votes += v;
 	mid = (int64_t)s->ib[from + (to - from) / 2].lo;
-	if (s->ns && mid <= s->seg[s->ns - 1].at)
+	if (s->nseg && mid <= s->seg[s->nseg - 1].at)
 		return 0;	/* a long I/O in the middle: keep the points in time order */
-	if (s->ns == s->segcap) {
+	if (s->nseg == s->segcap) {
 		size_t ncap = s->segcap ? s->segcap * 2 : 64;
 		struct seg *p = realloc(s->seg, ncap * sizeof(*p));
 
@@ -1406,31 +1409,31 @@ static int sm_segment(struct sm *s, size_t from, size_t to)
 		s->seg = p;
 		s->segcap = ncap;
 	}
-	if (!s->ns)
+	if (!s->nseg)
 		s->first_off = o;
-	s->seg[s->ns] = (struct seg){ .at = mid, .off = o };
-	if (s->ns)
-		s->seg[s->ns - 1].slope = (double)(o - s->seg[s->ns - 1].off) / (double)(mid - s->seg[s->ns - 1].at);
-	s->ns++;
+	s->seg[s->nseg] = (struct seg){ .at = mid, .off = o };
+	if (s->nseg)
+		s->seg[s->nseg - 1].slope = (double)(o - s->seg[s->nseg - 1].off) / (double)(mid - s->seg[s->nseg - 1].at);
+	s->nseg++;
 	return 0;
 }
 
-/* pair ib[ph]: the first target item of its key that fits, at the offset interpolated for its time */
+/* pair ib[ipend]: the first target item of its key that fits, at the offset interpolated for its time */
 static int sm_pair_one(struct sm *s)
 {
-	const struct nt_mitem *x = &s->ib[s->ph];
-	const void *ipay = s->ipay + s->ph * s->psz, *tpay = NULL;
+	const struct nt_mitem *x = &s->ib[s->ipend];
+	const void *ipay = s->ipay + s->ipend * s->psz, *tpay = NULL;
 	struct nt_mitem *partner = NULL;
 
 	if (x->kid == NT_NO_KEY && x->idx == DONE_ITEM)
 		return 0;	/* went out in an earlier run */
-	if (x->kid != NT_NO_KEY && s->ns) {
-		int64_t off = offset_at(s->seg, s->ns, &s->at, (int64_t)x->lo);
+	if (x->kid != NT_NO_KEY && s->nseg) {
+		int64_t off = offset_at(s->seg, s->nseg, &s->seg_at, (int64_t)x->lo);
 		int64_t from = (int64_t)x->lo + off - TOLERANCE_NS;
 		uint16_t port = port_of(x);
 
-		if (from < s->h)	/* a slow one: what started before h may have gone out alone */
-			from = s->h;
+		if (from < s->tfloor)	/* a slow one: what started before h may have gone out alone */
+			from = s->tfloor;
 		uint32_t kid;
 
 		if (sm_targets(s, (int64_t)x->hi + off + TOLERANCE_NS + s->win))
@@ -1479,8 +1482,8 @@ static int sm_pair_one(struct sm *s)
  */
 static int sm_pair_ready(struct sm *s, bool final)
 {
-	while (s->ph < s->sf) {
-		const struct nt_mitem *x = &s->ib[s->ph];
+	while (s->ipend < s->seg_from) {
+		const struct nt_mitem *x = &s->ib[s->ipend];
 
 		/*
 		 * The partners of the next ones come from W ago: out of cache
@@ -1489,10 +1492,10 @@ static int sm_pair_ready(struct sm *s, bool final)
 		 * the partner is usually the one after the last), the partner's
 		 * payload and dead flag 4 ahead.
 		 */
-		if (s->ph + 16 < s->sf && s->ib[s->ph + 16].kid != NT_NO_KEY)
-			__builtin_prefetch(&s->sk[s->ib[s->ph + 16].idx]);
-		if (s->ph + 8 < s->sf && s->ib[s->ph + 8].kid != NT_NO_KEY) {
-			const struct skey *k = &s->sk[s->ib[s->ph + 8].idx];
+		if (s->ipend + 16 < s->seg_from && s->ib[s->ipend + 16].kid != NT_NO_KEY)
+			__builtin_prefetch(&s->sk[s->ib[s->ipend + 16].idx]);
+		if (s->ipend + 8 < s->seg_from && s->ib[s->ipend + 8].kid != NT_NO_KEY) {
+			const struct skey *k = &s->sk[s->ib[s->ipend + 8].idx];
 
 			if (k->cur < k->n) {
 				const char *a = (const char *)&k->v[k->cur > k->head ? k->cur - 1 : k->cur];
@@ -1504,8 +1507,8 @@ static int sm_pair_ready(struct sm *s, bool final)
 					__builtin_prefetch(a + 64);
 			}
 		}
-		if (s->ph + 4 < s->sf && s->ib[s->ph + 4].kid != NT_NO_KEY) {
-			const struct skey *k = &s->sk[s->ib[s->ph + 4].idx];
+		if (s->ipend + 4 < s->seg_from && s->ib[s->ipend + 4].kid != NT_NO_KEY) {
+			const struct skey *k = &s->sk[s->ib[s->ipend + 4].idx];
 			uint32_t j = k->cur + 1 < k->n ? k->cur + 1 : k->cur;
 
 			if (j < k->n && s->rcap) {
@@ -1517,14 +1520,14 @@ static int sm_pair_ready(struct sm *s, bool final)
 				__builtin_prefetch(&s->dead[p & (s->rcap - 1)], 1);
 			}
 		}
-		bool ready = final || x->kid == NT_NO_KEY || (s->ns && s->seg[s->ns - 1].at > (int64_t)x->lo) ||
-			     s->sf - s->ph > 4 * SEG_INITS;
+		bool ready = final || x->kid == NT_NO_KEY || (s->nseg && s->seg[s->nseg - 1].at > (int64_t)x->lo) ||
+			     s->seg_from - s->ipend > 4 * SEG_INITS;
 
 		if (!ready)
 			break;
 		if (sm_pair_one(s))
 			return -1;
-		s->ph++;
+		s->ipend++;
 	}
 	return 0;
 }
@@ -1545,32 +1548,32 @@ static int sm_sweep(struct sm *s)
 
 	if (!s->have_ihi)
 		return 0;
-	for (size_t i = s->ph; i < s->in; i++)
+	for (size_t i = s->ipend; i < s->iread; i++)
 		if (s->ib[i].kid != NT_NO_KEY && (int64_t)s->ib[i].lo < lo)
 			lo = (int64_t)s->ib[i].lo;
-	if (s->ns) {
+	if (s->nseg) {
 		size_t at = 0;
-		int64_t o = offset_at(s->seg, s->ns, &at, lo);
+		int64_t o = offset_at(s->seg, s->nseg, &at, lo);
 
-		h = lo + (o < s->seg[s->ns - 1].off ? o : s->seg[s->ns - 1].off) - HORIZON_SLACK - s->win / 1000;
+		h = lo + (o < s->seg[s->nseg - 1].off ? o : s->seg[s->nseg - 1].off) - HORIZON_SLACK - s->win / 1000;
 		/* the segment points before lo's are no longer needed: memory stays flat */
-		for (k = 0; k + 1 < s->ns && s->seg[k + 1].at <= lo; k++)
+		for (k = 0; k + 1 < s->nseg && s->seg[k + 1].at <= lo; k++)
 			;
 		if (k) {
-			memmove(s->seg, s->seg + k, (s->ns - k) * sizeof(*s->seg));
-			s->ns -= k;
-			s->at = 0;
+			memmove(s->seg, s->seg + k, (s->nseg - k) * sizeof(*s->seg));
+			s->nseg -= k;
+			s->seg_at = 0;
 		}
 	} else {
 		h = lo + s->prior - s->window - HORIZON_SLACK;
 	}
-	if (h > s->h)
-		s->h = h;
+	if (h > s->tfloor)
+		s->tfloor = h;
 	while (s->rhead < s->rtail) {
 		uint64_t p = s->rhead & (s->rcap - 1);
 
 		if (!s->dead[p]) {
-			if ((int64_t)s->rlo[p] >= s->h)
+			if ((int64_t)s->rlo[p] >= s->tfloor)
 				break;
 			if (LAST_T(s) && s->ops->emit(s->ops->ctx, NULL, s->ring + p * s->psz))
 				return -1;
@@ -1636,7 +1639,7 @@ static int sm_run(struct nt_matching *m, const struct nt_ssrc *init, const struc
 		  const struct nt_smatch_ops *ops, const struct fleet_run *fl, const struct nt_ssrc *scout)
 {
 	const struct nt_header *hs[2] = { init ? init->hdr : NULL, tgt ? tgt->hdr : NULL };
-	struct sm s = { .m = m, .ops = ops, .is = init, .ts = tgt, .psz = ops->payload ? ops->payload : 1, .h = INT64_MIN,
+	struct sm s = { .m = m, .ops = ops, .is = init, .ts = tgt, .psz = ops->payload ? ops->payload : 1, .tfloor = INT64_MIN,
 			.win = (int64_t)(window_ns > INT64_MAX / 4 ? INT64_MAX / 4 : window_ns), .fl = fl,
 			.scout = scout ? scout : tgt };
 	int rc = -1;
@@ -1660,10 +1663,10 @@ static int sm_run(struct nt_matching *m, const struct nt_ssrc *init, const struc
 	for (;;) {
 		size_t to;
 
-		while (s.sf < s.in && sm_seg_end(&s, &to)) {
-			if (sm_segment(&s, s.sf, to))
+		while (s.seg_from < s.iread && sm_seg_end(&s, &to)) {
+			if (sm_segment(&s, s.seg_from, to))
 				goto out;
-			s.sf = s.sc = to;
+			s.seg_from = s.seg_scan = to;
 			if (sm_pair_ready(&s, false))
 				goto out;
 			if (s.since_sweep >= 4096 && sm_sweep(&s))
@@ -1676,10 +1679,10 @@ static int sm_run(struct nt_matching *m, const struct nt_ssrc *init, const struc
 	}
 	if (sm_pair_ready(&s, true) || sm_drain(&s))
 		goto out;
-	if (s.ns) {
+	if (s.nseg) {
 		m->have_offset = true;
 		m->offset_ns = s.first_off;
-		m->offset_drift_ns = s.seg[s.ns - 1].off - s.first_off;
+		m->offset_drift_ns = s.seg[s.nseg - 1].off - s.first_off;
 		m->offset_votes = s.votes;
 	}
 	rc = 0;
