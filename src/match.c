@@ -14,6 +14,7 @@
 #include "sysinfo.h"
 
 #define SAMPLE_INITS 4000	/* initiator I/Os used to estimate the clock offset finely */
+#define ITEM_T_MAX (1ll << 62)	/* prior and item times held within it (prior_of, item_window) */
 #define COARSE_INITS 256	/* ... and coarsely, over the whole prior window */
 #define COARSE_CANDIDATES 4096	/* target candidates per sampled I/O, coarse pass */
 #define FINE_CANDIDATES 64	/* ... fine pass (+-1 ms around the coarse estimate) */
@@ -542,8 +543,11 @@ static void prior_of(const struct nt_header *ha, const struct nt_header *hb, int
 		*prior = 0;
 		*window = 1000000;
 	} else {
-		/* in unsigned arithmetic: a header's clocks are untrusted, and may be anything (fuzz_report) */
+		/* in unsigned arithmetic: a header's clocks are untrusted, and may be anything (fuzz_report);
+		 * held to +-2^62 ns (146 years), so that item times (also held there, nt_mitem_of) plus
+		 * the prior, the window and the tolerances never overflow */
 		*prior = (int64_t)((hb->mono_ns - hb->real_ns) - (ha->mono_ns - ha->real_ns));
+		*prior = *prior > ITEM_T_MAX ? ITEM_T_MAX : *prior < -ITEM_T_MAX ? -ITEM_T_MAX : *prior;
 		*window = 5000000000ll;
 	}
 }
@@ -665,6 +669,15 @@ out:
 	return rc;
 }
 
+/* an item's times are held below 2^62 ns (146 years of a host's clock): a record's t0 is
+ * untrusted, and the search adds offsets and windows to them in signed 64-bit arithmetic */
+static void item_window(const struct ntbpf_rec *r, struct nt_mitem *x)
+{
+	nt_rec_window(r, &x->lo, &x->hi);
+	x->lo = x->lo > (uint64_t)ITEM_T_MAX ? (uint64_t)ITEM_T_MAX : x->lo;
+	x->hi = x->hi > (uint64_t)ITEM_T_MAX ? (uint64_t)ITEM_T_MAX : x->hi;
+}
+
 enum nt_side nt_mitem_of(const struct ntbpf_rec *r, const struct nt_header *h, struct nt_mitem *x,
 			 bool *no_cntlid)
 {
@@ -676,7 +689,7 @@ enum nt_side nt_mitem_of(const struct ntbpf_rec *r, const struct nt_header *h, s
 	if (r->role == NTBPF_ROLE_TARGET) {
 		x->kq = (uint64_t)r->port << KEY_BITS | mkkey(r->ctrl, r->qid, r->cid);
 		x->kid = 0;
-		nt_rec_window(r, &x->lo, &x->hi);
+		item_window(r, x);
 		return NT_SIDE_TGT;
 	}
 	x->kid = NT_NO_KEY;
@@ -690,7 +703,7 @@ enum nt_side nt_mitem_of(const struct ntbpf_rec *r, const struct nt_header *h, s
 	}
 	x->kid = 0;	/* keyed */
 	x->kq = (uint64_t)r->port << KEY_BITS | mkkey(cntlid, r->qid, r->cid);
-	nt_rec_window(r, &x->lo, &x->hi);
+	item_window(r, x);
 	return NT_SIDE_INIT;
 }
 
