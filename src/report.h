@@ -20,6 +20,7 @@
 #include "recfile.h"
 #include "stages.h"
 #include "match.h"
+#include "names.h"
 
 #define NT_DEP_BUCKETS 8	/* depth 1, 2-3, 4-7, ..., 128+ */
 
@@ -166,32 +167,10 @@ const char *nt_report_key_name(const struct nt_report *rep, enum nt_key_kind kin
 uint16_t nt_report_key_add(struct nt_report *rep, enum nt_key_kind kind, const char *name);
 /* the hostname of a host (hostnqn) where an initiator's file among the inputs says it, else "" */
 const char *nt_report_host_hostname(const struct nt_report *rep, uint16_t idx);
-/*
- * The controller a record of a file with header h belongs to (initiator: nvme
- * instance r_ctrl of an NVMe record; target: cntlid r_ctrl), or NULL; and the
- * namespace id of a record (target: its dev; initiator: its disk's nsid as
- * the controller lists it), 0 unknown.
- */
-const struct nt_ctrl_info *nt_ctrl_of(const struct nt_header *h, uint8_t role, uint8_t flags, uint16_t r_ctrl);
-uint32_t nt_nsid_of(const struct nt_header *h, uint8_t role, uint8_t flags, uint16_t r_ctrl, uint32_t dev);
 void nt_report_free(struct nt_report *rep);
 
-const char *nt_op_name(uint8_t op);
-/* wall-clock ns as RFC 3339 in UTC with nanoseconds: 2026-11-25T15:00:00.123456789Z */
-void nt_fmt_wall(uint64_t ns, char *buf, size_t len);
-/* an I/O's status as printed: "ok", "0x4002" (NVMe), "blk:10" (blk_status_t); the NVMe specification's name or "" */
-void nt_status_label(uint16_t status, bool nvme, char *buf, size_t len);
-const char *nt_status_name(uint16_t status, bool nvme);
-/* whether r's status is an NVMe status (else blk_status_t) */
-bool nt_status_is_nvme(const struct ntbpf_rec *r);
 /* a group's device as the report prints it: "nvme1n1", "nsid1" (target), "259:3" or "-" */
 void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len);
-/* the same from the headers of inputs */
-void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev, char *buf, size_t len);
-/* where r's I/O ended: its last event, ns after t0 */
-uint32_t nt_rec_end(const struct ntbpf_rec *r);
-/* wall clock - monotonic clock of a file's host (0: the header does not say) */
-uint64_t nt_wall_offset(const struct nt_header *h);
 
 /*
  * -o output against the inputs: refused (-1, "PROG: ..." one line in msg)
