@@ -112,6 +112,7 @@ uint64_t nt_wall_offset(const struct nt_header *h)
 	return h->real_ns ? h->real_ns - h->mono_ns : 0;
 }
 
+/* header DEV items are "name=major:minor" */
 void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev, char *buf, size_t len)
 {
 	unsigned int maj = dev >> 20, min = dev & 0xfffff;

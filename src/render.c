@@ -16,7 +16,7 @@
 
 /* ---- naming ---- */
 
-/* header DEV items are "name=major:minor" */
+/* a device as the report's inputs name it (src/names.h) */
 static void dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
 {
 	nt_dev_name_in(rep->ins, rep->nins, role, dev, buf, len);
