@@ -184,13 +184,15 @@ $(OUTPUT)/tests/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(wildcard tests
 # tests/lab/test_inject.py, test_scenarios.py: known-answer sites agree; every scenario names real checks.
 # tests/docs/check_docs.py: --help, man/ntbpf.8.in, the README and docs/ agree (options, figures,
 # stages), the man pages render, every file docs/architecture.md names exists.
+# tests/unit/test_includes.py: no import circle among the modules of src/ and include/.
 check: $(TESTS) $(OUTPUT)/ntbpf
 	$(Q)fail=0; for t in $(TESTS); do \
 		echo "== $$t"; NTBPF_TESTDATA=tests/unit $$t || fail=1; \
 	done; echo "== tests/lab/test_sweep.py"; python3 tests/lab/test_sweep.py || fail=1; \
 	echo "== tests/lab/test_inject.py"; python3 tests/lab/test_inject.py || fail=1; \
 	echo "== tests/lab/test_scenarios.py"; python3 tests/lab/test_scenarios.py || fail=1; \
-	echo "== tests/docs/check_docs.py"; python3 tests/docs/check_docs.py $(OUTPUT)/ntbpf || fail=1; exit $$fail
+	echo "== tests/docs/check_docs.py"; python3 tests/docs/check_docs.py $(OUTPUT)/ntbpf || fail=1; \
+	echo "== tests/unit/test_includes.py"; python3 tests/unit/test_includes.py || fail=1; exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).

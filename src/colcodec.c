@@ -37,8 +37,8 @@
 #endif
 
 #include "bytebuf.h"
+#include "chunk.h"
 #include "colcodec.h"
-#include "recfile.h"
 
 #define REC_SIZE	sizeof(struct ntbpf_rec)
 #define REC_PREFIX	offsetof(struct ntbpf_rec, ev)	/* fixed forever */

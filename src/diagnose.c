@@ -15,7 +15,7 @@
 
 #include "diagnose.h"
 #include "escape.h"
-#include "report.h"
+#include "groups.h"
 
 #define MAXQ 1024	/* queues told apart for queue_imbalance; more share the last entry */
 

@@ -11,7 +11,7 @@
 #define NTBPF_HTML_H
 
 #include <stdio.h>
-#include "report.h"
+#include "render.h"
 #include "script.h"
 
 #define NT_HTML_TBINS 60	/* time columns of the charts */

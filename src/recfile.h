@@ -23,11 +23,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <linux/types.h>
+#include "chunk.h"
 #include "ntbpf.h"
 
 #define NT_FILE_VERSION 5	/* written and read: 4 and RECP chunks (packed uncoded records) */
 #define NT_FILE_VERSION_MIN 3	/* read too (3: no RECS chunks, 4: RECS, no RECP); 1 and 2 (ntbpf's first days) are refused */
-#define NT_CHUNK_RECS 4096	/* records per chunk (a writer may flush earlier) */
 
 struct nt_hook_info {
 	char name[64];		/* e.g. "block:block_rq_issue", "nvme_tcp:nvme_tcp_queue_rq" */

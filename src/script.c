@@ -12,7 +12,7 @@
 #include "escape.h"
 #include "input.h"
 #include "match.h"
-#include "report.h"
+#include "names.h"
 #include "script.h"
 #include "stages.h"
 

@@ -1,0 +1,1010 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * groups.c - the report's aggregation (src/groups.h).  Each I/O contributes
+ * one value per stage it has to its group's histograms; groups are few (op x
+ * size x device x queue), so they live in a small array, searched from the
+ * last one used.  Below every renderer: none of them calls back up into the
+ * report command for a group, a key's name or a queue.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "escape.h"
+#include "groups.h"
+#include "names.h"
+
+/* ---- hosts, subsystems, namespaces (--group-by host, subsys, ns) ---- */
+
+#define KCACHE 64	/* a power of two */
+
+struct nt_keynames {
+	int n[NT_KEY_KINDS];
+	char name[NT_KEY_KINDS][NT_KEY_NAMES][256];	/* index i + 1 is name[i] */
+	/* a controller's host and subsystem indexes, by (header, role, record's ctrl): direct-mapped */
+	struct kcache {
+		const struct nt_header *h;
+		uint16_t ctrl, host, subsys;
+		uint8_t role;
+	} cache[KCACHE];
+	uint32_t last_nsid;	/* ns_key's last answer (0: none), an I/O's namespace mostly being its neighbour's */
+	uint16_t last_ns;
+};
+
+/* s's index among the names of kind (added if new and there is room): NT_KEY_UNKNOWN for "" */
+static uint16_t key_intern(struct nt_keynames *kn, enum nt_key_kind kind, const char *s)
+{
+	int i;
+
+	if (!kn || !*s)
+		return NT_KEY_UNKNOWN;
+	for (i = 0; i < kn->n[kind]; i++)
+		if (!strcmp(kn->name[kind][i], s))
+			return (uint16_t)(i + 1);
+	if (i == NT_KEY_NAMES)
+		return NT_KEY_OTHER;
+	snprintf(kn->name[kind][i], sizeof(kn->name[kind][i]), "%s", s);
+	kn->n[kind]++;
+	return (uint16_t)(i + 1);
+}
+
+uint16_t nt_report_key_add(struct nt_report *rep, enum nt_key_kind kind, const char *name)
+{
+	return key_intern(rep->names, kind, name);
+}
+
+const char *nt_report_key_name(const struct nt_report *rep, enum nt_key_kind kind, uint16_t idx)
+{
+	if (idx == NT_KEY_OTHER)
+		return "other";
+	if (idx == NT_KEY_UNKNOWN || !rep->names || idx > rep->names->n[kind])
+		return "unknown";
+	return rep->names->name[kind][idx - 1];
+}
+
+const char *nt_report_host_hostname(const struct nt_report *rep, uint16_t idx)
+{
+	const char *nqn = nt_report_key_name(rep, NT_KEY_HOST, idx);
+
+	if (idx == NT_KEY_UNKNOWN || idx == NT_KEY_OTHER)
+		return "";
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		if (h->role != NTBPF_ROLE_INITIATOR)
+			continue;
+		for (uint32_t k = 0; k < h->nctrls; k++)
+			if (!strcmp(h->ctrls[k].hostnqn, nqn))
+				return h->hostname;
+	}
+	return "";
+}
+
+/* r's host and subsystem (names' indexes) from its file's header h */
+static void ctrl_keys(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h,
+		      uint16_t *host, uint16_t *subsys)
+{
+	struct nt_keynames *kn = rep->names;
+	const struct nt_ctrl_info *c;
+	struct kcache *e;
+
+	*host = *subsys = NT_KEY_UNKNOWN;
+	if (!kn || !h || (r->role != NTBPF_ROLE_TARGET && !(r->flags & NTBPF_F_NVME)))
+		return;
+	e = &kn->cache[r->ctrl & (KCACHE - 1)];
+	if (e->h != h || e->role != r->role || e->ctrl != r->ctrl) {
+		c = nt_ctrl_of(h, r->role, r->flags, r->ctrl);
+		e->h = h;
+		e->role = r->role;
+		e->ctrl = r->ctrl;
+		e->host = c ? key_intern(kn, NT_KEY_HOST, c->hostnqn) : NT_KEY_UNKNOWN;
+		e->subsys = c ? key_intern(kn, NT_KEY_SUBSYS, c->subsysnqn) : NT_KEY_UNKNOWN;
+	}
+	*host = e->host;
+	*subsys = e->subsys;
+}
+
+static uint16_t ns_key(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
+{
+	uint32_t nsid = nt_nsid_of(h, r->role, r->flags, r->ctrl, r->dev);
+	char buf[16];
+
+	if (!nsid || !rep->names || (r->role != NTBPF_ROLE_TARGET && !(r->flags & NTBPF_F_NVME)))
+		return NT_KEY_UNKNOWN;
+	if (nsid != rep->names->last_nsid) {
+		snprintf(buf, sizeof(buf), "%u", nsid);
+		rep->names->last_ns = key_intern(rep->names, NT_KEY_NS, buf);
+		rep->names->last_nsid = nsid;
+	}
+	return rep->names->last_ns;
+}
+
+/* the header of the file whose records hold r; else (live) the first input of r's role; or NULL */
+static const struct nt_header *hdr_of(const struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].recs && r >= rep->ins[i].recs && r < rep->ins[i].recs + rep->ins[i].n)
+			return &rep->ins[i].hdr;
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].hdr.role == r->role)
+			return &rep->ins[i].hdr;
+	return NULL;
+}
+
+/* ---- grouping ---- */
+
+/* what a group is keyed on (struct nt_group is large: never build one per record) */
+struct gkey {
+	uint32_t size, dev;
+	int dev_role;
+	uint16_t ctrl, qid, status;
+	uint16_t host, subsys, ns;
+	uint8_t op;
+	bool has_queue, status_nvme;
+};
+
+static bool same_group(const struct nt_group *g, const struct gkey *k)
+{
+	return g->op == k->op && g->size == k->size && g->dev_role == k->dev_role && g->dev == k->dev &&
+	       g->has_queue == k->has_queue && g->ctrl == k->ctrl && g->qid == k->qid && g->status == k->status &&
+	       g->status_nvme == k->status_nvme && g->host == k->host && g->subsys == k->subsys && g->ns == k->ns;
+}
+
+/* h: the header of r's file (host, subsys, ns), or NULL */
+static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h,
+		   struct gkey *k)
+{
+	unsigned int gb = rep->o->group_by;
+	struct gkey key = { .op = 0xff };
+
+	if (gb & (NT_GB_HOST | NT_GB_SUBSYS)) {
+		uint16_t host, subsys;
+
+		ctrl_keys(rep, r, h, &host, &subsys);
+		key.host = (gb & NT_GB_HOST) ? host : NT_KEY_UNKNOWN;
+		key.subsys = (gb & NT_GB_SUBSYS) ? subsys : NT_KEY_UNKNOWN;
+	}
+	if (gb & NT_GB_NS)
+		key.ns = ns_key(rep, r, h);
+
+	if (gb & NT_GB_OP)
+		key.op = r->op;
+	if (gb & NT_GB_SIZE)
+		key.size = r->bytes;
+	if (gb & NT_GB_DEV) {
+		key.dev_role = r->role;
+		key.dev = r->dev;
+	}
+	if ((gb & NT_GB_QUEUE) && (r->flags & NTBPF_F_NVME)) {
+		key.has_queue = true;
+		key.ctrl = r->ctrl;
+		key.qid = r->qid;
+		/* a queue is named by its host: nvme instance (initiator) or cntlid (target) */
+		key.dev_role = r->role;
+	}
+	/* failed I/Os always go to groups of their own: out of the others' percentiles */
+	if (r->status) {
+		key.status = r->status;
+		key.status_nvme = nt_status_is_nvme(r);
+	}
+	*k = key;
+}
+
+int nt_report_group_index(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
+{
+	struct gkey key;
+
+	key_of(rep, r, h, &key);
+	for (int i = 0; i < rep->ngroups; i++)
+		if (same_group(&rep->groups[i], &key))
+			return i;
+	return -1;
+}
+
+static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
+{
+	struct nt_group *g;
+	struct gkey key;
+	int i, c = r->role & 3;
+
+	key_of(rep, r, h, &key);
+	/* each side's records come in runs of the same group (the sides alternate): try its last one first */
+	if (rep->last_group[c] < rep->ngroups && same_group(&rep->groups[rep->last_group[c]], &key))
+		return &rep->groups[rep->last_group[c]];
+	for (i = 0; i < rep->ngroups; i++)
+		if (same_group(&rep->groups[i], &key)) {
+			rep->last_group[c] = i;
+			return &rep->groups[i];
+		}
+	g = realloc(rep->groups, (rep->ngroups + 1) * sizeof(*g));
+	if (!g)
+		return NULL;
+	rep->groups = g;
+	rep->last_group[c] = rep->ngroups;
+	g = &rep->groups[rep->ngroups++];
+	memset(g, 0, sizeof(*g));
+	g->op = key.op;
+	g->size = key.size;
+	g->dev_role = key.dev_role;
+	g->dev = key.dev;
+	g->has_queue = key.has_queue;
+	g->ctrl = key.ctrl;
+	g->qid = key.qid;
+	g->status = key.status;
+	g->status_nvme = key.status_nvme;
+	g->host = key.host;
+	g->subsys = key.subsys;
+	g->ns = key.ns;
+	g->first_ns = UINT64_MAX;
+	for (i = 0; i < NT_ST_NR; i++)
+		nt_hist_init(&g->h[i]);
+	return g;
+}
+
+int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uint64_t *buckets, uint64_t count,
+		     uint64_t sum)
+{
+	/*
+	 * A failed initiator I/O's status is block_rq_complete's blk_status_t
+	 * (the kernel side reads no NVMe status): named as one, it goes to its
+	 * status's group without the queue (a queue's group is an NVMe one).
+	 */
+	bool blk_failed = k->status && k->role == NTBPF_ROLE_INITIATOR;
+	struct ntbpf_rec r = { .role = k->role, .op = k->op, .bytes = k->bytes, .dev = k->dev,
+			       .flags = k->queue && !blk_failed ? NTBPF_F_NVME : 0, .ctrl = k->ctrl, .qid = k->qid,
+			       .status = k->status };
+	struct nt_group *g = group_for(rep, &r, hdr_of(rep, &r));
+	uint64_t seen = 0;
+
+	if (!g)
+		return -1;
+	g->used = true;
+	if (k->stage == NT_KH_DEPTH) {
+		/*
+		 * the queue's depths (buckets of nt_kh_bucket: exact under 64):
+		 * count, sum and the largest, as its bucket's lowest value
+		 */
+		int side = k->role == NTBPF_ROLE_TARGET;
+
+		g->dep_n[side] += count;
+		g->dep_sum[side] += sum;
+		for (uint32_t b = NT_KH_DEP_NB; b-- > 0;)
+			if (buckets[b]) {
+				uint64_t v = nt_kh_low(b);
+
+				if (v > g->dep_max[side])
+					g->dep_max[side] = v > UINT16_MAX ? UINT16_MAX : (uint32_t)v;
+				break;
+			}
+		return 0;
+	}
+	if (k->stage >= NT_ST_NR) {
+		g->count += count;
+		g->bytes += count * k->bytes;
+		if (k->role == NTBPF_ROLE_TARGET)
+			rep->n_tgt += count;
+		else
+			rep->n_init += count;
+		return 0;
+	}
+	rep->stages_seen |= 1u << k->stage;
+	for (uint32_t b = 0; b < NT_KH_NB; b++) {
+		if (!buckets[b])
+			continue;
+		seen += buckets[b];
+		/* the exact total goes with the first bucket: the average stays exact */
+		if (nt_hist_add_n(&g->h[k->stage], nt_kh_value(b), buckets[b], seen == buckets[b] ? sum : 0))
+			return -1;
+	}
+	return 0;
+}
+
+#define NO_GROUP UINT32_MAX
+
+static void group_span(struct nt_group *g, uint64_t start, uint64_t end, uint32_t bytes)
+{
+	g->bytes += bytes;
+	if (start < g->first_ns)
+		g->first_ns = start;
+	if (end > g->last_ns)
+		g->last_ns = end;
+}
+
+/* an I/O that started at wall-clock time t is in --since/--until (always without them) */
+static bool in_window(const struct nt_report *rep, int64_t t)
+{
+	return (!rep->since_set || t >= rep->since_ns) && (!rep->until_set || t < rep->until_ns);
+}
+
+/*
+ * What a report keeps of a record: its own host's stages, and its group
+ * (tag) if group.  to_wall turns its host's monotonic clock into the wall
+ * clock (0: no header).  An initiator's I/O is in its group's span and bytes
+ * now (its group is final); a target's goes there if it stays unmatched
+ * (add_pair), from what its summary's .io carries.
+ */
+static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
+		     bool group, struct nt_sum *s, uint64_t to_wall)
+{
+	struct nt_group *g = NULL;
+
+	s->tag = NO_GROUP;
+	if (group) {
+		g = group_for(rep, r, h);
+		if (!g)
+			return -1;
+		s->tag = (uint32_t)(g - rep->groups);
+	}
+	nt_sum_of(r, role, s);
+	if (role == NTBPF_ROLE_TARGET) {
+		uint64_t start = r->t0 + to_wall;
+
+		s->io.start_lo = (uint32_t)start;
+		s->io.start_hi = (uint32_t)(start >> 32);
+		s->io.bytes = r->bytes;
+	} else if (g && in_window(rep, (int64_t)(r->t0 + to_wall))) {
+		group_span(g, r->t0 + to_wall, r->t0 + to_wall + nt_rec_end(r), r->bytes);
+	}
+	return 0;
+}
+
+/* the clock offset (wall - monotonic) of the input whose records hold r, or 0 */
+static uint64_t to_wall_of(const struct nt_report *rep, const struct ntbpf_rec *r)
+{
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].recs && r >= rep->ins[i].recs && r < rep->ins[i].recs + rep->ins[i].n)
+			return nt_wall_offset(&rep->ins[i].hdr);
+	return 0;
+}
+
+/* one side's depth (0: initiator, 1: target) and the stage that waits behind it (stage's value if present) */
+static void add_depth(struct nt_group *g, int side, uint16_t depth, uint32_t mask, const uint64_t *vals, int stage)
+{
+	int b;
+
+	if (!depth)
+		return;
+	g->dep_n[side]++;
+	g->dep_sum[side] += depth;
+	if (depth > g->dep_max[side])
+		g->dep_max[side] = depth;
+	if (!(mask & (1u << stage)))
+		return;
+	b = 31 - __builtin_clz(depth);	/* floor(log2(depth)): depth is not 0 here */
+	if (b > NT_DEP_BUCKETS - 1)
+		b = NT_DEP_BUCKETS - 1;
+	g->dep_bn[side][b]++;
+	g->dep_bsum[side][b] += vals[stage];
+}
+
+/* one I/O: its initiator's and/or its target's summary; the group is the initiator's if there is one */
+static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct nt_sum *st)
+{
+	uint64_t vals[NT_ST_NR];
+	uint32_t mask, stand_in;
+	bool neg;
+	struct nt_group *g = &rep->groups[si ? si->tag : st->tag];
+
+	mask = nt_sum_combine(si, st, vals, &stand_in, &neg);
+	if (neg)
+		rep->neg_network++;
+	g->used = true;
+	g->count++;
+	if (!si) {
+		/* a target I/O alone: it ends with its residence (else its longest stage seen) */
+		uint64_t start = (uint64_t)st->io.start_hi << 32 | st->io.start_lo, len = 0;
+
+		for (uint32_t left = mask; left; left &= left - 1)
+			if (vals[__builtin_ctz(left)] > len)
+				len = vals[__builtin_ctz(left)];
+		group_span(g, start, start + len, st->io.bytes);
+	}
+	if ((mask & NT_TEN_MASK) == NT_TEN_MASK && (mask & (1u << NT_ST_E2E))) {
+		/* the ten tile end_to_end: a self-check the report carries (lab-tested to be 0) */
+		uint64_t sum = 0, d;
+
+		for (uint32_t left = NT_TEN_MASK; left; left &= left - 1)
+			sum += vals[__builtin_ctz(left)];
+		d = sum > vals[NT_ST_E2E] ? sum - vals[NT_ST_E2E] : vals[NT_ST_E2E] - sum;
+		g->full++;
+		if (d > g->full_resid)
+			g->full_resid = d;
+	}
+	if (si)
+		add_depth(g, 0, si->depth, mask, vals, NT_ST_NVME_TCP_SUB);
+	if (st)
+		add_depth(g, 1, st->depth, mask, vals, NT_ST_TARGET_SUBSYS);
+	rep->stages_seen |= mask;
+	for (uint32_t left = mask; left; left &= left - 1) {
+		int s = __builtin_ctz(left);
+
+		if (nt_hist_add(&g->h[s], vals[s]))
+			return -1;
+	}
+	for (uint32_t left = stand_in & mask; left; left &= left - 1)
+		g->stand_in[__builtin_ctz(left)]++;
+	return 0;
+}
+
+int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt)
+{
+	struct nt_sum si, st;
+
+	if (init && summarize(rep, init, hdr_of(rep, init), NTBPF_ROLE_INITIATOR, true, &si, to_wall_of(rep, init)))
+		return -1;
+	if (tgt && summarize(rep, tgt, hdr_of(rep, tgt), NTBPF_ROLE_TARGET, !init, &st, to_wall_of(rep, tgt)))
+		return -1;
+	if (!init && !tgt)
+		return 0;
+	return add_pair(rep, init ? &si : NULL, tgt ? &st : NULL);
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct nt_group *x = a, *y = b;
+
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	if (x->dev_role != y->dev_role)
+		return x->dev_role < y->dev_role ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->host != y->host)
+		return x->host < y->host ? -1 : 1;
+	if (x->subsys != y->subsys)
+		return x->subsys < y->subsys ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	if (x->ctrl != y->ctrl)
+		return x->ctrl < y->ctrl ? -1 : 1;
+	if (x->qid != y->qid)
+		return x->qid < y->qid ? -1 : 1;
+	if (x->has_queue != y->has_queue)
+		return (int)x->has_queue - (int)y->has_queue;
+	if (x->status_nvme != y->status_nvme)
+		return (int)x->status_nvme - (int)y->status_nvme;
+	return (int)x->status - (int)y->status;
+}
+
+/* what the files' trailers say was lost */
+static void count_lost(struct nt_report *rep, const struct nt_input *ins, int nins)
+{
+	for (int i = 0; i < nins; i++) {
+		const struct nt_input *in = &ins[i];
+
+		if (!in->has_trailer)
+			continue;
+		rep->lost_why[0] += in->trailer.stats[ST_LOST_RINGBUF];
+		rep->lost_why[1] += in->trailer.stats[ST_LOST_MAP_FULL];
+		rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
+		rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
+		rep->lost_why[4] += in->trailer.lost_user;
+		rep->lost_why[5] += in->trailer.stats[ST_NOT_RUN];
+		rep->lost += nt_lost_sum(in->trailer.stats) + in->trailer.lost_user;
+		rep->no_start += in->trailer.stats[ST_NO_START];
+		rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
+	}
+}
+
+static void count_matched(struct nt_report *rep)
+{
+	uint64_t out_tgt = rep->outside - rep->outside_pairs - rep->outside_init;
+
+	rep->admin += rep->m.admin;
+	rep->n_init = rep->m.n_init;
+	rep->n_tgt = rep->m.n_tgt;
+	/* I/Os that started outside --since/--until are left out of these too */
+	rep->matched = rep->m.matched - rep->outside_pairs;
+	rep->unmatched_init = rep->m.n_init - rep->m.matched - rep->outside_init;
+	rep->unmatched_tgt = rep->m.n_tgt - rep->m.matched - out_tgt;
+}
+
+int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
+		    const struct nt_report_opts *o)
+{
+	nt_report_begin(rep, ins, nins, o);
+	count_lost(rep, ins, nins);
+	if (nt_match_build(&rep->m, ins, nins))
+		return -1;
+	count_matched(rep);
+	for (size_t k = 0; k < rep->m.n_init; k++)
+		if (nt_report_add(rep, rep->m.init[k], rep->m.partner[k]))
+			return -1;
+	for (size_t k = 0; k < rep->m.n_tgt; k++)
+		if (!rep->m.tgt_matched[k] && nt_report_add(rep, NULL, rep->m.tgt[k]))
+			return -1;
+	nt_report_finish(rep);
+	return 0;
+}
+
+/*
+ * What a file report keeps of a record: its summary, and with
+ * --since/--until its start on the wall clock (without them the summary
+ * only: io_size()).
+ */
+struct io_sum {
+	struct nt_sum s;
+	int64_t wall;
+};
+
+static inline bool timed(const struct nt_report *rep)
+{
+	return rep->since_set || rep->until_set;
+}
+
+static size_t io_size(const struct nt_report *rep)
+{
+	return timed(rep) ? sizeof(struct io_sum) : sizeof(struct nt_sum);
+}
+
+/*
+ * A record's payload: a struct io_sum when timed, else its struct nt_sum
+ * alone (io_size() apart: 4-byte aligned, so never touched as an io_sum then;
+ * the summary is the io_sum's first member).
+ */
+static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
+		  void *pay)
+{
+	if (timed(rep))
+		((struct io_sum *)pay)->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
+	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
+	return summarize(rep, r, h, role, true, pay, nt_wall_offset(h));
+}
+
+/* one I/O of a file report: into its group, unless it started outside --since/--until (counted) */
+static int add_io(struct nt_report *rep, const void *si, const void *st)
+{
+	if (timed(rep) && !in_window(rep, ((const struct io_sum *)(si ? si : st))->wall)) {
+		rep->outside++;
+		rep->outside_pairs += si && st;
+		rep->outside_init += si && !st;
+		return 0;
+	}
+	return add_pair(rep, si, st);	/* the summary: the payload's first bytes */
+}
+
+/* the file report's state: per side, each record's item (matching) and summary (stages) */
+struct stream {
+	struct nt_report *rep;
+	struct nt_vec ii, si, ti, st;
+};
+
+static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
+{
+	struct stream *c = ctx;
+	struct nt_mitem *x;
+	void *s;
+	bool no_cntlid, tgt;
+
+	if (r->flags & NTBPF_F_ADMIN) {
+		c->rep->m.admin++;
+		return 0;
+	}
+	/* straight into the arrays */
+	tgt = r->role == NTBPF_ROLE_TARGET;
+	x = nt_vec_push(tgt ? &c->ti : &c->ii);
+	s = nt_vec_push(tgt ? &c->st : &c->si);
+	if (!x || !s)
+		return -1;
+	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
+	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
+	c->rep->m.no_cntlid += no_cntlid;
+	return sum_io(c->rep, r, &in->hdr, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, s);
+}
+
+/* streaming (nt_smatch_run): a record's payload is its struct io_sum */
+static int take_sum(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
+{
+	return sum_io(ctx, r, h, role, pay);
+}
+
+static int emit_sums(void *ctx, const void *si, const void *st)
+{
+	return add_io(ctx, si, st);
+}
+
+struct file_src {
+	struct nt_input *in;
+	struct nt_reader *rd;
+	FILE *f;
+};
+
+/*
+ * The files of one source: one file, or the series one "record --rotate"
+ * wrote (same role, host, boot and command line), read as one stream in the
+ * order of their start.  The source's header is the current file's.
+ */
+struct series {
+	struct file_src **fs;
+	int n, cur;
+	struct nt_ssrc *src;
+};
+
+static size_t series_chunk(void *ctx, const struct ntbpf_rec **recs)
+{
+	struct series *se = ctx;
+
+	for (; se->cur < se->n; se->cur++) {
+		struct file_src *f = se->fs[se->cur];
+		size_t k;
+
+		se->src->hdr = &f->in->hdr;
+		if ((k = nt_input_chunk(f->in, f->rd, recs)))
+			return k;
+	}
+	return 0;
+}
+
+/* a series read again from the start (struct nt_ssrc's reopen), each regular file through a descriptor of its own */
+struct series_again {
+	const struct series *se;
+	int cur;
+	struct nt_input in;
+	struct nt_reader *rd;
+	FILE *f;
+	struct nt_ssrc *self;
+};
+
+static void again_end(struct series_again *a)
+{
+	if (a->rd)
+		nt_reader_close(a->rd);
+	if (a->f)
+		fclose(a->f);
+	nt_header_free(&a->in.hdr);
+	a->rd = NULL;
+	a->f = NULL;
+}
+
+/* file a->cur of the series, open again: 0, or -1 (not a regular file, or unreadable) */
+static int again_open(struct series_again *a)
+{
+	FILE *orig = a->se->fs[a->cur]->f;
+	struct stat st;
+	char path[64], err[200];
+
+	if (fileno(orig) < 0 || fstat(fileno(orig), &st) || !S_ISREG(st.st_mode))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fileno(orig));
+	a->f = fopen(path, "rb");
+	if (!a->f || !(a->rd = nt_input_open(&a->in, a->f, path, err, sizeof(err)))) {
+		again_end(a);
+		return -1;
+	}
+	a->self->hdr = &a->in.hdr;
+	return 0;
+}
+
+static size_t again_chunk(void *ctx, const struct ntbpf_rec **recs)
+{
+	struct series_again *a = ctx;
+	size_t k = 0;
+
+	while (a->rd && !(k = nt_reader_chunk(a->rd, recs))) {
+		again_end(a);
+		if (++a->cur >= a->se->n || again_open(a))
+			return 0;
+	}
+	return k;
+}
+
+static void again_close(struct nt_ssrc *again)
+{
+	struct series_again *a = again->ctx;
+
+	again_end(a);
+	free(a);
+}
+
+static int series_reopen(void *ctx, struct nt_ssrc *again)
+{
+	struct series_again *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -1;
+	a->se = ctx;
+	a->self = again;
+	*again = (struct nt_ssrc){ .chunk = again_chunk, .ctx = a, .close = again_close };
+	if (again_open(a)) {
+		free(a);
+		return -1;
+	}
+	return 0;
+}
+
+static int start_cmp(const void *a, const void *b)
+{
+	const struct file_src *x = *(struct file_src *const *)a, *y = *(struct file_src *const *)b;
+
+	return x->in->hdr.mono_ns < y->in->hdr.mono_ns ? -1 : x->in->hdr.mono_ns > y->in->hdr.mono_ns;
+}
+
+/* file b continues file a's series: both written by one "record --rotate" (else files are never joined) */
+static bool same_series(const struct nt_header *a, const struct nt_header *b)
+{
+	return a->role == b->role && a->boot_id[0] && strstr(a->cmdline, "--rotate") && !strcmp(a->boot_id, b->boot_id) &&
+	       !strcmp(a->hostname, b->hostname) && !strcmp(a->cmdline, b->cmdline);
+}
+
+/*
+ * The sources: each file alone, or with the rest of its series.  se[] gets
+ * them (se[k].fs points into order[]), src[] their nt_ssrc; returns how
+ * many, or -1.
+ */
+static int sources_of(struct file_src *fs, int n, struct file_src **order, struct series *se, struct nt_ssrc *src)
+{
+	int ns = 0, used = 0;
+	bool *taken = calloc(n ? n : 1, sizeof(*taken));
+
+	if (!taken)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (taken[i])
+			continue;
+		se[ns] = (struct series){ .fs = &order[used], .src = &src[ns] };
+		for (int j = i; j < n; j++)
+			if (j == i || (!taken[j] && same_series(&fs[i].in->hdr, &fs[j].in->hdr))) {
+				taken[j] = true;
+				order[used++] = &fs[j];
+				se[ns].n++;
+			}
+		qsort(se[ns].fs, se[ns].n, sizeof(se[ns].fs[0]), start_cmp);
+		src[ns] = (struct nt_ssrc){ .hdr = &se[ns].fs[0]->in->hdr, .chunk = series_chunk, .ctx = &se[ns],
+					    .reopen = series_reopen };
+		ns++;
+	}
+	free(taken);
+	return ns;
+}
+
+/* more files of both sides: every record's item and summary in memory, then nt_match_items */
+static int build_whole(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
+{
+	struct stream c = { .rep = rep, .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
+			    .si.sz = io_size(rep), .st.sz = io_size(rep) };
+	size_t *init_at = calloc(n + 1, sizeof(*init_at)), *tgt_at = calloc(n + 1, sizeof(*tgt_at));
+	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
+	const unsigned char *si, *st;
+	const struct ntbpf_rec *r;
+	size_t sz = io_size(rep);
+	int rc = -1;
+
+	if (!init_at || !tgt_at || !hdrs)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		size_t k;
+
+		while ((k = nt_input_chunk(&ins[i], fs[i].rd, &r)))
+			for (size_t j = 0; j < k; j++)
+				if (take_record(&c, &ins[i], &r[j]))
+					goto out;
+		hdrs[i] = &ins[i].hdr;
+		init_at[i + 1] = c.ii.n;
+		tgt_at[i + 1] = c.ti.n;
+	}
+	rep->m.n_init = c.ii.n;
+	rep->m.n_tgt = c.ti.n;
+	if (nt_match_items(&rep->m, c.ii.v, init_at, c.ti.v, tgt_at, hdrs, n))
+		goto out;
+	si = c.si.v;
+	st = c.st.v;
+	/* the summaries are io_size() apart */
+	for (size_t k = 0; k < rep->m.n_init; k++)
+		if (add_io(rep, (const void *)(si + k * sz),
+			   rep->m.pidx[k] ? (const void *)(st + (rep->m.pidx[k] - 1) * sz) : NULL))
+			goto out;
+	for (size_t k = 0; k < rep->m.n_tgt; k++)
+		if (!rep->m.tgt_matched[k] && add_io(rep, NULL, (const void *)(st + k * sz)))
+			goto out;
+	rc = 0;
+out:
+	free(c.ii.v);
+	free(c.ti.v);
+	free(c.si.v);
+	free(c.st.v);
+	free(init_at);
+	free(tgt_at);
+	free(hdrs);
+	return rc;
+}
+
+/* --since/--until on the wall clock: seconds from the start count from the earliest file's start */
+static void set_window(struct nt_report *rep, const struct nt_input *ins, int n)
+{
+	const struct nt_report_opts *o = rep->o;
+	int64_t start = INT64_MAX;
+
+	for (int i = 0; i < n; i++)
+		start = (int64_t)ins[i].hdr.real_ns < start ? (int64_t)ins[i].hdr.real_ns : start;
+	rep->since_set = o->since.set;
+	rep->until_set = o->until.set;
+	rep->since_ns = o->since.rel && n ? start + o->since.ns : o->since.ns;
+	rep->until_ns = o->until.rel && n ? start + o->until.ns : o->until.ns;
+}
+
+/*
+ * One initiator (a file, or a series) against one target, and any number of
+ * sources with nothing to pair: read side by side in bounded memory
+ * (src/match.h, nt_smatch_run).  More of both sides, a fleet: every
+ * initiator source against every target source (nt_smatch_fleet), or from
+ * standard input whole (nt_match_items).
+ */
+static int build_sources(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
+{
+	struct nt_smatch_ops ops = { .payload = io_size(rep), .take = take_sum, .emit = emit_sums,
+				     .ctx = rep };
+	struct file_src **order = calloc(n ? n : 1, sizeof(*order));
+	struct series *se = calloc(n ? n : 1, sizeof(*se));
+	struct nt_ssrc *src = calloc(n ? n : 1, sizeof(*src));
+	uint64_t window = rep->o->window_ns ? rep->o->window_ns : NT_PAIR_WINDOW_NS;
+	int ns = -1, a = -1, b = -1, na = 0, nb = 0, rc = -1;
+
+	if (!order || !se || !src || (ns = sources_of(fs, n, order, se, src)) < 0)
+		goto out;
+	for (int k = 0; k < ns; k++) {
+		if (src[k].hdr->role == NTBPF_ROLE_INITIATOR) {
+			a = k;
+			na++;
+		} else if (src[k].hdr->role == NTBPF_ROLE_TARGET) {
+			b = k;
+			nb++;
+		}
+	}
+	if (na && nb && na + nb > 2) {
+		rc = nt_smatch_fleet(&rep->m, src, ns, window, &ops);
+		if (rc == -2)
+			rc = build_whole(rep, ins, fs, n);
+		goto out;
+	}
+	rc = 0;
+	if (na == 1 && nb == 1)
+		rc = nt_smatch_run(&rep->m, &src[a], &src[b], window, &ops);
+	else
+		a = b = -1;
+	for (int k = 0; !rc && k < ns; k++)
+		if (k != a && k != b)
+			rc = nt_smatch_run(&rep->m, src[k].hdr->role == NTBPF_ROLE_TARGET ? NULL : &src[k],
+					   src[k].hdr->role == NTBPF_ROLE_TARGET ? &src[k] : NULL, 0, &ops);
+out:
+	free(order);
+	free(se);
+	free(src);
+	return rc;
+}
+
+int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
+			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen)
+{
+	struct file_src *fs = calloc(n ? n : 1, sizeof(*fs));
+	int opened = 0, rc = -1;
+
+	nt_report_begin(rep, ins, n, o);
+	if (!fs) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++, opened++) {
+		char sub[200];
+
+		fs[i].in = &ins[i];
+		fs[i].f = files[i];
+		fs[i].rd = nt_input_open(&ins[i], files[i], names[i], sub, sizeof(sub));
+		if (!fs[i].rd) {
+			char path[256];
+
+			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
+			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
+			goto out;
+		}
+	}
+	if (nt_inputs_twice(ins, n, false, err, errlen))	/* the same recording twice: before reading it */
+		goto out;
+	set_window(rep, ins, n);
+	if (build_sources(rep, ins, fs, n)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < opened; i++) {
+		nt_input_close(&ins[i], fs[i].rd);
+		if (!rc && ins[i].status != NT_READ_OK && warn) {
+			fputs("ntbpf report: warning: ", warn);
+			nt_put_term(warn, names[i]);
+			fputs(": ", warn);
+			nt_put_term(warn, ins[i].status_msg);
+			fputc('\n', warn);
+		}
+	}
+	free(fs);
+	if (!rc && nt_inputs_twice(ins, n, true, err, errlen))	/* recordings that overlap: their ends are known now */
+		rc = -1;
+	if (!rc) {
+		count_lost(rep, ins, n);
+		count_matched(rep);
+		nt_report_finish(rep);
+	}
+	return rc;
+}
+
+void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins, const struct nt_report_opts *o)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->o = o;
+	rep->ins = ins;
+	rep->nins = nins;
+	if (o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS))
+		rep->names = calloc(1, sizeof(*rep->names));	/* NULL: every I/O's host is "unknown" */
+}
+
+void nt_report_finish(struct nt_report *rep)
+{
+	int n = 0;
+
+	for (int i = 0; i < rep->ngroups; i++) {
+		if (!rep->groups[i].used) {
+			for (int s = 0; s < NT_ST_NR; s++)
+				nt_hist_free(&rep->groups[i].h[s]);
+			continue;
+		}
+		rep->groups[n++] = rep->groups[i];
+	}
+	rep->ngroups = n;
+	memset(rep->last_group, 0, sizeof(rep->last_group));
+	if (rep->ngroups > 1)
+		qsort(rep->groups, rep->ngroups, sizeof(*rep->groups), group_cmp);
+}
+
+void nt_report_clear_groups(struct nt_report *rep)
+{
+	for (int i = 0; i < rep->ngroups; i++)
+		for (int s = 0; s < NT_ST_NR; s++)
+			nt_hist_free(&rep->groups[i].h[s]);
+	free(rep->groups);
+	rep->groups = NULL;
+	rep->ngroups = 0;
+	rep->stages_seen = 0;
+	/* live: the headers' controllers are read anew each interval */
+	if (rep->names)
+		memset(rep->names->cache, 0, sizeof(rep->names->cache));
+}
+
+void nt_report_free(struct nt_report *rep)
+{
+	nt_report_clear_groups(rep);
+	nt_match_free(&rep->m);
+	free(rep->names);
+	memset(rep, 0, sizeof(*rep));
+}
+
+void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
+{
+	nt_dev_name_in(rep->ins, rep->nins, role, dev, buf, len);
+}
+
+const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, const struct nt_group *g)
+{
+	int role = g->dev_role == NTBPF_ROLE_TARGET ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR;
+
+	if (!g->has_queue)
+		return NULL;
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		if (h->role != role)
+			continue;
+		for (uint32_t c = 0; c < h->nctrls; c++) {
+			const struct nt_ctrl_info *ci = &h->ctrls[c];
+
+			if (role == NTBPF_ROLE_INITIATOR ? ci->instance != g->ctrl : ci->cntlid != g->ctrl)
+				continue;
+			for (uint32_t k = 0; ci->queues && k < ci->nqueues; k++)
+				if (ci->queues[k].qid == g->qid)
+					return &ci->queues[k];
+		}
+	}
+	return NULL;
+}
