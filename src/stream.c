@@ -789,12 +789,19 @@ static struct ctl *ctl_get(struct nt_stream_server *s, uint16_t cntlid)
 	return e;
 }
 
+static void peer_add(struct nt_stream_server *s, struct peer *p, const struct ntbpf_rec *r);
+
 void nt_stream_server_add(struct nt_stream_server *s, const struct ntbpf_rec *r)
 {
 	if (!s || !npeers(s))
 		return;
-	/* per-host keys: a controller beyond the table's room is nobody's (withheld) */
-	if (s->ks && !ctl_get(s, r->ctrl)) {
+	/* one key: the one peer gets every record, at once */
+	if (!s->ks) {
+		peer_add(s, &s->peer[0], r);
+		return;
+	}
+	/* per-host keys: held till the tick; a controller beyond the table's room is nobody's (withheld) */
+	if (!ctl_get(s, r->ctrl)) {
 		s->withheld++;
 		return;
 	}
@@ -866,12 +873,8 @@ void nt_stream_server_tick(struct nt_stream_server *s)
 
 	if (!s)
 		return;
-	if (s->ks) {
+	if (s->ks)
 		route_hosts(s);
-	} else {
-		for (size_t k = 0; k < s->ivn; k++)
-			peer_add(s, &s->peer[0], &s->iv[k]);
-	}
 	s->ivn = 0;
 	if (s->withheld != s->withheld_reported) {
 		fprintf(s->log, "ntbpf live: %" PRIu64 " records sent to no peer: their controller's host was not "

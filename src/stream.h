@@ -122,7 +122,9 @@ void nt_stream_server_set_host_of(struct nt_stream_server *s,
 				  int (*host_of)(void *ctx, uint16_t cntlid, char *nqn, size_t len), void *ctx);
 /* accept, authenticate, send what is queued: never blocks; call often */
 void nt_stream_server_poll(struct nt_stream_server *s);
-/* hold a record for the interval's end (routed then); nothing without a peer */
+/* one key: queue a record for the peer, or count it as dropped (queue full); per-host keys:
+ * hold it for the interval's end (routed then; NT_STREAM_MAX_RECS per interval, more are
+ * every peer's drops); nothing without a peer */
 void nt_stream_server_add(struct nt_stream_server *s, const struct ntbpf_rec *r);
 /* the end of an interval: the interval's records routed, each peer's chunk and heartbeat
  * out (a peer's full queue drops records, counted), drops to the log */
