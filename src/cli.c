@@ -726,10 +726,12 @@ static const struct argp_option live_opts[] = {
 	{ "group-by", OPT_GROUP, "KEYS", 0, "Group by op,size,dev,queue,host,subsys,ns or none (default: op,size,dev)", 0 },
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's log2 histogram in microseconds every interval "
 	  "(as biolatency); JSON: its bins (log2_us)", 0 },
-	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here", 0 },
+	{ "serve", OPT_SERVE, "ADDR:PORT", 0, "Target: stream every record to the initiator that connects here; "
+	  "with --key DIR to up to 8, each only its own host's records", 0 },
 	{ "peer", OPT_PEER, "ADDR:PORT", 0, "Initiator: merge the target's records from there (reconnects)", 0 },
 	{ "key", OPT_KEY, "FILE", 0, "Shared secret of --serve and --peer (a file of 16+ bytes, mode 0600, yours); "
-	  "without it --serve takes only a loopback address", 0 },
+	  "without it --serve takes only a loopback address; on the target a directory of one key file per "
+	  "host, named by its hostnqn", 0 },
 	{ "records", OPT_RECORDS, NULL, 0, "Per-I/O records to user space (default without --serve/--peer: "
 	  "histograms in the kernel, percentiles within 1.6 %)", 0 },
 	{ "metrics", OPT_METRICS, "ADDR:PORT", 0, "Serve OpenMetrics / Prometheus text at http://ADDR:PORT/metrics, "

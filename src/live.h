@@ -5,6 +5,7 @@
  *
  *   ntbpf live [interval] [count]             this host's stages
  *   ntbpf live --serve ADDR:PORT ...          (target) also stream every record to a peer
+ *                                             (--key DIR: to a peer per host, its host's records)
  *   ntbpf live --peer ADDR:PORT ...           (initiator) merge the target's records: all ten stages
  *   ntbpf record --interval SEC ...           the same lines while recording to a file
  *

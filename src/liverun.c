@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * liverun.c - "ntbpf live": the probes, the interval loop, and (--serve) the
- * record stream to one peer.  Aggregation and the peer side are in live.c.
+ * record stream to its peers (one, or with a key per host one per host each).  Aggregation and the peer side are in live.c.
  */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "live.h"
@@ -252,6 +253,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	struct nt_report_opts ko;
 	struct nt_input local = { .path = "live" };
 	struct nt_key key = { 0 };
+	struct nt_keyset keys = { 0 };
+	struct stat sb;
 	struct live_state st = { 0 };
 	struct ring_buffer *rb = NULL;
 	struct nt_metrics *mx = NULL;
@@ -263,12 +266,25 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	bool loaded = false;
 
 	nt_header_init(&hdr, 0);
-	if (cfg->key && nt_key_load(cfg->key, &key, err, sizeof(err))) {
+	/* --serve --key DIR: a key per host, each peer sent its own host's records only (stream.h) */
+	if (cfg->serve && cfg->key && !stat(cfg->key, &sb) && S_ISDIR(sb.st_mode)) {
+		if (nt_keyset_load(cfg->key, &keys, err, sizeof(err))) {
+			fprintf(stderr, "ntbpf live: %s\n", err);
+			return 1;
+		}
+	} else if (cfg->key && nt_key_load(cfg->key, &key, err, sizeof(err))) {
 		fprintf(stderr, "ntbpf live: %s\n", err);
 		return 1;
 	}
 	/* a bad address or a missing key fails before the probes load (hdr is filled before the first poll) */
-	if (cfg->serve) {
+	if (cfg->serve && keys.n) {
+		/* the hosts are looked up once the probes are loaded (nt_probes_tnqn): till then, nobody's */
+		st.srv = nt_stream_server_new_hosts(cfg->serve, &keys, NULL, NULL, &hdr, stderr, err, sizeof(err));
+		if (!st.srv) {
+			fprintf(stderr, "ntbpf live: %s\n", err);
+			goto out;
+		}
+	} else if (cfg->serve) {
 		st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &key : NULL, &hdr, stderr, err, sizeof(err));
 		if (!st.srv) {
 			fprintf(stderr, "ntbpf live: %s\n", err);
@@ -295,6 +311,8 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		goto out;
 	}
 	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
+	if (keys.n)
+		nt_stream_server_set_host_of(st.srv, nt_probes_tnqn, &pr);
 	st.l = nt_live_new(cfg, &hdr);
 	if (!st.l || (po.kernel_agg && !(kh = kh_init())))
 		goto out;
@@ -361,6 +379,9 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 		t = nt_clock_ns(CLOCK_MONOTONIC);
 		if (t < t_next)
 			continue;
+		/* the records so far before the server looks their controllers' hosts up (stream.h) */
+		if (keys.n)
+			ring_buffer__consume(rb);
 		nt_stream_server_tick(st.srv);
 		live_stats(&pr, &devs, &k0, &not_run, stats);
 		metrics_lost(mx, stats);
@@ -412,6 +433,7 @@ out:
 	kh_free(kh);
 	ring_buffer__free(rb);
 	nt_stream_server_free(st.srv);
+	nt_keyset_free(&keys);
 	nt_live_free(st.l);
 	explicit_bzero(&key, sizeof(key));
 	if (loaded)

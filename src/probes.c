@@ -640,6 +640,19 @@ int nt_probes_khist_fd(const struct nt_probes *p)
 	return bpf_map__fd(p->skel->maps.khist);
 }
 
+int nt_probes_tnqn(void *ctx, uint16_t cntlid, char *nqn, size_t len)
+{
+	const struct nt_probes *p = ctx;
+	struct nt_tnqn t;
+	__u16 key = cntlid;
+
+	if (!p || !p->skel || bpf_map__lookup_elem(p->skel->maps.tnqns, &key, sizeof(key), &t, sizeof(t), 0))
+		return -1;
+	/* the kernel's string: cut at the field's end */
+	snprintf(nqn, len, "%.*s", (int)sizeof(t.hostnqn), t.hostnqn);
+	return nqn[0] ? 0 : -1;
+}
+
 /*
  * A tracing program is not re-entered on a CPU where it is already running
  * (e.g. a completion from an interrupt while the same program runs in task

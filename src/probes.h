@@ -112,6 +112,9 @@ int nt_probes_khist_fd(const struct nt_probes *p);
  * controller h lacks (the target's) is added.  Queues seen, or -1 (no memory).
  */
 int nt_probes_queues(const struct nt_probes *p, struct nt_header *h);
+/* target: the hostnqn of controller cntlid as the BPF side read it last (live --serve --key DIR);
+ * ctx: the struct nt_probes; 0, or -1 unknown */
+int nt_probes_tnqn(void *ctx, uint16_t cntlid, char *nqn, size_t len);
 /* initiator: the cntlid changes the BPF side noted (reconnects while recording) into h */
 void nt_probes_cntlid_changes(const struct nt_probes *p, struct nt_header *h);
 /* stop every hook (links destroyed; maps stay readable) */

@@ -17,9 +17,20 @@
  *
  *   "NTST" u64 records the server dropped so far (its queue for this peer was full)
  *
+ * With one key (--key FILE) the server has one peer, which gets every record; a newly
+ * authenticated peer replaces it.  With a key directory (--key DIR: one key file per
+ * host, named by the host's hostnqn, every key distinct), the key whose HMAC matches
+ * names the peer's host: up to NT_STREAM_PEERS_MAX peers at once, each sent only the
+ * records of controllers of its host (the handshake is the same: a client holds
+ * its own host's key only).  Beyond the limit an authenticated peer gets, in place
+ * of the server's MAC, one line, and is closed:
+ *
+ *   server -> client   "NTBPFNO: " text "\n"     (at least 32 bytes, at most 160)
+ *
  * The server never blocks: it accepts, authenticates and sends from its
- * caller's loop on non-blocking sockets, one authenticated peer at a time,
- * with a bounded queue.  The client is a thread; every length it reads is
+ * caller's loop on non-blocking sockets, with a bounded queue per peer; a
+ * peer that takes no byte for NT_STREAM_STALL intervals while bytes wait is
+ * dropped, and the others go on.  The client is a thread; every length it reads is
  * bounded, the records it holds are capped, and a server that sends nothing
  * for NT_STREAM_STALL intervals is reported as stalled.
  */
@@ -40,6 +51,9 @@
 #define NT_STREAM_MAX_RECS (1u << 18)	/* client: records held before the main thread takes them */
 #define NT_STREAM_STALL 3		/* intervals without a whole block: "stalled" */
 #define NT_STREAM_AUTH_MS 3000		/* time to authenticate */
+#define NT_STREAM_PEERS_MAX 8		/* server, per-host keys: peers at once */
+#define NT_STREAM_HOSTS_MAX 64		/* server: host keys in a key directory */
+#define NT_NQN_MAX 256			/* an NQN and its NUL (NVMF_NQN_FIELD_LEN) */
 
 struct nt_key {
 	size_t n;			/* 0: no key */
@@ -49,6 +63,19 @@ struct nt_key {
 /* a key file: a regular file of NT_KEY_MIN..NT_KEY_MAX bytes (a final newline is dropped),
  * owned by this user and not readable by others; 0, or -1 with a one-line cause */
 int nt_key_load(const char *path, struct nt_key *k, char *err, size_t errlen);
+
+/* --key DIR on the target: one key file per host (nt_key_load's rules each), named by its hostnqn */
+struct nt_keyset {
+	size_t n;
+	struct nt_host_key {
+		char host[NT_NQN_MAX];
+		struct nt_key key;
+	} *v;				/* NT_STREAM_HOSTS_MAX */
+};
+/* the directory yours and mode 0700 or less, 1..NT_STREAM_HOSTS_MAX keys, each distinct;
+ * 0, or -1 with a one-line cause */
+int nt_keyset_load(const char *dir, struct nt_keyset *ks, char *err, size_t errlen);
+void nt_keyset_free(struct nt_keyset *ks);
 
 /* "HOST:PORT" or "[v6]:PORT", port 1..65535; 0, or -1 with a one-line cause */
 int nt_split_addr(const char *s, char *host, size_t hl, char *port, size_t pl);
@@ -81,17 +108,35 @@ struct nt_stream_server;
  * hdr is the stream's header (kept by reference); log gets one line per event. */
 struct nt_stream_server *nt_stream_server_new(const char *addr, const struct nt_key *k, const struct nt_header *hdr,
 					      FILE *log, char *err, size_t errlen);
+/*
+ * Per-host keys (ks, kept by reference): host_of(ctx, cntlid, nqn, len) says the hostnqn of
+ * the target's controller cntlid now (0), or -1 (unknown: its records go to nobody).  At
+ * each tick a record goes to the peers of its controller's host where that host was the
+ * same at the tick before; the caller drains its records just before each tick.
+ */
+struct nt_stream_server *nt_stream_server_new_hosts(const char *addr, const struct nt_keyset *ks,
+						    int (*host_of)(void *ctx, uint16_t cntlid, char *nqn, size_t len),
+						    void *ctx, const struct nt_header *hdr, FILE *log, char *err,
+						    size_t errlen);
+void nt_stream_server_set_host_of(struct nt_stream_server *s,
+				  int (*host_of)(void *ctx, uint16_t cntlid, char *nqn, size_t len), void *ctx);
 /* accept, authenticate, send what is queued: never blocks; call often */
 void nt_stream_server_poll(struct nt_stream_server *s);
-/* queue a record for the peer, or count it as dropped (queue full); nothing without a peer */
+/* one key: queue a record for the peer, or count it as dropped (queue full); per-host keys:
+ * hold it for the interval's end (routed then; NT_STREAM_MAX_RECS per interval, more are
+ * every peer's drops); nothing without a peer */
 void nt_stream_server_add(struct nt_stream_server *s, const struct ntbpf_rec *r);
-/* the end of an interval: the chunk and a heartbeat out, drops to the log */
+/* the end of an interval: the interval's records routed, each peer's chunk and heartbeat
+ * out (a peer's full queue drops records, counted), drops to the log */
 void nt_stream_server_tick(struct nt_stream_server *s);
 bool nt_stream_server_connected(const struct nt_stream_server *s);
 uint64_t nt_stream_server_dropped(const struct nt_stream_server *s);	/* records, all peers */
+int nt_stream_server_peers(const struct nt_stream_server *s);		/* peers connected now */
+uint64_t nt_stream_server_withheld(const struct nt_stream_server *s);	/* records sent to no host */
 size_t nt_stream_server_queued(const struct nt_stream_server *s);	/* bytes not yet sent */
 int nt_stream_server_port(const struct nt_stream_server *s);
 void nt_stream_server_set_queue_max(struct nt_stream_server *s, size_t bytes);	/* tests */
+void nt_stream_server_set_peers_max(struct nt_stream_server *s, int n);		/* tests: 1..NT_STREAM_PEERS_MAX */
 /* the trailer and what is queued, for up to a second; closes */
 void nt_stream_server_free(struct nt_stream_server *s);
 

@@ -3,8 +3,11 @@
  * The live record stream (src/stream.c) over loopback TCP, no root: key files,
  * addresses, the HMAC handshake (wrong keys, both directions), one peer that
  * a stranger cannot evict, a peer that never reads (the server never blocks,
- * drops are counted on both ends), a server that floods (the client's memory
- * is capped), and servers that go silent (reported as stalled).
+ * drops are counted on both ends, then it is dropped), a server that floods (the
+ * client's memory is capped), servers that go silent (reported as stalled), and
+ * per-host keys: two peers each sent only its host's records (a controller ID
+ * given to another host included), a stalled peer dropped while the other goes
+ * on, a peer beyond the limit refused with one line.
  */
 #define _GNU_SOURCE	/* EAI_NODATA, EAI_ADDRFAMILY */
 #include <stdarg.h>
@@ -380,13 +383,15 @@ static void test_slow_peer_never_blocks(void **state)
 		nt_stream_server_poll(c.s);
 		if (ms() - t > worst)
 			worst = ms() - t;
+		/* the cap, one chunk more at most */
+		assert_true(nt_stream_server_queued(c.s) <= (256 << 10) + 4096 * sizeof(struct ntbpf_rec));
 	}
 	assert_true(worst < 1000);	/* a blocking send would wait forever here */
 	assert_true(nt_stream_server_dropped(c.s) > 0);
-	/* the cap, one chunk more at most */
-	assert_true(nt_stream_server_queued(c.s) <= (256 << 10) + 4096 * sizeof(struct ntbpf_rec));
 	assert_non_null(strstr(srv_log(&c), "reads too slowly"));
-	assert_true(nt_stream_server_connected(c.s));
+	/* and, having taken nothing for NT_STREAM_STALL ticks, dropped */
+	assert_non_null(strstr(srv_log(&c), "stopped reading for 3 intervals"));
+	assert_false(nt_stream_server_connected(c.s));
 	close(fd);
 	srv_stop(&c);
 }
@@ -639,6 +644,287 @@ static void test_resolve_hint(void **state)
 	assert_string_equal(nt_resolve_hint(true, 0), "");
 }
 
+
+/* ---- per-host keys (--key DIR): several peers, each its own host's records ---- */
+
+static const struct nt_key key_c = { .n = 16, .k = "0123456789abcdeC" };
+#define HOST_A "nqn.2014-08.org.nvmexpress:uuid:aaaa"
+#define HOST_B "nqn.2014-08.org.nvmexpress:uuid:bbbb"
+#define HOST_C "nqn.2014-08.org.nvmexpress:uuid:cccc"
+
+/* the target's controllers: cntlid 1 of host A (host B's once 'reused' is set), 2 of B, 9 unknown */
+static volatile int reused;
+
+static int test_host_of(void *ctx, uint16_t cntlid, char *nqn, size_t len)
+{
+	(void)ctx;
+	if (cntlid == 1 || cntlid == 2)
+		snprintf(nqn, len, "%s", cntlid == 2 || reused ? HOST_B : HOST_A);
+	return cntlid == 1 || cntlid == 2 ? 0 : -1;
+}
+
+static char keydir[64];
+
+static void make_keydir(struct nt_keyset *ks)
+{
+	char p[192], err[256];
+	const struct { const char *host; const struct nt_key *k; } keys[] = {
+		{ HOST_A, &key_a }, { HOST_B, &key_b }, { HOST_C, &key_c } };
+
+	snprintf(keydir, sizeof(keydir), "/tmp/ntbpf-keys-XXXXXX");
+	assert_non_null(mkdtemp(keydir));
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", keydir, keys[i].host);
+		write_file(p, (const char *)keys[i].k->k, 0600);
+	}
+	assert_int_equal(nt_keyset_load(keydir, ks, err, sizeof(err)), 0);
+	assert_int_equal(ks->n, 3);
+}
+
+static void rm_keydir(struct nt_keyset *ks)
+{
+	char p[192];
+	const char *h[] = { HOST_A, HOST_B, HOST_C, "dup" };
+
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/%s", keydir, h[i]);
+		unlink(p);
+	}
+	rmdir(keydir);
+	nt_keyset_free(ks);
+}
+
+static void srv_start_hosts(struct srvctx *c, const struct nt_keyset *ks)
+{
+	char addr[64], err[256];
+
+	memset(c, 0, sizeof(*c));
+	nt_header_init(&c->h, NTBPF_ROLE_TARGET);
+	c->log = open_memstream(&c->logbuf, &c->loglen);
+	c->port = free_port();
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", c->port);
+	c->s = nt_stream_server_new_hosts(addr, ks, test_host_of, NULL, &c->h, c->log, err, sizeof(err));
+	assert_non_null(c->s);
+}
+
+/* the key directory's rules: closed to others, each key its own */
+static void test_keyset_rules(void **state)
+{
+	struct nt_keyset ks;
+	char p[192], err[256];
+
+	make_keydir(&ks);
+	for (size_t i = 0; i < ks.n; i++)
+		assert_true(!strcmp(ks.v[i].host, HOST_A) || !strcmp(ks.v[i].host, HOST_B) ||
+			    !strcmp(ks.v[i].host, HOST_C));
+	nt_keyset_free(&ks);
+	chmod(keydir, 0755);
+	assert_int_equal(nt_keyset_load(keydir, &ks, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "chmod 700"));
+	chmod(keydir, 0700);
+	snprintf(p, sizeof(p), "%s/dup", keydir);
+	write_file(p, (const char *)key_a.k, 0600);
+	assert_int_equal(nt_keyset_load(keydir, &ks, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "have the same key"));
+	rm_keydir(&ks);
+}
+
+static void take_all(struct nt_stream_client *cl, struct ntbpf_rec **v, size_t *cap, uint64_t count[3][3],
+		     uint64_t *stray)
+{
+	size_t n = 0;
+
+	nt_stream_client_take(cl, v, &n, cap);
+	for (size_t k = 0; k < n; k++) {
+		const struct ntbpf_rec *r = &(*v)[k];
+		int ci = r->ctrl == 1 ? 1 : r->ctrl == 2 ? 2 : 0;
+
+		if (ci && r->dev >= 1 && r->dev <= 2)
+			count[ci][r->dev]++;
+		else
+			(*stray)++;
+	}
+}
+
+static int both_connected(struct nt_stream_server *s)
+{
+	return nt_stream_server_peers(s) == 2;
+}
+
+/*
+ * Two peers on loopback, hosts A and B: each receives its host's records only.  Records
+ * are marked with their phase (dev): in phase 2 the target gives controller 1 to host B
+ * in the middle of an interval; that interval's records of controller 1 go to nobody,
+ * and from then on its records go to B, never to A.
+ */
+static void test_two_peers_isolated(void **state)
+{
+	struct nt_keyset ks;
+	struct srvctx c;
+	struct nt_stream_client *ca, *cb;
+	struct ntbpf_rec *va = NULL, *vb = NULL;
+	size_t capa = 0, capb = 0;
+	uint64_t na[3][3] = { { 0 } }, nb[3][3] = { { 0 } }, stray_a = 0, stray_b = 0;
+	char addr[64], err[256];
+	uint32_t k = 0;
+
+	reused = 0;
+	make_keydir(&ks);
+	srv_start_hosts(&c, &ks);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", c.port);
+	ca = nt_stream_client_start(addr, &key_a, 0.1, 0, err, sizeof(err));
+	cb = nt_stream_client_start(addr, &key_b, 0.1, 0, err, sizeof(err));
+	assert_non_null(ca);
+	assert_non_null(cb);
+	POLL_UNTIL(&c, both_connected(c.s));
+	assert_non_null(strstr(srv_log(&c), "host " HOST_A));
+	assert_non_null(strstr(srv_log(&c), "host " HOST_B));
+	for (int tick = 0; tick < 60; tick++) {
+		int phase = tick < 30 ? 1 : 2;
+
+		for (int i = 0; i < 200; i++) {
+			struct ntbpf_rec r = rec(k++);
+
+			r.ctrl = (uint16_t[]){ 1, 2, 9 }[i % 3];
+			r.dev = phase;
+			if (tick == 30 && i == 100)
+				reused = 1;	/* controller 1 is host B's from here on */
+			if (tick == 30 && r.ctrl == 1)
+				r.dev = i < 100 ? 1 : 2;
+			nt_stream_server_add(c.s, &r);
+		}
+		nt_stream_server_tick(c.s);
+		nt_stream_server_poll(c.s);
+		usleep(5000);
+		take_all(ca, &va, &capa, na, &stray_a);
+		take_all(cb, &vb, &capb, nb, &stray_b);
+	}
+	{	/* what is on the way */
+		uint64_t t = ms();
+
+		while (ms() - t < 500) {
+			nt_stream_server_poll(c.s);
+			take_all(ca, &va, &capa, na, &stray_a);
+			take_all(cb, &vb, &capb, nb, &stray_b);
+			usleep(5000);
+		}
+	}
+	/* A: controller 1 of phase 1 only; nothing of B's, of controller 9, of phase 2 */
+	assert_true(na[1][1] > 1000);
+	assert_int_equal(na[1][2], 0);
+	assert_int_equal(na[2][1] + na[2][2], 0);
+	assert_int_equal(stray_a, 0);
+	/* B: controller 2 throughout, controller 1 in phase 2 only (once it is B's at two ticks) */
+	assert_true(nb[2][1] > 1000 && nb[2][2] > 1000);
+	assert_int_equal(nb[1][1], 0);
+	assert_true(nb[1][2] > 1000);
+	assert_int_equal(stray_b, 0);
+	/* controller 9 (no host known), each controller's first interval and the switch's: nobody's */
+	assert_true(nt_stream_server_withheld(c.s) > 0);
+	assert_non_null(strstr(srv_log(&c), "records sent to no peer"));
+	nt_stream_client_stop(ca);
+	nt_stream_client_stop(cb);
+	free(va);
+	free(vb);
+	srv_stop(&c);
+	rm_keydir(&ks);
+}
+
+/* peer A never reads: it is dropped within NT_STREAM_STALL ticks of a full socket; B keeps receiving */
+static void test_stalled_peer_dropped(void **state)
+{
+	struct nt_keyset ks;
+	struct srvctx c;
+	struct nt_stream_client *cb;
+	struct nt_stream_status st;
+	struct ntbpf_rec *vb = NULL;
+	size_t capb = 0;
+	uint64_t nb[3][3] = { { 0 } }, stray_b = 0, worst = 0, t0, t_drop = 0, b_at_drop = 0;
+	char addr[64], err[256];
+	uint32_t k = 0;
+	int fd;
+
+	reused = 0;
+	make_keydir(&ks);
+	srv_start_hosts(&c, &ks);
+	nt_stream_server_set_queue_max(c.s, 256 << 10);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", c.port);
+	fd = auth_against(&c, &key_a, NULL, 0);	/* authenticates, then never reads */
+	assert_true(fd >= 0);
+	cb = nt_stream_client_start(addr, &key_b, 0.1, 0, err, sizeof(err));
+	assert_non_null(cb);
+	POLL_UNTIL(&c, both_connected(c.s));
+	t0 = ms();
+	while (ms() - t0 < 20000) {
+		uint64_t t = ms();
+
+		for (int i = 0; i < 8000; i++) {
+			struct ntbpf_rec r = rec(k++);
+
+			r.ctrl = i & 1 ? 2 : 1;
+			r.dev = 1;
+			nt_stream_server_add(c.s, &r);
+		}
+		nt_stream_server_tick(c.s);
+		nt_stream_server_poll(c.s);
+		if (ms() - t > worst)
+			worst = ms() - t;
+		take_all(cb, &vb, &capb, nb, &stray_b);
+		if (!t_drop && strstr(srv_log(&c), "stopped reading")) {
+			t_drop = ms();
+			b_at_drop = nb[2][1];
+		}
+		if (t_drop && ms() - t_drop > 1000)
+			break;
+		usleep(20000);
+	}
+	assert_true(t_drop > 0);			/* A was dropped ... */
+	assert_true(worst < 1000);			/* ... and no tick waited for it */
+	assert_int_equal(nt_stream_server_peers(c.s), 1);
+	/* B received all along and keeps receiving after A's drop, its own records only */
+	assert_true(b_at_drop > 0);
+	assert_true(nb[2][1] > b_at_drop + 10000);
+	assert_int_equal(nb[1][1], 0);
+	assert_int_equal(stray_b, 0);
+	nt_stream_client_status(cb, &st);
+	assert_string_equal(st.state, "connected");
+	nt_stream_client_stop(cb);
+	close(fd);
+	free(vb);
+	srv_stop(&c);
+	rm_keydir(&ks);
+}
+
+/* beyond the most peers, an authenticated newcomer gets one line and is closed; the others stay */
+static void test_peer_limit_refused(void **state)
+{
+	struct nt_keyset ks;
+	struct srvctx c;
+	char err[256];
+	int fa, fb;
+
+	make_keydir(&ks);
+	srv_start_hosts(&c, &ks);
+	nt_stream_server_set_peers_max(c.s, 2);
+	fa = auth_against(&c, &key_a, NULL, 0);
+	fb = auth_against(&c, &key_b, NULL, 0);
+	assert_true(fa >= 0 && fb >= 0);
+	POLL_UNTIL(&c, both_connected(c.s));
+	assert_int_equal(auth_against(&c, &key_c, err, sizeof(err)), -1);
+	assert_string_equal(err, "the server refused us: ntbpf live --serve: 2 peers already, the most it serves; "
+				 "try later");
+	assert_non_null(strstr(srv_log(&c), "of " HOST_C " refused: 2 peers already (at most 2)"));
+	assert_int_equal(nt_stream_server_peers(c.s), 2);
+	/* a key of no host is refused as before */
+	assert_int_equal(auth_against(&c, &key_b.n ? &(struct nt_key){ .n = 16, .k = "none-of-these-00" } : NULL,
+				      err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "wrong --key"));
+	close(fa);
+	close(fb);
+	srv_stop(&c);
+	rm_keydir(&ks);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,6 +941,10 @@ int main(void)
 		cmocka_unit_test(test_drops_reported_to_client),
 		cmocka_unit_test(test_silent_server_stalls),
 		cmocka_unit_test(test_client_bounds_lengths),
+		cmocka_unit_test(test_keyset_rules),
+		cmocka_unit_test(test_two_peers_isolated),
+		cmocka_unit_test(test_stalled_peer_dropped),
+		cmocka_unit_test(test_peer_limit_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
