@@ -304,14 +304,16 @@ SCENARIOS = [
      "checks": BASIC + netem("two-6.12-randread-qd1", 1, 50000)},
     # issue 30 item 5: 24 requests in flight on one queue across a 2 ms one-way delay.  --diagnose
     # says where the time goes whether a rule fires or not: the network first, and the submission
-    # wait with the queue's depth as its evidence.  Measured (2026-11-29): network_transmission
-    # 59 %, nstack_submission 15 % (the emulated target picks the commands up slowly), then
-    # nvme_tcp_submission 12 % at a mean depth of 15.8: among the first three, not second
+    # wait with the queue's depth as its evidence.  Its rank is the emulator's, not ntbpf's: two
+    # runs (2026-11-29) gave network_transmission 59 / 60 %, nstack_submission 15 / 15 % (the
+    # emulated target picks the commands up slowly), nvme_tcp_submission 12 % third / 7.6 %
+    # fourth behind nstack_completion's 7.7 %, at a mean depth of 15.8 / 16.8: so the check asks
+    # for the network first and the submission wait ranked with its depth, wherever it lands
     {"name": "two-6.12-qd24-one-queue-netem-2ms",
      "args": ["--topology", "two", "--kernel", "6.12", "--queues", "1", "--netem-delay", "2ms",
               "--fio", "rw=randread bs=4k iodepth=24 numjobs=1 runtime=4"],
      "checks": BASIC + [("time_shares", {"first": "network_transmission", "then": "nvme_tcp_submission",
-                                         "within": 3, "min_depth": 8}), ("finding", {"kind": "network"})]},
+                                         "within": 10, "min_depth": 8}), ("finding", {"kind": "network"})]},
     # initiator_cpu: a real-time busy loop on the initiator's io_cpu (CPU 0; --cpu-hog: ~300
     # shell iterations busy, 1 ms asleep), fio on CPU 1: io_work waits for it to sleep, both to
     # send each command (nvme_tcp_submission) and to take each response (nstack_completion).
