@@ -300,6 +300,112 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 	return 0;
 }
 
+/* ---- --diagnose's time windows (struct nt_timewin) ---- */
+
+/* the io CPU of r's queue as its header lists it, as a mask bit (0: unknown) */
+static uint64_t queue_cpu_bit(const struct nt_header *h, const struct ntbpf_rec *r)
+{
+	const struct nt_ctrl_info *c = h ? nt_ctrl_of(h, r->role, r->flags, r->ctrl) : NULL;
+
+	for (uint32_t k = 0; c && c->queues && k < c->nqueues; k++)
+		if (c->queues[k].qid == r->qid)
+			return c->queues[k].io_cpu < 0 ? 0 : 1ull << (c->queues[k].io_cpu < 63 ? c->queues[k].io_cpu : 63);
+	return 0;
+}
+
+/* a target record's stream + 1 (host, subsystem, namespace), made if new; 0: no host named, or no room */
+static uint16_t win_stream(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
+{
+	struct nt_timewin *w = rep->win;
+	uint16_t host, subsys, k;
+	uint32_t nsid;
+	uint64_t cpu;
+
+	if (w->last.stream && w->last.h == h && w->last.ctrl == r->ctrl && w->last.qid == r->qid &&
+	    w->last.dev == r->dev)
+		return w->last.stream;
+	ctrl_keys(rep, r, h, &host, &subsys);
+	if (host == NT_KEY_UNKNOWN || host == NT_KEY_OTHER)
+		return 0;
+	nsid = h ? nt_nsid_of(h, r->role, r->flags, r->ctrl, r->dev) : 0;
+	cpu = queue_cpu_bit(h, r);
+	for (k = 0; k < w->nstreams; k++)
+		if (w->s[k].host == host && w->s[k].subsys == subsys && w->s[k].nsid == nsid)
+			break;
+	if (k == w->nstreams) {
+		if (k == NT_WIN_STREAMS)
+			return 0;
+		w->s[w->nstreams++] = (struct nt_wstream){ .host = host, .subsys = subsys, .nsid = nsid };
+	}
+	w->s[k].cpus |= cpu;
+	w->last.h = h;
+	w->last.ctrl = r->ctrl;
+	w->last.qid = r->qid;
+	w->last.dev = r->dev;
+	w->last.stream = (uint16_t)(k + 1);
+	return w->last.stream;
+}
+
+/* the windows' start: the earliest target recording's start on the wall clock */
+static void win_base(struct nt_report *rep, uint64_t first)
+{
+	struct nt_timewin *w = rep->win;
+
+	w->based = true;
+	w->base_ns = first;
+	for (int i = 0; i < rep->nins; i++)
+		if (rep->ins[i].hdr.role == NTBPF_ROLE_TARGET && rep->ins[i].hdr.real_ns &&
+		    rep->ins[i].hdr.real_ns < w->base_ns)
+			w->base_ns = rep->ins[i].hdr.real_ns;
+	w->width_ns = NT_WIN_MIN_NS;
+}
+
+/* one target I/O (st) into its stream's window; ok: it succeeded (its target stages count) */
+static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uint32_t mask, const uint64_t *vals)
+{
+	static const uint32_t three = 1u << NT_ST_NVMET_TCP_SUB | 1u << NT_ST_TARGET_SUBSYS | 1u << NT_ST_NVMET_TCP_COMP;
+	struct nt_timewin *w = rep->win;
+	uint64_t t = (uint64_t)st->io.start_hi << 32 | st->io.start_lo, k;
+	struct nt_wcell *c;
+
+	if (!st->stream || st->stream > w->nstreams) {
+		w->dropped++;
+		return;
+	}
+	if (!w->based)
+		win_base(rep, t);
+	k = t > w->base_ns ? (t - w->base_ns) / w->width_ns : 0;
+	while (k >= NT_WIN_N) {	/* a longer run: windows twice as wide, pairs merged */
+		for (int s = 0; s < w->nstreams; s++)
+			for (int j = 0; j < NT_WIN_N; j++) {
+				struct nt_wcell *a = &w->c[s][j];
+
+				if (j < NT_WIN_N / 2) {
+					const struct nt_wcell *x = &w->c[s][2 * j], *y = &w->c[s][2 * j + 1];
+
+					*a = (struct nt_wcell){ x->ios + y->ios, x->tn + y->tn, x->bytes + y->bytes,
+								x->tsum + y->tsum };
+				} else {
+					memset(a, 0, sizeof(*a));
+				}
+			}
+		w->width_ns *= 2;
+		w->nwin = (w->nwin + 1) / 2;
+		k = (t - w->base_ns) / w->width_ns;
+	}
+	if ((int)k >= w->nwin)
+		w->nwin = (int)k + 1;
+	c = &w->c[st->stream - 1][k];
+	w->s[st->stream - 1].ios++;
+	c->ios++;
+	c->bytes += st->io.bytes;
+	if (ok && (mask & three) == three) {
+		c->tn++;
+		c->tsum += (double)vals[NT_ST_NVMET_TCP_SUB] + (double)vals[NT_ST_TARGET_SUBSYS] +
+			   (double)vals[NT_ST_NVMET_TCP_COMP];
+	}
+}
+
 #define NO_GROUP UINT32_MAX
 
 static void group_span(struct nt_group *g, uint64_t start, uint64_t end, uint32_t bytes)
@@ -337,6 +443,7 @@ static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, const str
 		s->tag = (uint32_t)(g - rep->groups);
 	}
 	nt_sum_of(r, role, s);
+	s->stream = role == NTBPF_ROLE_TARGET && r->role == role && rep->win ? win_stream(rep, r, h) : 0;
 	if (role == NTBPF_ROLE_TARGET) {
 		uint64_t start = r->t0 + to_wall;
 
@@ -411,6 +518,8 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 		if (d > g->full_resid)
 			g->full_resid = d;
 	}
+	if (st && rep->win)
+		win_add(rep, st, !g->status, mask, vals);
 	if (si)
 		add_depth(g, 0, si->depth, mask, vals, NT_ST_NVME_TCP_SUB);
 	if (st)
@@ -936,8 +1045,11 @@ void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins
 	rep->o = o;
 	rep->ins = ins;
 	rep->nins = nins;
-	if (o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS))
-		rep->names = calloc(1, sizeof(*rep->names));	/* NULL: every I/O's host is "unknown" */
+	/* NULL: every I/O's host is "unknown" (--diagnose names hosts for its windows) */
+	if ((o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS)) || o->diagnose)
+		rep->names = calloc(1, sizeof(*rep->names));
+	if (o->diagnose)
+		rep->win = calloc(1, sizeof(*rep->win));	/* NULL: the interference rule says it saw no windows */
 }
 
 void nt_report_finish(struct nt_report *rep)
@@ -977,6 +1089,7 @@ void nt_report_free(struct nt_report *rep)
 	nt_report_clear_groups(rep);
 	nt_match_free(&rep->m);
 	free(rep->names);
+	free(rep->win);
 	memset(rep, 0, sizeof(*rep));
 }
 

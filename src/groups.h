@@ -59,6 +59,45 @@ struct nt_group {
 	uint64_t dep_bn[2][NT_DEP_BUCKETS], dep_bsum[2][NT_DEP_BUCKETS];
 };
 
+/*
+ * --diagnose's time windows (the interference rule, src/diagnose.c): per
+ * stream (one host's I/O to one target namespace, as the target's records
+ * name them: hostnqn, subsysnqn, nsid, and the io CPUs of its queues) and
+ * per window of the run, the I/Os the target saw, their bytes and their
+ * target stages (nvmet_tcp_submission + target_subsystem +
+ * nvmet_tcp_completion).  Bounded: NT_WIN_STREAMS streams (the I/Os of
+ * others, and of hosts the target's file does not name, are counted in
+ * `dropped`, not compared) and NT_WIN_N windows of at least NT_WIN_MIN_NS (a
+ * longer run doubles their width, merging pairs, as often as it needs).
+ */
+#define NT_WIN_STREAMS 16
+#define NT_WIN_N 128
+#define NT_WIN_MIN_NS 10000000ull
+struct nt_wcell {
+	uint32_t ios, tn;	/* the target's I/Os; of those, the ones that succeeded with the three stages */
+	uint64_t bytes;
+	double tsum;		/* the three stages' sum over the tn, ns */
+};
+struct nt_timewin {
+	int nstreams, nwin;	/* windows: 0 .. nwin - 1 hold I/Os */
+	struct nt_wstream {
+		uint16_t host, subsys;	/* names' indexes (NT_KEY_HOST, NT_KEY_SUBSYS) */
+		uint32_t nsid;		/* 0 unknown */
+		uint64_t cpus;		/* its queues' io CPUs (bit c: CPU c, bit 63: 63 and above) */
+		uint64_t ios;
+	} s[NT_WIN_STREAMS];
+	uint64_t base_ns, width_ns;	/* window k: [base + k width, base + (k + 1) width), the target's wall clock */
+	bool based;
+	uint64_t dropped;	/* target I/Os not in a stream: no host named, or streams full */
+	struct {		/* the last record's stream (records come in runs) */
+		const void *h;
+		uint16_t ctrl, qid;
+		uint32_t dev;
+		uint16_t stream;
+	} last;
+	struct nt_wcell c[NT_WIN_STREAMS][NT_WIN_N];
+};
+
 struct nt_report;
 struct nt_interval_info;
 
@@ -114,6 +153,7 @@ struct nt_report {
 	struct nt_group *groups;
 	struct nt_matching m;
 	struct nt_keynames *names;	/* --group-by host, subsys, ns (owned; NULL: all "unknown") */
+	struct nt_timewin *win;		/* --diagnose's time windows (owned; NULL without --diagnose) */
 };
 
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
