@@ -8,6 +8,7 @@
  * rule; tests/unit/test_diagnose.c provokes each and its control.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,278 @@ static struct nt_finding *next(struct nt_finding *f, int max, int *n)
 	return &f[(*n)++];
 }
 
+/* ---- interference: one host's target stages against another's load, window by window ---- */
+
+/* the distinct hosts of the windows' streams, in the order of their first stream; how many */
+static int win_hosts(const struct nt_timewin *w, uint16_t *hosts)
+{
+	int n = 0;
+
+	for (int k = 0; k < w->nstreams; k++) {
+		int i;
+
+		for (i = 0; i < n && hosts[i] != w->s[k].host; i++)
+			;
+		if (i == n)
+			hosts[n++] = w->s[k].host;
+	}
+	return n;
+}
+
+static int dbl_cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* the median of v[0..n) (reordered); 0 for none */
+static double median(double *v, int n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), dbl_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Pearson's correlation of x and y over n; 0 where either does not vary */
+static double pearson(const double *x, const double *y, int n)
+{
+	double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+
+	for (int i = 0; i < n; i++) {
+		mx += x[i] / n;
+		my += y[i] / n;
+	}
+	for (int i = 0; i < n; i++) {
+		sxy += (x[i] - mx) * (y[i] - my);
+		sxx += (x[i] - mx) * (x[i] - mx);
+		syy += (y[i] - my) * (y[i] - my);
+	}
+	return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
+}
+
+enum if_why { IF_FIRES, IF_NOT_SHARED, IF_FEW_WINDOWS, IF_BELOW };
+
+/* victim v against cause c (hosts' name indexes): the numbers, and whether (else why not) it fires */
+static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin *w, uint16_t v, uint16_t c,
+			   struct nt_interference *e)
+{
+	double m[NT_WIN_N], x[NT_WIN_N], ml[NT_WIN_N], mi[NT_WIN_N], ol[NT_WIN_N], oi[NT_WIN_N], peak = 0, sec;
+	double ciops = 0, cbytes = 0;
+	bool cs[NT_WIN_STREAMS] = { false }, any = false;
+	int n = 0, len = 0;
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->victim, sizeof(e->victim), "%s", nt_report_key_name(rep, NT_KEY_HOST, v));
+	snprintf(e->cause, sizeof(e->cause), "%s", nt_report_key_name(rep, NT_KEY_HOST, c));
+	e->width_ms = w->width_ns / 1e6;
+	sec = w->width_ns / 1e9;
+	/* the cause's streams that share a namespace or an io CPU with one of the victim's */
+	for (int i = 0; i < w->nstreams; i++)
+		for (int j = 0; w->s[i].host == c && j < w->nstreams; j++) {
+			const struct nt_wstream *a = &w->s[i], *b = &w->s[j];
+			bool ns = a->nsid && a->subsys == b->subsys && a->nsid == b->nsid;
+			uint64_t cpu = a->cpus & b->cpus;
+
+			if (b->host != v || !(ns || cpu))
+				continue;
+			cs[i] = true;
+			if (!any && len < (int)sizeof(e->shared)) {
+				if (ns)
+					len += snprintf(e->shared + len, sizeof(e->shared) - len, "namespace %u of %.100s",
+							a->nsid, nt_report_key_name(rep, NT_KEY_SUBSYS, a->subsys));
+				if (cpu && len < (int)sizeof(e->shared))
+					snprintf(e->shared + len, sizeof(e->shared) - len, "%sthe io CPU %d", ns ? " and " : "",
+						 __builtin_ctzll(cpu));
+			}
+			any = true;
+		}
+	if (!any)
+		return IF_NOT_SHARED;
+	for (int k = 0; k < w->nwin; k++) {
+		double cb = 0;
+
+		for (int i = 0; i < w->nstreams; i++)
+			cb += cs[i] ? (double)w->c[i][k].bytes : 0;
+		peak = cb > peak ? cb : peak;
+	}
+	for (int k = 0; k < w->nwin; k++) {
+		double cb = 0, ci = 0, vt = 0, vn = 0, vio = 0;
+
+		for (int i = 0; i < w->nstreams; i++) {
+			if (cs[i]) {
+				cb += (double)w->c[i][k].bytes;
+				ci += w->c[i][k].ios;
+			} else if (w->s[i].host == v) {
+				vt += w->c[i][k].tsum;
+				vn += w->c[i][k].tn;
+				vio += w->c[i][k].ios;
+			}
+		}
+		if (vn < NT_IF_WIN_IOS)
+			continue;
+		m[n] = vt / vn;
+		x[n++] = cb;
+		if (peak > 0 && cb >= NT_IF_BUSY * peak) {
+			ml[e->loaded] = vt / vn;
+			ol[e->loaded++] = vio / sec;
+			ciops += ci / sec;
+			cbytes += cb / sec;
+		} else if (cb <= NT_IF_IDLE * peak) {
+			mi[e->idle] = vt / vn;
+			oi[e->idle++] = vio / sec;
+		}
+	}
+	e->windows = n;
+	e->corr = pearson(x, m, n);
+	if (e->loaded) {
+		e->cause_iops = ciops / e->loaded;
+		e->cause_mbps = cbytes / e->loaded / 1e6;
+	}
+	e->victim_loaded_us = US(median(ml, e->loaded));
+	e->victim_idle_us = US(median(mi, e->idle));
+	e->victim_iops_loaded = median(ol, e->loaded);
+	e->victim_iops_idle = median(oi, e->idle);
+	if (e->loaded < NT_IF_MIN_WINDOWS || e->idle < NT_IF_MIN_WINDOWS)
+		return IF_FEW_WINDOWS;
+	if (e->victim_idle_us > 0 && e->victim_loaded_us >= NT_IF_GROWTH * e->victim_idle_us &&
+	    e->victim_loaded_us - e->victim_idle_us >= NT_IF_MIN_US && e->corr >= NT_IF_CORR &&
+	    e->victim_iops_loaded <= NT_IF_OWN * e->victim_iops_idle)
+		return IF_FIRES;
+	return IF_BELOW;
+}
+
+static double if_growth(const struct nt_interference *e)
+{
+	return e->victim_idle_us > 0 ? e->victim_loaded_us / e->victim_idle_us : 0;
+}
+
+static void if_finding(struct nt_finding *x, const struct nt_interference *e)
+{
+	x->kind = "interference";
+	x->stage = "nvmet_tcp_submission+target_subsystem+nvmet_tcp_completion";
+	x->has_interference = true;
+	x->in = *e;
+	snprintf(x->evidence, sizeof(x->evidence), "host %s's target stages take %.1f us (median of the windows' "
+		 "means) in the %d windows of %.0f ms where host %s was busy, %.1f us in the %d where it was idle "
+		 "(x%.1f; correlation with its bytes %.2f over %d windows); host %s in those windows: %.0f IOPS, "
+		 "%.1f MB/s, on %s; host %s's own rate %.0f vs %.0f IOPS", e->victim, e->victim_loaded_us, e->loaded,
+		 e->width_ms, e->cause, e->victim_idle_us, e->idle, if_growth(e), e->corr, e->windows, e->cause,
+		 e->cause_iops, e->cause_mbps, e->shared, e->victim, e->victim_iops_loaded, e->victim_iops_idle);
+	x->advice = "keep the hosts apart on the target: the busy host's namespace on another device, its load "
+		    "capped (its queue depth, a rate limit: fio rate=, blk-throttle io.max on its initiator), or "
+		    "nvmet_tcp's io_work for the two hosts' queues on different CPUs (the target NIC's RSS queues "
+		    "and irq affinity)";
+}
+
+/* interference findings into f (from *n, at most max): a victim's at most once, its nearest cause */
+static void interference(const struct nt_report *rep, struct nt_finding *f, int max, int *n)
+{
+	const struct nt_timewin *w = rep->win;
+	uint16_t hosts[NT_WIN_STREAMS];
+	int nh;
+
+	if (!w)
+		return;
+	nh = win_hosts(w, hosts);
+	for (int a = 0; a < nh; a++) {
+		struct nt_interference e, best;
+		bool found = false;
+		struct nt_finding *x;
+
+		for (int b = 0; b < nh; b++)
+			if (b != a && if_eval(rep, w, hosts[a], hosts[b], &e) == IF_FIRES &&
+			    (!found || if_growth(&e) > if_growth(&best))) {
+				best = e;
+				found = true;
+			}
+		if (found && (x = next(f, max, n)))
+			if_finding(x, &best);
+	}
+}
+
+/*
+ * What the windows could not hold, appended to buf (after "; " if it holds
+ * something): the target I/Os of streams beyond the table's, and, where
+ * some hosts are named, those of hosts the target's file does not name
+ * (files that name none say nothing: one host, or none to tell apart).
+ */
+static int lost_note(const struct nt_timewin *w, char *buf, size_t len)
+{
+	size_t at = strlen(buf);
+	int k = 0;
+
+	if (w->dropped && at < len)
+		k = snprintf(buf + at, len - at, "%s%" PRIu64 " target I/Os of hosts beyond the first %d host and "
+			     "namespace pairs not compared", at ? "; " : "", w->dropped, NT_WIN_STREAMS);
+	at = strlen(buf);
+	if (w->unnamed && w->nstreams && at < len)
+		k = snprintf(buf + at, len - at, "%s%" PRIu64 " target I/Os whose host the target's file does not "
+			     "name not compared", at ? "; " : "", w->unnamed);
+	return k;
+}
+
+int nt_diagnose_interference_note(const struct nt_report *rep, char *buf, size_t len)
+{
+	const struct nt_timewin *w = rep->win;
+	struct nt_interference e, best;
+	uint16_t hosts[NT_WIN_STREAMS];
+	enum if_why bw = IF_NOT_SHARED, r;
+	int nh, at = 0, fired = 0;
+
+	buf[0] = '\0';
+	if (!w)
+		return 0;
+	if ((nh = win_hosts(w, hosts)) < 2) {
+		if (lost_note(w, buf, len) > 0)
+			return 1;
+		return 0;
+	}
+	/* the pair nearest to firing: one that fires; else enough windows and the most growth; else the most busy windows */
+	for (int a = 0; a < nh; a++)
+		for (int b = 0; b < nh; b++) {
+			if (a == b)
+				continue;
+			r = if_eval(rep, w, hosts[a], hosts[b], &e);
+			fired += r == IF_FIRES;
+			if (at == 0 || r > bw || (r == bw && (r == IF_BELOW ? if_growth(&e) > if_growth(&best) :
+							     e.loaded > best.loaded))) {
+				best = e;
+				bw = r;
+				at = 1;
+			}
+		}
+	if (fired)
+		bw = IF_FIRES;
+	switch (bw) {
+	case IF_FIRES:
+		break;
+	case IF_NOT_SHARED:
+		at = snprintf(buf, len, "no two of the %d hosts share a namespace or an io CPU the target's file names",
+			      nh);
+		break;
+	case IF_FEW_WINDOWS:
+		at = snprintf(buf, len, "host %s had %d windows of %.0f ms while host %s was busy and %d while it was "
+			      "idle, of %d with %d I/Os or more (it compares at least %d of each): the two hosts' loads "
+			      "did not both vary in time", best.victim, best.loaded, best.width_ms, best.cause, best.idle,
+			      best.windows, NT_IF_WIN_IOS, NT_IF_MIN_WINDOWS);
+		break;
+	case IF_BELOW:
+		at = snprintf(buf, len, "host %s's target stages x%.2f (%.1f vs %.1f us) in the windows where host %s was "
+			      "busy (it fires at x%.1f and +%.0f us), correlation %.2f (at %.1f), its own rate x%.2f (at "
+			      "most x%.2f)", best.victim, if_growth(&best), best.victim_loaded_us, best.victim_idle_us,
+			      best.cause, NT_IF_GROWTH, NT_IF_MIN_US, best.corr, NT_IF_CORR,
+			      best.victim_iops_idle > 0 ? best.victim_iops_loaded / best.victim_iops_idle : 0, NT_IF_OWN);
+		break;
+	}
+	if (bw == IF_FIRES)
+		at = 0;
+	if (at >= 0 && (size_t)at < len)
+		lost_note(w, buf + at, len - at);
+	return buf[0] != '\0';
+}
+
 int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why)
 {
 	static struct agg a;	/* large: not on the stack */
@@ -363,6 +636,9 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 		x->advice = "the initiator's CPUs: keep the workload off the queues' io_cpu (fio cpus_allowed; the "
 			    "queue: lines of --group-by queue name each io_cpu), or nvme_tcp wq_unbound=Y";
 	}
+
+	/* interference: a host's target stages grow with another's load on its namespace or io CPU */
+	interference(rep, f, max, &n);
 	return n;
 }
 
@@ -531,6 +807,12 @@ void nt_diagnose_print_text(FILE *out, const struct nt_report *rep)
 		if (!n && nt_diagnose_closest(rep, scope, sizeof(scope)))
 			fprintf(out, "  closest rule: %s\n", scope);
 	}
+	{	/* several hosts: why interference did not fire, and what its windows could not hold */
+		char note[1024];
+
+		if (nt_diagnose_interference_note(rep, note, sizeof(note)))
+			fprintf(out, "  interference: %s\n", note);
+	}
 	if (nt_diagnose_scope(rep, scope, sizeof(scope)))	/* one host: what its findings cannot see */
 		fprintf(out, "  %s\n", scope);
 }
@@ -569,6 +851,21 @@ void nt_diagnose_print_json(FILE *out, const struct nt_report *rep)
 		nt_put_json(out, f[i].evidence);
 		fputs(", \"advice\": ", out);
 		nt_put_json(out, f[i].advice);
+		if (f[i].has_interference) {
+			const struct nt_interference *e = &f[i].in;
+
+			fputs(", \"victim\": ", out);
+			nt_put_json(out, e->victim);
+			fputs(", \"cause\": ", out);
+			nt_put_json(out, e->cause);
+			fputs(", \"shared\": ", out);
+			nt_put_json(out, e->shared);
+			fprintf(out, ", \"windows\": {\"width_ms\": %.3f, \"busy\": %d, \"idle\": %d, \"compared\": %d}, "
+				"\"victim_target_us\": {\"busy\": %.3f, \"idle\": %.3f}, \"victim_iops\": {\"busy\": %.1f, "
+				"\"idle\": %.1f}, \"cause_load\": {\"iops\": %.1f, \"mb_s\": %.3f}, \"correlation\": %.3f",
+				e->width_ms, e->loaded, e->idle, e->windows, e->victim_loaded_us, e->victim_idle_us,
+				e->victim_iops_loaded, e->victim_iops_idle, e->cause_iops, e->cause_mbps, e->corr);
+		}
 		fputc('}', out);
 	}
 }

@@ -313,7 +313,7 @@ static uint64_t queue_cpu_bit(const struct nt_header *h, const struct ntbpf_rec 
 	return 0;
 }
 
-/* a target record's stream + 1 (host, subsystem, namespace), made if new; 0: no host named, or no room */
+/* a target record's stream + 1 (host, subsystem, namespace), made if new; 0: no host named; -1 (0xffff): no room */
 static uint16_t win_stream(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
 {
 	struct nt_timewin *w = rep->win;
@@ -325,8 +325,10 @@ static uint16_t win_stream(struct nt_report *rep, const struct ntbpf_rec *r, con
 	    w->last.dev == r->dev)
 		return w->last.stream;
 	ctrl_keys(rep, r, h, &host, &subsys);
-	if (host == NT_KEY_UNKNOWN || host == NT_KEY_OTHER)
+	if (host == NT_KEY_UNKNOWN)
 		return 0;
+	if (host == NT_KEY_OTHER)
+		return UINT16_MAX;
 	nsid = h ? nt_nsid_of(h, r->role, r->flags, r->ctrl, r->dev) : 0;
 	cpu = queue_cpu_bit(h, r);
 	for (k = 0; k < w->nstreams; k++)
@@ -334,7 +336,7 @@ static uint16_t win_stream(struct nt_report *rep, const struct ntbpf_rec *r, con
 			break;
 	if (k == w->nstreams) {
 		if (k == NT_WIN_STREAMS)
-			return 0;
+			return UINT16_MAX;
 		w->s[w->nstreams++] = (struct nt_wstream){ .host = host, .subsys = subsys, .nsid = nsid };
 	}
 	w->s[k].cpus |= cpu;
@@ -346,18 +348,38 @@ static uint16_t win_stream(struct nt_report *rep, const struct ntbpf_rec *r, con
 	return w->last.stream;
 }
 
-/* the windows' start: the earliest target recording's start on the wall clock */
-static void win_base(struct nt_report *rep, uint64_t first)
+/* windows twice as wide: pairs merged (a longer run) */
+static void win_widen(struct nt_timewin *w)
 {
-	struct nt_timewin *w = rep->win;
+	for (int s = 0; s < w->nstreams; s++)
+		for (int j = 0; j < NT_WIN_N; j++) {
+			struct nt_wcell *a = &w->c[s][j];
 
-	w->based = true;
-	w->base_ns = first;
-	for (int i = 0; i < rep->nins; i++)
-		if (rep->ins[i].hdr.role == NTBPF_ROLE_TARGET && rep->ins[i].hdr.real_ns &&
-		    rep->ins[i].hdr.real_ns < w->base_ns)
-			w->base_ns = rep->ins[i].hdr.real_ns;
-	w->width_ns = NT_WIN_MIN_NS;
+			if (j < NT_WIN_N / 2) {
+				const struct nt_wcell *x = &w->c[s][2 * j], *y = &w->c[s][2 * j + 1];
+
+				*a = (struct nt_wcell){ x->ios + y->ios, x->tn + y->tn, x->bytes + y->bytes, x->tsum + y->tsum };
+			} else {
+				memset(a, 0, sizeof(*a));
+			}
+		}
+	w->width_ns *= 2;
+	w->nwin = (w->nwin + 1) / 2;
+}
+
+/* an I/O that started before the first window (records come nearly in order): d windows ahead of it */
+static void win_prepend(struct nt_timewin *w, uint64_t t)
+{
+	uint64_t d;
+
+	while ((d = (w->base_ns - t + w->width_ns - 1) / w->width_ns) + w->nwin > NT_WIN_N)
+		win_widen(w);
+	for (int s = 0; s < w->nstreams; s++) {
+		memmove(&w->c[s][d], &w->c[s][0], w->nwin * sizeof(w->c[s][0]));
+		memset(&w->c[s][0], 0, d * sizeof(w->c[s][0]));
+	}
+	w->base_ns -= d * w->width_ns;
+	w->nwin += (int)d;
 }
 
 /* one target I/O (st) into its stream's window; ok: it succeeded (its target stages count) */
@@ -369,30 +391,19 @@ static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uin
 	struct nt_wcell *c;
 
 	if (!st->stream || st->stream > w->nstreams) {
-		w->dropped++;
+		w->unnamed += !st->stream;
+		w->dropped += !!st->stream;
 		return;
 	}
-	if (!w->based)
-		win_base(rep, t);
-	k = t > w->base_ns ? (t - w->base_ns) / w->width_ns : 0;
-	while (k >= NT_WIN_N) {	/* a longer run: windows twice as wide, pairs merged */
-		for (int s = 0; s < w->nstreams; s++)
-			for (int j = 0; j < NT_WIN_N; j++) {
-				struct nt_wcell *a = &w->c[s][j];
-
-				if (j < NT_WIN_N / 2) {
-					const struct nt_wcell *x = &w->c[s][2 * j], *y = &w->c[s][2 * j + 1];
-
-					*a = (struct nt_wcell){ x->ios + y->ios, x->tn + y->tn, x->bytes + y->bytes,
-								x->tsum + y->tsum };
-				} else {
-					memset(a, 0, sizeof(*a));
-				}
-			}
-		w->width_ns *= 2;
-		w->nwin = (w->nwin + 1) / 2;
-		k = (t - w->base_ns) / w->width_ns;
+	if (!w->based) {	/* the first I/O opens the first window */
+		w->based = true;
+		w->base_ns = t;
+		w->width_ns = NT_WIN_MIN_NS;
 	}
+	if (t < w->base_ns)
+		win_prepend(w, t);
+	while ((k = (t - w->base_ns) / w->width_ns) >= NT_WIN_N)
+		win_widen(w);
 	if ((int)k >= w->nwin)
 		w->nwin = (int)k + 1;
 	c = &w->c[st->stream - 1][k];

@@ -86,9 +86,9 @@ struct nt_timewin {
 		uint64_t cpus;		/* its queues' io CPUs (bit c: CPU c, bit 63: 63 and above) */
 		uint64_t ios;
 	} s[NT_WIN_STREAMS];
-	uint64_t base_ns, width_ns;	/* window k: [base + k width, base + (k + 1) width), the target's wall clock */
+	uint64_t base_ns, width_ns;	/* window k: [base + k width, base + (k + 1) width) on the target's wall clock; base: the first I/O's start (an earlier one moves it) */
 	bool based;
-	uint64_t dropped;	/* target I/Os not in a stream: no host named, or streams full */
+	uint64_t unnamed, dropped;	/* target I/Os not in a stream: their host not named; the streams full */
 	struct {		/* the last record's stream (records come in runs) */
 		const void *h;
 		uint16_t ctrl, qid;
