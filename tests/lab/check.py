@@ -1017,12 +1017,7 @@ def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     exactly from the initiator's file (its hostnqn from sysfs), within tgt_tol from the target's
     file alone (the hostnqn read from nvmet), and with both files each host's I/Os pair with its
     own target records (ntbpf script's rows: matched >= min_matched of its fio job)."""
-    hosts = {}
-    with open(os.path.join(d, "hosts.txt")) as f:
-        for line in f:
-            if line.split():
-                dev, nqn = line.split()[:2]
-                hosts[dev] = nqn
+    hosts = _hosts(d)
     want = {}
     for j in load(d, "fio.json")["jobs"]:
         assert j["jobname"] in hosts, f"fio job {j['jobname']} is no disk of hosts.txt {hosts}"
@@ -1055,6 +1050,68 @@ def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     return "; ".join(msg)
 
 
+def _hosts(d):
+    """hosts.txt (--hosts2): each disk's hostnqn"""
+    hosts = {}
+    with open(os.path.join(d, "hosts.txt")) as f:
+        for line in f:
+            if line.split():
+                dev, nqn = line.split()[:2]
+                hosts[dev] = nqn
+    return hosts
+
+
+def in_run(d, run, checks):
+    """the checks on DIR/fioRUN, one fio run of a boot with several (--fio given more than once)"""
+    r = os.path.join(d, f"fio{run}")
+    said, bad = [], []
+    for name, params in checks:
+        try:
+            said.append(f"{name}: {CHECKS[name](r, **params)}")
+        except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError, OSError) as e:
+            bad.append(f"{name}: {e}")
+    assert not bad, f"fio{run}: " + "; ".join(bad)
+    return f"fio{run}: " + " | ".join(said)
+
+
+def interference_found(d, victim="nvme0n1", cause="nvme1n1", min_windows=3, rate_band=(0.5, 2.0)):
+    """report --diagnose (both files) finds interference with the host of disk `victim` as the
+    victim and the host of disk `cause` as the cause (hosts.txt names each disk's hostnqn): at
+    least min_windows busy and idle windows compared, the victim's target stages x1.5 or more in
+    the busy ones, and the cause's MB/s in its busy windows within rate_band of fio's own bandwidth
+    for the cause's job (fio's bytes over its runtime: an independent measure of the load)"""
+    hosts = _hosts(d)
+    rep = _report(d, "--diagnose")
+    got = [f for f in rep["findings"] if f["kind"] == "interference"]
+    assert got, f"no interference finding: findings {[f['kind'] for f in rep['findings']]}, " \
+                f"note {rep.get('interference_note')}"
+    f = got[0]
+    assert f["victim"] == hosts[victim], f"victim {f['victim']}, want {victim}'s {hosts[victim]}"
+    assert f["cause"] == hosts[cause], f"cause {f['cause']}, want {cause}'s {hosts[cause]}"
+    w, v, c = f["windows"], f["victim_target_us"], f["cause_load"]
+    assert w["busy"] >= min_windows and w["idle"] >= min_windows, f"windows {w}"
+    assert v["busy"] >= 1.5 * v["idle"] > 0, f"victim's target stages {v}"
+    job = [j for j in load(d, "fio.json")["jobs"] if j["jobname"] == cause][0]
+    fio_mbs = sum(job[op]["io_bytes"] for op in ("read", "write")) / max(job["job_runtime"], 1) * 1000 / 1e6
+    lo, hi = rate_band
+    assert lo * fio_mbs <= c["mb_s"] <= hi * fio_mbs, f"cause's {c['mb_s']:.1f} MB/s in its busy windows vs " \
+                                                     f"fio's {fio_mbs:.1f} MB/s"
+    return (f"victim {victim} target stages {v['busy']:.1f} vs {v['idle']:.1f} us in {w['busy']} busy / "
+            f"{w['idle']} idle windows of {w['width_ms']:.0f} ms, correlation {f['correlation']:.2f}; cause "
+            f"{cause} {c['iops']:.0f} IOPS {c['mb_s']:.1f} MB/s (fio {fio_mbs:.1f} MB/s); on {f['shared']}")
+
+
+def interference_absent(d, says):
+    """report --diagnose finds no interference, and says why (interference_note contains `says`:
+    the reason expected, not a file that names no host)"""
+    rep = _report(d, "--diagnose")
+    got = [f for f in rep["findings"] if f["kind"] == "interference"]
+    note = rep.get("interference_note") or ""
+    assert not got, f"interference found: {got[0]['evidence']}"
+    assert says in note, f"interference_note '{note}' does not say '{says}'"
+    return f"none: {note}"
+
+
 CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
@@ -1062,7 +1119,8 @@ CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, f
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, record_failed_status, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
                                   finding, live_queues, windows_detached, rotated_parts, record_log_says,
-                                  host_groups_equal_fio, nqns_named, time_shares)}
+                                  host_groups_equal_fio, nqns_named, time_shares, in_run, interference_found,
+                                  interference_absent)}
 
 
 def run_checks(d, checks, out=sys.stdout):
