@@ -22,6 +22,7 @@
 
 struct qagg {
 	int role;
+	const char *host;	/* its controller's hostnqn ("" unknown): queues are compared within a host */
 	uint16_t ctrl, qid;
 	int io_cpu;		/* -1 unknown */
 	uint64_t ios;
@@ -42,6 +43,21 @@ struct agg {
 	int nq;
 };
 
+/* the hostnqn of a queue group's controller (initiator: nvme instance; target: cntlid), as a header of its role says; "" */
+static const char *ctrl_host(const struct nt_report *rep, int role, uint16_t ctrl)
+{
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		if ((h->role == NTBPF_ROLE_TARGET) != (role == NTBPF_ROLE_TARGET))
+			continue;
+		for (uint32_t c = 0; c < h->nctrls; c++)
+			if (role == NTBPF_ROLE_TARGET ? h->ctrls[c].cntlid == ctrl : h->ctrls[c].instance == ctrl)
+				return h->ctrls[c].hostnqn;
+	}
+	return "";
+}
+
 static void add_queue(struct agg *a, const struct nt_report *rep, const struct nt_group *g)
 {
 	const struct nt_queue_info *qi;
@@ -57,7 +73,8 @@ static void add_queue(struct agg *a, const struct nt_report *rep, const struct n
 		else
 			a->nq++;
 		qi = nt_report_group_queue(rep, g);
-		a->q[k] = (struct qagg){ role, g->ctrl, g->qid, qi ? qi->io_cpu : -1, 0, 0, 0, 0 };
+		a->q[k] = (struct qagg){ role, ctrl_host(rep, role, g->ctrl), g->ctrl, g->qid, qi ? qi->io_cpu : -1, 0,
+					 0, 0, 0 };
 	}
 	a->q[k].ios += g->count;
 	a->q[k].dep_n += g->dep_n[0];
@@ -97,7 +114,8 @@ static void add_idle_queues(struct agg *a, const struct nt_report *rep)
 						break;
 				if (k < a->nq || a->nq == MAXQ)
 					continue;
-				a->q[a->nq++] = (struct qagg){ role, ctrl, ci->queues[j].qid, ci->queues[j].io_cpu, 0, 0, 0, 0 };
+				a->q[a->nq++] = (struct qagg){ role, ci->hostnqn, ctrl, ci->queues[j].qid, ci->queues[j].io_cpu,
+							       0, 0, 0, 0 };
 			}
 		}
 	}
@@ -461,6 +479,47 @@ int nt_diagnose_interference_note(const struct nt_report *rep, char *buf, size_t
 	return buf[0] != '\0';
 }
 
+/* the first queue of role with queue k's host */
+static int first_of_host(const struct agg *a, int k)
+{
+	for (int i = 0; i < k; i++)
+		if (a->q[i].role == a->q[k].role && !strcmp(a->q[i].host, a->q[k].host))
+			return i;
+	return k;
+}
+
+/*
+ * How many hosts role's queues belong to; with most (not NULL): most[0]
+ * the largest share of one host's I/Os that one of its queues carries, over
+ * NT_DIAG_IMBALANCE times its even share (queue_imbalance's measure, where
+ * larger than most[0] already), most[1] that host's queues, most[2] the share.
+ */
+static int hosts_of(const struct agg *a, int role, double *most)
+{
+	int nh = 0;
+
+	for (int h = 0; h < a->nq; h++) {
+		uint64_t tot = 0, top = 0;
+		int nq = 0;
+
+		if (a->q[h].role != role || first_of_host(a, h) != h)
+			continue;
+		nh++;
+		for (int k = 0; most && k < a->nq; k++)
+			if (a->q[k].role == role && !strcmp(a->q[k].host, a->q[h].host)) {
+				nq++;
+				tot += a->q[k].ios;
+				top = a->q[k].ios > top ? a->q[k].ios : top;
+			}
+		if (most && nq >= 2 && tot && (double)top / tot / (NT_DIAG_IMBALANCE / nq) > most[0]) {
+			most[0] = (double)top / tot / (NT_DIAG_IMBALANCE / nq);
+			most[1] = nq;
+			most[2] = (double)top / tot;
+		}
+	}
+	return nh;
+}
+
 int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why)
 {
 	static struct agg a;	/* large: not on the stack */
@@ -522,15 +581,22 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 	 * per queue, depth 1 each, and the target's work on queue 1's CPU).
 	 */
 	role = nq_init ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
-	nq = 0;
-	{
+	for (int hk = 0, fired = 0, nh = hosts_of(&a, role, NULL); hk < a.nq && !fired; hk++) {
 		uint64_t tot = 0, top = 0, dn = 0;
 		double wtot = 0, wtop = 0, ds = 0, dhot = 0, drest = 0;
 		int ktop = -1, kw = -1, cpu = -2;
 		bool one_cpu = true;
+		const char *host = a.q[hk].host;
+		char who[300] = "";
 
+		/* each host's queues on their own (hk: a host's first queue); several hosts: named */
+		if (a.q[hk].role != role || first_of_host(&a, hk) != hk)
+			continue;
+		if (nh > 1)
+			snprintf(who, sizeof(who), "host %s: ", *host ? host : "unknown");
+		nq = 0;
 		for (int k = 0; k < a.nq; k++) {
-			if (a.q[k].role != role)
+			if (a.q[k].role != role || strcmp(a.q[k].host, host))
 				continue;
 			nq++;
 			tot += a.q[k].ios;
@@ -554,26 +620,29 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 			drest = (ds - a.q[kw].dep_sum) / (dn - a.q[kw].dep_n);
 		}
 		if (nq >= 2 && tot && (double)top / tot >= NT_DIAG_IMBALANCE / nq && (x = next(f, max, &n))) {
+			fired = 1;
 			x->kind = "queue_imbalance";
 			x->stage = "-";
-			snprintf(x->evidence, sizeof(x->evidence), "queue %u carries %.0f%% of the I/Os of %d queues "
-				 "(%" PRIu64 " of %" PRIu64 "; even: %.0f%%)", a.q[ktop].qid, 100.0 * top / tot, nq,
+			snprintf(x->evidence, sizeof(x->evidence), "%squeue %u carries %.0f%% of the I/Os of %d queues "
+				 "(%" PRIu64 " of %" PRIu64 "; even: %.0f%%)", who, a.q[ktop].qid, 100.0 * top / tot, nq,
 				 top, tot, 100.0 / nq);
 			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
 				    "numjobs), or check the queue map (nvme connect -i)";
 		} else if (nq >= 2 && wtot > 0 && sh >= 0.1 && wtop / wtot >= NT_DIAG_IMBALANCE / nq &&
 			   drest > 0 && dhot >= NT_DIAG_IMBALANCE * drest && (x = next(f, max, &n))) {
+			fired = 1;
 			x->kind = "queue_imbalance";
 			x->stage = "nvme_tcp_submission";
-			snprintf(x->evidence, sizeof(x->evidence), "queue %u holds %.0f%% of the nvme_tcp_submission "
+			snprintf(x->evidence, sizeof(x->evidence), "%squeue %u holds %.0f%% of the nvme_tcp_submission "
 				 "wait of %d queues (even: %.0f%%), with a mean depth of %.1f requests against %.1f on "
-				 "the others", a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq, dhot, drest);
+				 "the others", who, a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq, dhot, drest);
 			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
 				    "numjobs), or check the queue map (nvme connect -i)";
 		} else if (nq >= 2 && one_cpu && (x = next(f, max, &n))) {
+			fired = 1;
 			x->kind = "queue_imbalance";
 			x->stage = "-";
-			snprintf(x->evidence, sizeof(x->evidence), "all %d queues' io_work runs on CPU %d", nq, cpu);
+			snprintf(x->evidence, sizeof(x->evidence), "%sall %d queues' io_work runs on CPU %d", who, nq, cpu);
 			x->advice = "let the queues' io_work use several CPUs (nvme_tcp wq_unbound=N, the NIC's RSS and "
 				    "irq affinity on the target)";
 		}
@@ -693,8 +762,8 @@ int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
 	double denom, best = -1, sh, d;
 	const char *dn;
-	int role = NTBPF_ROLE_INITIATOR, nq = 0;
-	uint64_t tot = 0, top = 0;
+	int role, nq = 0;
+	double most[3] = { 0, 0, 0 };
 
 	buf[0] = '\0';
 	aggregate(rep, &a);
@@ -709,17 +778,15 @@ int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 			 "depth of %.1f requests per queue (it fires at %.0f)", 100 * sh, dn, 100 * NT_DIAG_SUBMIT_SHARE,
 			 d, NT_DIAG_DEPTH);
 	}
-	for (int pass = 0; pass < 2 && !nq; pass++, role = NTBPF_ROLE_TARGET)
-		for (int k = 0; k < a.nq; k++)
-			if (a.q[k].role == role) {
-				nq++;
-				tot += a.q[k].ios;
-				top = a.q[k].ios > top ? a.q[k].ios : top;
-			}
-	if (nq >= 2 && tot && (double)top / tot / (NT_DIAG_IMBALANCE / nq) > best) {
-		best = (double)top / tot / (NT_DIAG_IMBALANCE / nq);
+	/* the initiator's queues, else the target's; each host's on their own */
+	for (int k = 0; k < a.nq && !nq; k++)
+		nq = a.q[k].role == NTBPF_ROLE_INITIATOR;
+	role = nq ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
+	hosts_of(&a, role, most);
+	if (most[0] > best) {
+		best = most[0];
 		snprintf(buf, len, "queue_imbalance: the busiest of %d queues carries %.0f%% of the I/Os (it fires at "
-			 "%.0f%%)", nq, 100.0 * top / tot, 100 * NT_DIAG_IMBALANCE / nq);
+			 "%.0f%%)", (int)most[1], 100.0 * most[2], 100 * NT_DIAG_IMBALANCE / most[1]);
 	}
 	if (a.n[NT_ST_TARGET_SUBSYS] && (sh = a.mean[NT_ST_TARGET_SUBSYS] / denom) / NT_DIAG_DOMINANT > best) {
 		best = sh / NT_DIAG_DOMINANT;

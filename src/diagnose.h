@@ -53,7 +53,7 @@ struct nt_finding {
 #define NT_IF_GROWTH 1.5		/* the victim's target stages, busy / idle windows (medians), at least */
 #define NT_IF_MIN_US 5.0		/* ... and longer by at least this many us */
 #define NT_IF_CORR 0.5			/* the cause's bytes vs the victim's target stages over the windows, at least */
-#define NT_IF_OWN 1.25			/* the victim's own rate, busy / idle windows, at most (else its own load) */
+#define NT_IF_OWN 1.5			/* the victim's own rate, busy / idle windows, at most (else its own load) */
 
 /*
  * The findings of rep (at most max, in the order of the rules); their
