@@ -241,21 +241,20 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Pearson's correlation of x and y over n; 0 where either does not vary */
-static double pearson(const double *x, const double *y, int n)
+/*
+ * How far apart a and b lie: the share of the pairs (one of a, one of b) in
+ * which a's is the larger (ties half): 1 when every a is larger, 0.5 when
+ * they mix as at random (the Mann-Whitney U over the pairs; the busy and
+ * idle windows' counts do not change what it means).
+ */
+static double separation(const double *a, int na, const double *b, int nb)
 {
-	double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+	double wins = 0;
 
-	for (int i = 0; i < n; i++) {
-		mx += x[i] / n;
-		my += y[i] / n;
-	}
-	for (int i = 0; i < n; i++) {
-		sxy += (x[i] - mx) * (y[i] - my);
-		sxx += (x[i] - mx) * (x[i] - mx);
-		syy += (y[i] - my) * (y[i] - my);
-	}
-	return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
+	for (int i = 0; i < na; i++)
+		for (int j = 0; j < nb; j++)
+			wins += a[i] > b[j] ? 1 : a[i] == b[j] ? 0.5 : 0;
+	return na && nb ? wins / ((double)na * nb) : 0;
 }
 
 enum if_why { IF_FIRES, IF_NOT_SHARED, IF_FEW_WINDOWS, IF_BELOW };
@@ -264,7 +263,7 @@ enum if_why { IF_FIRES, IF_NOT_SHARED, IF_FEW_WINDOWS, IF_BELOW };
 static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin *w, uint16_t v, uint16_t c,
 			   struct nt_interference *e)
 {
-	double m[NT_WIN_N], x[NT_WIN_N], ml[NT_WIN_N], mi[NT_WIN_N], ol[NT_WIN_N], oi[NT_WIN_N], peak = 0, sec;
+	double ml[NT_WIN_N], mi[NT_WIN_N], ol[NT_WIN_N], oi[NT_WIN_N], peak = 0, sec;
 	double ciops = 0, cbytes = 0;
 	bool cs[NT_WIN_STREAMS] = { false }, any = false;
 	int n = 0, len = 0;
@@ -318,8 +317,7 @@ static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin 
 		}
 		if (vn < NT_IF_WIN_IOS)
 			continue;
-		m[n] = vt / vn;
-		x[n++] = cb;
+		n++;
 		if (peak > 0 && cb >= NT_IF_BUSY * peak) {
 			ml[e->loaded] = vt / vn;
 			ol[e->loaded++] = vio / sec;
@@ -331,7 +329,7 @@ static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin 
 		}
 	}
 	e->windows = n;
-	e->corr = pearson(x, m, n);
+	e->sep = separation(ml, e->loaded, mi, e->idle);
 	if (e->loaded) {
 		e->cause_iops = ciops / e->loaded;
 		e->cause_mbps = cbytes / e->loaded / 1e6;
@@ -343,7 +341,7 @@ static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin 
 	if (e->loaded < NT_IF_MIN_WINDOWS || e->idle < NT_IF_MIN_WINDOWS)
 		return IF_FEW_WINDOWS;
 	if (e->victim_idle_us > 0 && e->victim_loaded_us >= NT_IF_GROWTH * e->victim_idle_us &&
-	    e->victim_loaded_us - e->victim_idle_us >= NT_IF_MIN_US && e->corr >= NT_IF_CORR &&
+	    e->victim_loaded_us - e->victim_idle_us >= NT_IF_MIN_US && e->sep >= NT_IF_SEP &&
 	    e->victim_iops_loaded <= NT_IF_OWN * e->victim_iops_idle)
 		return IF_FIRES;
 	return IF_BELOW;
@@ -362,9 +360,9 @@ static void if_finding(struct nt_finding *x, const struct nt_interference *e)
 	x->in = *e;
 	snprintf(x->evidence, sizeof(x->evidence), "host %s's target stages take %.1f us (median of the windows' "
 		 "means) in the %d windows of %.0f ms where host %s was busy, %.1f us in the %d where it was idle "
-		 "(x%.1f; correlation with its bytes %.2f over %d windows); host %s in those windows: %.0f IOPS, "
+		 "(x%.1f; longer in %.0f%% of the busy-idle pairs of windows); host %s in those windows: %.0f IOPS, "
 		 "%.1f MB/s, on %s; host %s's own rate %.0f vs %.0f IOPS", e->victim, e->victim_loaded_us, e->loaded,
-		 e->width_ms, e->cause, e->victim_idle_us, e->idle, if_growth(e), e->corr, e->windows, e->cause,
+		 e->width_ms, e->cause, e->victim_idle_us, e->idle, if_growth(e), 100 * e->sep, e->cause,
 		 e->cause_iops, e->cause_mbps, e->shared, e->victim, e->victim_iops_loaded, e->victim_iops_idle);
 	x->advice = "keep the hosts apart on the target: the busy host's namespace on another device, its load "
 		    "capped (its queue depth, a rate limit: fio rate=, blk-throttle io.max on its initiator), or "
@@ -466,9 +464,10 @@ int nt_diagnose_interference_note(const struct nt_report *rep, char *buf, size_t
 		break;
 	case IF_BELOW:
 		at = snprintf(buf, len, "host %s's target stages x%.2f (%.1f vs %.1f us) in the windows where host %s was "
-			      "busy (it fires at x%.1f and +%.0f us), correlation %.2f (at %.1f), its own rate x%.2f (at "
-			      "most x%.2f)", best.victim, if_growth(&best), best.victim_loaded_us, best.victim_idle_us,
-			      best.cause, NT_IF_GROWTH, NT_IF_MIN_US, best.corr, NT_IF_CORR,
+			      "busy (it fires at x%.1f and +%.0f us), longer in %.0f%% of the busy-idle pairs of windows (at "
+			      "%.0f%%), its own rate x%.2f (at most x%.2f)", best.victim, if_growth(&best),
+			      best.victim_loaded_us, best.victim_idle_us, best.cause, NT_IF_GROWTH, NT_IF_MIN_US,
+			      100 * best.sep, 100 * NT_IF_SEP,
 			      best.victim_iops_idle > 0 ? best.victim_iops_loaded / best.victim_iops_idle : 0, NT_IF_OWN);
 		break;
 	}
@@ -929,9 +928,9 @@ void nt_diagnose_print_json(FILE *out, const struct nt_report *rep)
 			nt_put_json(out, e->shared);
 			fprintf(out, ", \"windows\": {\"width_ms\": %.3f, \"busy\": %d, \"idle\": %d, \"compared\": %d}, "
 				"\"victim_target_us\": {\"busy\": %.3f, \"idle\": %.3f}, \"victim_iops\": {\"busy\": %.1f, "
-				"\"idle\": %.1f}, \"cause_load\": {\"iops\": %.1f, \"mb_s\": %.3f}, \"correlation\": %.3f",
+				"\"idle\": %.1f}, \"cause_load\": {\"iops\": %.1f, \"mb_s\": %.3f}, \"separation\": %.3f",
 				e->width_ms, e->loaded, e->idle, e->windows, e->victim_loaded_us, e->victim_idle_us,
-				e->victim_iops_loaded, e->victim_iops_idle, e->cause_iops, e->cause_mbps, e->corr);
+				e->victim_iops_loaded, e->victim_iops_idle, e->cause_iops, e->cause_mbps, e->sep);
 		}
 		fputc('}', out);
 	}

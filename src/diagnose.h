@@ -23,7 +23,7 @@ struct nt_interference {
 	double victim_loaded_us, victim_idle_us;	/* median of the windows' mean target stages */
 	double victim_iops_loaded, victim_iops_idle;	/* the victim's own rate (median over those windows) */
 	double cause_iops, cause_mbps;	/* the cause's rate in its busy windows (mean) */
-	double corr;			/* the cause's bytes vs the victim's target stages, over the windows */
+	double sep;			/* the share of (busy, idle) window pairs whose busy one's mean is the longer */
 	char shared[160];		/* what they share: "namespace 1 of SUBSYS", "io CPU 0" */
 };
 
@@ -52,7 +52,7 @@ struct nt_finding {
 #define NT_IF_MIN_WINDOWS 3		/* at least this many busy and this many idle windows of the victim */
 #define NT_IF_GROWTH 1.5		/* the victim's target stages, busy / idle windows (medians), at least */
 #define NT_IF_MIN_US 5.0		/* ... and longer by at least this many us */
-#define NT_IF_CORR 0.5			/* the cause's bytes vs the victim's target stages over the windows, at least */
+#define NT_IF_SEP 0.7			/* ... longer in at least this share of the (busy, idle) pairs of windows */
 #define NT_IF_OWN 1.5			/* the victim's own rate, busy / idle windows, at most (else its own load) */
 
 /*

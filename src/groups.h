@@ -71,7 +71,7 @@ struct nt_group {
  * longer run doubles their width, merging pairs, as often as it needs).
  */
 #define NT_WIN_STREAMS 16
-#define NT_WIN_N 128
+#define NT_WIN_N 512
 #define NT_WIN_MIN_NS 10000000ull
 struct nt_wcell {
 	uint32_t ios, tn;	/* the target's I/Os; of those, the ones that succeeded with the three stages */

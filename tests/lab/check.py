@@ -1097,7 +1097,7 @@ def interference_found(d, victim="nvme0n1", cause="nvme1n1", min_windows=3, rate
     assert lo * fio_mbs <= c["mb_s"] <= hi * fio_mbs, f"cause's {c['mb_s']:.1f} MB/s in its busy windows vs " \
                                                      f"fio's {fio_mbs:.1f} MB/s"
     return (f"victim {victim} target stages {v['busy']:.1f} vs {v['idle']:.1f} us in {w['busy']} busy / "
-            f"{w['idle']} idle windows of {w['width_ms']:.0f} ms, correlation {f['correlation']:.2f}; cause "
+            f"{w['idle']} idle windows of {w['width_ms']:.0f} ms, longer in {100 * f['separation']:.0f}% of busy-idle window pairs; cause "
             f"{cause} {c['iops']:.0f} IOPS {c['mb_s']:.1f} MB/s (fio {fio_mbs:.1f} MB/s); on {f['shared']}")
 
 
