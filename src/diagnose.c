@@ -299,7 +299,7 @@ static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin 
 		double cb = 0;
 
 		for (int i = 0; i < w->nstreams; i++)
-			cb += cs[i] ? (double)w->c[i][k].bytes : 0;
+			cb += cs[i] ? (double)w->c[k][i].bytes : 0;
 		peak = cb > peak ? cb : peak;
 	}
 	for (int k = 0; k < w->nwin; k++) {
@@ -307,12 +307,12 @@ static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin 
 
 		for (int i = 0; i < w->nstreams; i++) {
 			if (cs[i]) {
-				cb += (double)w->c[i][k].bytes;
-				ci += w->c[i][k].ios;
+				cb += (double)w->c[k][i].bytes;
+				ci += w->c[k][i].ios;
 			} else if (w->s[i].host == v) {
-				vt += w->c[i][k].tsum;
-				vn += w->c[i][k].tn;
-				vio += w->c[i][k].ios;
+				vt += w->c[k][i].tsum;
+				vn += w->c[k][i].tn;
+				vio += w->c[k][i].ios;
 			}
 		}
 		if (vn < NT_IF_WIN_IOS)

@@ -45,7 +45,7 @@ struct nt_finding {
 #define NT_DIAG_DEPTH 4.0		/* too_few_queues: mean depth per queue at least */
 #define NT_DIAG_IMBALANCE 1.5		/* queue_imbalance: busiest queue's share / fair share at least */
 /* interference: over time windows (src/groups.h, struct nt_timewin) */
-#define NT_IF_WIN_IOS 5			/* a victim's window counts with at least this many I/Os with target stages */
+#define NT_IF_WIN_IOS 2			/* a victim's window counts with at least this many I/Os with target stages */
 #define NT_IF_BUSY 0.5			/* the cause is busy in a window with at least this share of its busiest
 					 * window's bytes ... */
 #define NT_IF_IDLE 0.05			/* ... and idle with at most this share */

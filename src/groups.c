@@ -348,38 +348,74 @@ static uint16_t win_stream(struct nt_report *rep, const struct ntbpf_rec *r, con
 	return w->last.stream;
 }
 
-/* windows twice as wide: pairs merged (a longer run) */
-static void win_widen(struct nt_timewin *w)
+/* floor(a / b) for b > 0 */
+static int64_t floor_div(int64_t a, int64_t b)
 {
-	for (int s = 0; s < w->nstreams; s++)
-		for (int j = 0; j < NT_WIN_N; j++) {
-			struct nt_wcell *a = &w->c[s][j];
-
-			if (j < NT_WIN_N / 2) {
-				const struct nt_wcell *x = &w->c[s][2 * j], *y = &w->c[s][2 * j + 1];
-
-				*a = (struct nt_wcell){ x->ios + y->ios, x->tn + y->tn, x->bytes + y->bytes, x->tsum + y->tsum };
-			} else {
-				memset(a, 0, sizeof(*a));
-			}
-		}
-	w->width_ns *= 2;
-	w->nwin = (w->nwin + 1) / 2;
+	return a / b - (a % b < 0);
 }
 
-/* an I/O that started before the first window (records come nearly in order): d windows ahead of it */
-static void win_prepend(struct nt_timewin *w, uint64_t t)
+/* windows twice as wide: each pair merged (more windows with I/O than the table holds) */
+static void win_widen(struct nt_timewin *w)
 {
-	uint64_t d;
+	int n = 0;
 
-	while ((d = (w->base_ns - t + w->width_ns - 1) / w->width_ns) + w->nwin > NT_WIN_N)
-		win_widen(w);
-	for (int s = 0; s < w->nstreams; s++) {
-		memmove(&w->c[s][d], &w->c[s][0], w->nwin * sizeof(w->c[s][0]));
-		memset(&w->c[s][0], 0, d * sizeof(w->c[s][0]));
+	for (int k = 0; k < w->nwin; k++) {
+		int64_t x = floor_div(w->idx[k], 2);
+
+		if (n && w->idx[n - 1] == x) {
+			for (int s = 0; s < w->nstreams; s++) {
+				struct nt_wcell *a = &w->c[n - 1][s];
+				const struct nt_wcell *b = &w->c[k][s];
+
+				a->ios += b->ios;
+				a->tn += b->tn;
+				a->bytes += b->bytes;
+				a->tsum += b->tsum;
+			}
+			continue;
+		}
+		w->idx[n] = x;
+		if (n != k)
+			memcpy(w->c[n], w->c[k], sizeof(w->c[n]));
+		n++;
 	}
-	w->base_ns -= d * w->width_ns;
-	w->nwin += (int)d;
+	memset(&w->c[n], 0, (w->nwin - n) * sizeof(w->c[0]));
+	w->nwin = n;
+	w->width_ns *= 2;
+}
+
+/* the row of the window holding t (made if new, in time order) */
+static struct nt_wcell *win_row(struct nt_timewin *w, uint64_t t)
+{
+	for (;;) {
+		int64_t k = floor_div((int64_t)(t - w->base_ns), (int64_t)w->width_ns);
+		int lo = 0, hi = w->nwin;
+
+		if (w->nwin && w->idx[w->nwin - 1] == k)	/* mostly the last one */
+			return w->c[w->nwin - 1];
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+
+			if (w->idx[mid] < k)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < w->nwin && w->idx[lo] == k)
+			return w->c[lo];
+		if (w->nwin == NT_WIN_N && w->width_ns < 1ull << 60) {
+			win_widen(w);
+			continue;
+		}
+		if (w->nwin == NT_WIN_N)	/* not reached: 512 windows of 36 years each would be full */
+			return w->c[lo < w->nwin ? lo : w->nwin - 1];
+		memmove(&w->idx[lo + 1], &w->idx[lo], (w->nwin - lo) * sizeof(w->idx[0]));
+		memmove(&w->c[lo + 1], &w->c[lo], (w->nwin - lo) * sizeof(w->c[0]));
+		memset(&w->c[lo], 0, sizeof(w->c[lo]));
+		w->idx[lo] = k;
+		w->nwin++;
+		return w->c[lo];
+	}
 }
 
 /* one target I/O (st) into its stream's window; ok: it succeeded (its target stages count) */
@@ -387,7 +423,7 @@ static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uin
 {
 	static const uint32_t three = 1u << NT_ST_NVMET_TCP_SUB | 1u << NT_ST_TARGET_SUBSYS | 1u << NT_ST_NVMET_TCP_COMP;
 	struct nt_timewin *w = rep->win;
-	uint64_t t = (uint64_t)st->io.start_hi << 32 | st->io.start_lo, k;
+	uint64_t t = (uint64_t)st->io.start_hi << 32 | st->io.start_lo;
 	struct nt_wcell *c;
 
 	if (!st->stream || st->stream > w->nstreams) {
@@ -400,13 +436,7 @@ static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uin
 		w->base_ns = t;
 		w->width_ns = NT_WIN_MIN_NS;
 	}
-	if (t < w->base_ns)
-		win_prepend(w, t);
-	while ((k = (t - w->base_ns) / w->width_ns) >= NT_WIN_N)
-		win_widen(w);
-	if ((int)k >= w->nwin)
-		w->nwin = (int)k + 1;
-	c = &w->c[st->stream - 1][k];
+	c = &win_row(w, t)[st->stream - 1];
 	w->s[st->stream - 1].ios++;
 	c->ios++;
 	c->bytes += st->io.bytes;

@@ -66,27 +66,30 @@ struct nt_group {
  * per window of the run, the I/Os the target saw, their bytes and their
  * target stages (nvmet_tcp_submission + target_subsystem +
  * nvmet_tcp_completion).  Bounded: NT_WIN_STREAMS streams (the I/Os of
- * others, and of hosts the target's file does not name, are counted in
- * `dropped`, not compared) and NT_WIN_N windows of at least NT_WIN_MIN_NS (a
- * longer run doubles their width, merging pairs, as often as it needs).
+ * others, and of hosts the target's file does not name, are counted, not
+ * compared) and NT_WIN_N windows that hold I/O, at least NT_WIN_MIN_NS wide:
+ * only windows with I/O are kept (in time order), so a stray I/O far from
+ * the rest takes one, and more windows than that double their width,
+ * merging pairs, as often as they need.
  */
 #define NT_WIN_STREAMS 16
 #define NT_WIN_N 512
-#define NT_WIN_MIN_NS 10000000ull
+#define NT_WIN_MIN_NS 100000000ull
 struct nt_wcell {
 	uint32_t ios, tn;	/* the target's I/Os; of those, the ones that succeeded with the three stages */
 	uint64_t bytes;
 	double tsum;		/* the three stages' sum over the tn, ns */
 };
 struct nt_timewin {
-	int nstreams, nwin;	/* windows: 0 .. nwin - 1 hold I/Os */
+	int nstreams, nwin;
 	struct nt_wstream {
 		uint16_t host, subsys;	/* names' indexes (NT_KEY_HOST, NT_KEY_SUBSYS) */
 		uint32_t nsid;		/* 0 unknown */
 		uint64_t cpus;		/* its queues' io CPUs (bit c: CPU c, bit 63: 63 and above) */
 		uint64_t ios;
 	} s[NT_WIN_STREAMS];
-	uint64_t base_ns, width_ns;	/* window k: [base + k width, base + (k + 1) width) on the target's wall clock; base: the first I/O's start (an earlier one moves it) */
+	/* window idx[k] (ascending): [base + idx width, base + (idx + 1) width) on the target's wall clock */
+	uint64_t base_ns, width_ns;	/* base: the first I/O's start */
 	bool based;
 	uint64_t unnamed, dropped;	/* target I/Os not in a stream: their host not named; the streams full */
 	struct {		/* the last record's stream (records come in runs) */
@@ -95,7 +98,8 @@ struct nt_timewin {
 		uint32_t dev;
 		uint16_t stream;
 	} last;
-	struct nt_wcell c[NT_WIN_STREAMS][NT_WIN_N];
+	int64_t idx[NT_WIN_N];
+	struct nt_wcell c[NT_WIN_N][NT_WIN_STREAMS];
 };
 
 struct nt_report;

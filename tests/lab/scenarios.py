@@ -423,8 +423,9 @@ SCENARIOS = [
     # one target, two hosts (issue 33): the initiator guest connects twice under two host NQNs onto
     # one namespace (tests/lab/README.md, "Several initiators": why one guest and not three); both
     # controllers' queues have the same qids and command ids.  One boot, two fio runs, each with
-    # both files in one report.  Run 1: host A (nvme0n1) reads 4k at QD1 for 9 s, host B (nvme1n1)
-    # writes 128k at QD32 from 3 s to 6 s (its region 256 MB: null_blk allocates what is written):
+    # both files in one report.  Run 1: host A (nvme0n1) reads 4k at QD1 for 11 s, host B (nvme1n1)
+    # writes 128k at QD32 from 3 s to 8 s (its region 256 MB: null_blk allocates what is written;
+    # 5 s: under host load ~10 B's rate came and went, 4 to 75 MB/s from one 100 ms to the next):
     # --diagnose must name A the victim of B (interference, docs/diagnose.md).  Run 2, the control:
     # the same two loads one at a time (A 0-4 s, B 5-8 s): no interference.  On both: per host, the
     # report's group counts equal that host's fio job (initiator's file exactly, target's within
@@ -433,8 +434,8 @@ SCENARIOS = [
     # the device, and the rule counts a shared io CPU as interference too.
     {"name": "one-6.12-two-hosts-interference",
      "args": ["--topology", "one", "--kernel", "6.12", "--hosts2",
-              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=9",
-              "--fio-host2", "rw=randwrite bs=128k iodepth=32 size=256m startdelay=3 runtime=3",
+              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=11",
+              "--fio-host2", "rw=randwrite bs=128k iodepth=32 size=256m startdelay=3 runtime=5",
               "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=4",
               "--fio-host2", "rw=randwrite bs=128k iodepth=32 size=256m startdelay=5 runtime=3"],
      "checks": [("in_run", {"run": 1, "checks": BASIC + [("host_groups_equal_fio", {}),
