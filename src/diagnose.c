@@ -295,18 +295,20 @@ static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin 
 		}
 	if (!any)
 		return IF_NOT_SHARED;
+	/* the cause's load in a window: its I/Os in flight at the target, on average (their time there over the width) */
 	for (int k = 0; k < w->nwin; k++) {
-		double cb = 0;
+		double cl = 0;
 
 		for (int i = 0; i < w->nstreams; i++)
-			cb += cs[i] ? (double)w->c[k][i].bytes : 0;
-		peak = cb > peak ? cb : peak;
+			cl += cs[i] ? (double)w->c[k][i].busy_ns : 0;
+		peak = cl > peak ? cl : peak;
 	}
 	for (int k = 0; k < w->nwin; k++) {
-		double cb = 0, ci = 0, vt = 0, vn = 0, vio = 0;
+		double cl = 0, cb = 0, ci = 0, vt = 0, vn = 0, vio = 0;
 
 		for (int i = 0; i < w->nstreams; i++) {
 			if (cs[i]) {
+				cl += (double)w->c[k][i].busy_ns;
 				cb += (double)w->c[k][i].bytes;
 				ci += w->c[k][i].ios;
 			} else if (w->s[i].host == v) {
@@ -318,18 +320,19 @@ static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin 
 		if (vn < NT_IF_WIN_IOS)
 			continue;
 		n++;
-		if (peak > 0 && cb >= NT_IF_BUSY * peak) {
+		if (peak > 0 && cl >= NT_IF_BUSY * peak) {
 			ml[e->loaded] = vt / vn;
 			ol[e->loaded++] = vio / sec;
 			ciops += ci / sec;
 			cbytes += cb / sec;
-		} else if (cb <= NT_IF_IDLE * peak) {
+		} else if (cl <= NT_IF_IDLE * peak) {
 			mi[e->idle] = vt / vn;
 			oi[e->idle++] = vio / sec;
 		}
 	}
 	e->windows = n;
 	e->sep = separation(ml, e->loaded, mi, e->idle);
+	e->cause_inflight = peak / w->width_ns;
 	if (e->loaded) {
 		e->cause_iops = ciops / e->loaded;
 		e->cause_mbps = cbytes / e->loaded / 1e6;
@@ -361,9 +364,10 @@ static void if_finding(struct nt_finding *x, const struct nt_interference *e)
 	snprintf(x->evidence, sizeof(x->evidence), "host %s's target stages take %.1f us (median of the windows' "
 		 "means) in the %d windows of %.0f ms where host %s was busy, %.1f us in the %d where it was idle "
 		 "(x%.1f; longer in %.0f%% of the busy-idle pairs of windows); host %s in those windows: %.0f IOPS, "
-		 "%.1f MB/s, on %s; host %s's own rate %.0f vs %.0f IOPS", e->victim, e->victim_loaded_us, e->loaded,
-		 e->width_ms, e->cause, e->victim_idle_us, e->idle, if_growth(e), 100 * e->sep, e->cause,
-		 e->cause_iops, e->cause_mbps, e->shared, e->victim, e->victim_iops_loaded, e->victim_iops_idle);
+		 "%.1f MB/s, up to %.1f I/Os in flight at the target, on %s; host %s's own rate %.0f vs %.0f IOPS",
+		 e->victim, e->victim_loaded_us, e->loaded, e->width_ms, e->cause, e->victim_idle_us, e->idle,
+		 if_growth(e), 100 * e->sep, e->cause, e->cause_iops, e->cause_mbps, e->cause_inflight, e->shared,
+		 e->victim, e->victim_iops_loaded, e->victim_iops_idle);
 	x->advice = "keep the hosts apart on the target: the busy host's namespace on another device, its load "
 		    "capped (its queue depth, a rate limit: fio rate=, blk-throttle io.max on its initiator), or "
 		    "nvmet_tcp's io_work for the two hosts' queues on different CPUs (the target NIC's RSS queues "
@@ -928,9 +932,10 @@ void nt_diagnose_print_json(FILE *out, const struct nt_report *rep)
 			nt_put_json(out, e->shared);
 			fprintf(out, ", \"windows\": {\"width_ms\": %.3f, \"busy\": %d, \"idle\": %d, \"compared\": %d}, "
 				"\"victim_target_us\": {\"busy\": %.3f, \"idle\": %.3f}, \"victim_iops\": {\"busy\": %.1f, "
-				"\"idle\": %.1f}, \"cause_load\": {\"iops\": %.1f, \"mb_s\": %.3f}, \"separation\": %.3f",
-				e->width_ms, e->loaded, e->idle, e->windows, e->victim_loaded_us, e->victim_idle_us,
-				e->victim_iops_loaded, e->victim_iops_idle, e->cause_iops, e->cause_mbps, e->sep);
+				"\"idle\": %.1f}, \"cause_load\": {\"iops\": %.1f, \"mb_s\": %.3f, \"in_flight_max\": %.2f}, "
+				"\"separation\": %.3f", e->width_ms, e->loaded, e->idle, e->windows, e->victim_loaded_us,
+				e->victim_idle_us, e->victim_iops_loaded, e->victim_iops_idle, e->cause_iops, e->cause_mbps,
+				e->cause_inflight, e->sep);
 		}
 		fputc('}', out);
 	}

@@ -23,6 +23,7 @@ struct nt_interference {
 	double victim_loaded_us, victim_idle_us;	/* median of the windows' mean target stages */
 	double victim_iops_loaded, victim_iops_idle;	/* the victim's own rate (median over those windows) */
 	double cause_iops, cause_mbps;	/* the cause's rate in its busy windows (mean) */
+	double cause_inflight;		/* the cause's I/Os in flight at the target in its busiest window (mean) */
 	double sep;			/* the share of (busy, idle) window pairs whose busy one's mean is the longer */
 	char shared[160];		/* what they share: "namespace 1 of SUBSYS", "io CPU 0" */
 };
@@ -47,7 +48,7 @@ struct nt_finding {
 /* interference: over time windows (src/groups.h, struct nt_timewin) */
 #define NT_IF_WIN_IOS 2			/* a victim's window counts with at least this many I/Os with target stages */
 #define NT_IF_BUSY 0.5			/* the cause is busy in a window with at least this share of its busiest
-					 * window's bytes ... */
+					 * window's I/Os in flight at the target (their time there) ... */
 #define NT_IF_IDLE 0.05			/* ... and idle with at most this share */
 #define NT_IF_MIN_WINDOWS 3		/* at least this many busy and this many idle windows of the victim */
 #define NT_IF_GROWTH 1.5		/* the victim's target stages, busy / idle windows (medians), at least */

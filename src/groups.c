@@ -371,6 +371,7 @@ static void win_widen(struct nt_timewin *w)
 				a->tn += b->tn;
 				a->bytes += b->bytes;
 				a->tsum += b->tsum;
+				a->busy_ns += b->busy_ns;
 			}
 			continue;
 		}
@@ -444,6 +445,19 @@ static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uin
 		c->tn++;
 		c->tsum += (double)vals[NT_ST_NVMET_TCP_SUB] + (double)vals[NT_ST_TARGET_SUBSYS] +
 			   (double)vals[NT_ST_NVMET_TCP_COMP];
+	}
+	/* its time at the target, window by window: the load it put there (a 128k write at QD32 is there long) */
+	if (mask & 1u << NT_ST_TARGET_RES) {
+		uint64_t cur = t, end = t + vals[NT_ST_TARGET_RES];
+
+		for (int k = 0; cur < end && k < NT_WIN_SPAN; k++) {
+			struct nt_wcell *row = win_row(w, cur);	/* may widen the windows: the width after it */
+			int64_t i = floor_div((int64_t)(cur - w->base_ns), (int64_t)w->width_ns);
+			uint64_t wend = w->base_ns + (uint64_t)((i + 1) * (int64_t)w->width_ns);
+
+			row[st->stream - 1].busy_ns += (wend < end ? wend : end) - cur;
+			cur = wend;
+		}
 	}
 }
 

@@ -63,9 +63,9 @@ struct nt_group {
  * --diagnose's time windows (the interference rule, src/diagnose.c): per
  * stream (one host's I/O to one target namespace, as the target's records
  * name them: hostnqn, subsysnqn, nsid, and the io CPUs of its queues) and
- * per window of the run, the I/Os the target saw, their bytes and their
- * target stages (nvmet_tcp_submission + target_subsystem +
- * nvmet_tcp_completion).  Bounded: NT_WIN_STREAMS streams (the I/Os of
+ * per window of the run, the I/Os the target saw start, their bytes and
+ * their target stages (nvmet_tcp_submission + target_subsystem +
+ * nvmet_tcp_completion), and how many it had in flight.  Bounded: NT_WIN_STREAMS streams (the I/Os of
  * others, and of hosts the target's file does not name, are counted, not
  * compared) and NT_WIN_N windows that hold I/O, at least NT_WIN_MIN_NS wide:
  * only windows with I/O are kept (in time order), so a stray I/O far from
@@ -75,10 +75,14 @@ struct nt_group {
 #define NT_WIN_STREAMS 16
 #define NT_WIN_N 512
 #define NT_WIN_MIN_NS 100000000ull
+#define NT_WIN_SPAN 64		/* an I/O's time in flight is counted in its first 64 windows at most */
 struct nt_wcell {
-	uint32_t ios, tn;	/* the target's I/Os; of those, the ones that succeeded with the three stages */
-	uint64_t bytes;
+	uint32_t ios, tn;	/* the target's I/Os that started in it; of those, the ones that succeeded with the
+				 * three stages */
+	uint64_t bytes;		/* ... their bytes */
 	double tsum;		/* the three stages' sum over the tn, ns */
+	uint64_t busy_ns;	/* the time its I/Os spent at the target in it (arrival to response), summed:
+				 * over the window's width, how many were in flight on average */
 };
 struct nt_timewin {
 	int nstreams, nwin;
@@ -99,7 +103,7 @@ struct nt_timewin {
 		uint16_t stream;
 	} last;
 	int64_t idx[NT_WIN_N];
-	struct nt_wcell c[NT_WIN_N][NT_WIN_STREAMS];
+	struct nt_wcell c[NT_WIN_N][NT_WIN_STREAMS];	/* 512 KiB */
 };
 
 struct nt_report;

@@ -422,10 +422,15 @@ SCENARIOS = [
                                           "high_us": 2500})]},
     # one target, two hosts (issue 33): the initiator guest connects twice under two host NQNs onto
     # one namespace (tests/lab/README.md, "Several initiators": why one guest and not three); both
-    # controllers' queues have the same qids and command ids.  One boot, two fio runs, each with
-    # both files in one report.  Run 1: host A (nvme0n1) reads 4k at QD1 for 11 s, host B (nvme1n1)
-    # writes 128k at QD32 from 3 s to 8 s (its region 256 MB: null_blk allocates what is written;
-    # 5 s: under host load ~10 B's rate came and went, 4 to 75 MB/s from one 100 ms to the next):
+    # controllers' queues have the same qids and command ids.  The namespace's device takes one
+    # request at a time and completes it 5 ms later (null_blk hw_queue_depth=1, completion_nsec):
+    # B's writes keep it busy and A's reads wait their turn, interference through the device.
+    # Through the guest's shared vCPUs alone (no delay) it did not repeat: three runs gave A's
+    # target stages x3.8, x1.3 and x1.1 in B's busy windows (the last with A's own rate x3.3: B
+    # keeping the vCPUs out of idle made A's wake-ups faster; B's rate at host load ~10 came and
+    # went, 4 to 75 MB/s from one 100 ms to the next).  One boot, two fio runs, each with both
+    # files in one report.  Run 1: host A (nvme0n1) reads 4k at QD1 for 11 s, host B (nvme1n1)
+    # writes 128k at QD32 from 3 s to 8 s (its region 256 MB: null_blk allocates what is written):
     # --diagnose must name A the victim of B (interference, docs/diagnose.md).  Run 2, the control:
     # the same two loads one at a time (A 0-4 s, B 5-8 s): no interference.  On both: per host, the
     # report's group counts equal that host's fio job (initiator's file exactly, target's within
@@ -433,7 +438,7 @@ SCENARIOS = [
     # would be no control in one guest: the two hosts' target work shares its two vCPUs whatever
     # the device, and the rule counts a shared io CPU as interference too.
     {"name": "one-6.12-two-hosts-interference",
-     "args": ["--topology", "one", "--kernel", "6.12", "--hosts2",
+     "args": ["--topology", "one", "--kernel", "6.12", "--hosts2", "--device-delay", "5ms", "--device-depth", "1",
               "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=11",
               "--fio-host2", "rw=randwrite bs=128k iodepth=32 size=256m startdelay=3 runtime=5",
               "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=4",
