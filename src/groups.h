@@ -103,7 +103,7 @@ struct nt_timewin {
 		uint16_t stream;
 	} last;
 	int64_t idx[NT_WIN_N];
-	struct nt_wcell c[NT_WIN_N][NT_WIN_STREAMS];	/* 512 KiB */
+	struct nt_wcell c[NT_WIN_N][NT_WIN_STREAMS];	/* 256 KiB */
 };
 
 struct nt_report;
