@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""test_refdec.py - ntbpf's C reader held to the reference decoder (tests/refdec/ntbpf_refdec.py).
+
+    python3 tests/refdec/test_refdec.py .output/tests/refdec-dump [FILE...]
+
+Every input of the record file fuzzer (tests/fuzz/seeds, corpus and regress: pre-images, fixed up
+by the harness's nt_fuzz_fixup() inside refdec-dump) and the real recordings (the files of
+tests/refdec/files, as they are; the lab recordings are among the seeds) goes through both
+readers: refdec-dump (libntcore.a's nt_reader_*) prints every header field, every field of every
+record, the record count, how reading ended (ok, truncated, corrupt) and the trailer; the reference
+decoder makes the same lines.  They must be equal, line by line: the same refusal at open, the same
+records up to the same stop, the same status.  A difference fails the test with the file, the
+first differing field, both values and both readers' messages.
+
+Most of the corpus is of format version 3 (the fuzzer ran on that reader): a pre-image of version 3
+or 4 is compared with its version field made 5, which means the same file (5 is 4 plus RECP chunks,
+4 is 3 plus RECS chunks; the fix-up recomputes the header's CRC).  A file the reference still
+refuses only for its version (3 and 4 given as FILEs) is counted apart, not compared.  With FILEs, those files (record files, as they are) only.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ntbpf_refdec  # noqa: E402
+
+FUZZ = os.path.join(HERE, "..", "fuzz")
+
+
+def inputs():
+    """(path, pre-image?) of every file compared"""
+    out = []
+    for sub in ("seeds", "corpus", "regress"):
+        d = os.path.join(FUZZ, sub)
+        out += [(os.path.join(d, n), True) for n in sorted(os.listdir(d)) if not n.startswith(".")]
+    d = os.path.join(HERE, "files")
+    if os.path.isdir(d):
+        out += [(os.path.join(d, n), False) for n in sorted(os.listdir(d)) if not n.startswith(".")]
+    return out
+
+
+def restamp(path, tmp, n):
+    """a pre-image of version 3 or 4 as version 5 (the fix-up recomputes the header's CRC): version 5
+    is version 4 plus RECP chunks, 4 is 3 plus RECS chunks, so the file means the same"""
+    with open(path, "rb") as f:
+        b = bytearray(f.read())
+    if b[:8] != b"NTBPFREC" or len(b) < 10 or b[8] | b[9] << 8 not in (3, 4):
+        return path
+    b[8:10] = ntbpf_refdec.VERSION.to_bytes(2, "little")
+    out = os.path.join(tmp, "v5-%d" % n)
+    with open(out, "wb") as f:
+        f.write(b)
+    return out
+
+
+def run_dump(dump, tmp, files, as_is):
+    """refdec-dump over files, in batches; returns [(fixed file, C lines)]"""
+    out = []
+    for at in range(0, len(files), 200):
+        batch = files[at:at + 200]
+        sub = os.path.join(tmp, "%s%d" % ("a" if as_is else "p", at))
+        os.mkdir(sub)
+        subprocess.run([dump, sub] + (["--as-is"] if as_is else []) + batch, check=True)
+        for i in range(len(batch)):
+            with open(os.path.join(sub, "%d.c" % i)) as f:
+                out.append((os.path.join(sub, "%d.ntbpf" % i), f.read().split("\n")))
+    return out
+
+
+def compare(name, fixed, clines):
+    """None when both agree; else a text that says where first"""
+    with open(fixed, "rb") as f:
+        res = ntbpf_refdec.decode(f.read())
+    cmsg = " | ".join(x[2:] for x in clines if x.startswith("# "))
+    clines = [x for x in clines if x and not x.startswith("# ")]
+    if res.header is None and "version" in res.message and "reference decoder reads" in res.message:
+        return "skip"
+    rlines = ntbpf_refdec.lines(res)
+    for i in range(max(len(clines), len(rlines))):
+        c = clines[i] if i < len(clines) else "(nothing)"
+        r = rlines[i] if i < len(rlines) else "(nothing)"
+        if c != r:
+            ck, _, cv = c.partition(" ")
+            rk, _, rv = r.partition(" ")
+            if ck == rk:
+                where = "first differing field %s: C reader %s, reference %s" % (ck, cv, rv)
+            else:
+                where = "line %d: C reader '%s', reference '%s'" % (i + 1, c, r)
+            return ("%s (read as %s): %s\n    C reader: %s\n    reference: %s (%s)"
+                    % (name, fixed, where, cmsg or "-", res.status, res.message or "-"))
+    return None
+
+
+def main(argv):
+    if len(argv) < 2:
+        print("usage: test_refdec.py REFDEC-DUMP [FILE...]", file=sys.stderr)
+        return 2
+    dump, t = argv[1], time.monotonic()
+    todo = [(p, False) for p in argv[2:]] or inputs()
+    bad, skipped, agreed, statuses, restamped = [], 0, 0, {}, 0
+    with tempfile.TemporaryDirectory(prefix="refdec.") as tmp:
+        for as_is in (False, True):
+            files = [p for p, pre in todo if pre != as_is]
+            fed = [restamp(p, tmp, n) for n, p in enumerate(files)]
+            restamped += sum(a != b for a, b in zip(files, fed))
+            for p, (fixed, clines) in zip(files, run_dump(dump, tmp, fed, as_is)):
+                why = compare(os.path.relpath(p), fixed, clines)
+                if why == "skip":
+                    skipped += 1
+                elif why:
+                    bad.append(why)
+                else:
+                    agreed += 1
+                    st = next((x[7:] for x in clines if x.startswith("status ")), "refused at open")
+                    statuses[st] = statuses.get(st, 0) + 1
+    for why in bad:
+        print("FAIL " + why)
+    print("refdec: %d files, the C reader and the reference decoder agree on %d (%s), disagree on %d; "
+          "%d of another version (not compared); %d of version 3 or 4 compared as 5; %.1f s"
+          % (len(todo), agreed, ", ".join("%s %d" % kv for kv in sorted(statuses.items())), len(bad), skipped,
+             restamped, time.monotonic() - t))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
