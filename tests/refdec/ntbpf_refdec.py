@@ -148,20 +148,39 @@ def read_ctrl(it, h, nqueues_total):
                             "sport": it.u16(), "daddr": it.str(STR_CAP["queue.daddr"]), "dport": it.u16(),
                             "rx_queue": -1, "tx_queue": -1})
     for key in ("rx_queue", "tx_queue"):         # appended later: absent in older files
-        if it.left() == 0:
+        if it.left() < 4:
             return c
         n = it.u32()
         for i in range(n):
             v = it.i32()
             if i < nq:
                 c["queues"][i][key] = v
-    if it.left() == 0:
+    if it.left() < 4:
         return c
     for i in range(it.u32()):                    # namespaces: readers keep the first 16
         dev, nsid = it.u32(), it.u32()
         if i < MAX_NS:
             c["ns"].append((dev, nsid))
     return c
+
+
+def cntlid_at(h, inst, t):
+    """the cntlid of controller inst at t: the latest change by then, else the first CTRL item's"""
+    for i, c, f in reversed(h["cntlid_changes"]):
+        if i == inst and f <= t:
+            return c
+    return next((c["cntlid"] for c in h["ctrls"] if c["instance"] == inst), None)
+
+
+def add_cntlid_change(h, inst, cntlid, t):
+    """kept in time order; ignored: an instance outside 0..65535, a full list, the cntlid in force"""
+    lst = h["cntlid_changes"]
+    if inst < 0 or inst > 0xffff or len(lst) >= MAX_CNTLID_CHANGES or cntlid_at(h, inst, t) == cntlid:
+        return
+    k = len(lst)
+    while k and lst[k - 1][2] > t:
+        k -= 1
+    lst.insert(k, (inst, cntlid, t))
 
 
 def read_header(b, res):
@@ -174,9 +193,12 @@ def read_header(b, res):
     ver = u16(b, 8)
     if ver > VERSION:
         raise Refused("header", "record file version %d is newer than this ntbpf (%d)" % (ver, VERSION))
+    if ver in (3, 4):
+        raise Refused("header", "record file version %d: ntbpf reads it, this reference decoder reads "
+                      "version %d only" % (ver, VERSION))
     if ver != VERSION:
-        raise Refused("header", "record file version %d not supported (this reference decoder reads "
-                      "version %d only)" % (ver, VERSION))
+        raise Refused("header", "record file version %d not supported (this ntbpf reads versions 3 to %d)"
+                      % (ver, VERSION))
     if len(b) < 16:
         raise Refused("header", "file ends inside the header")
     plen = u32(b, 12)
@@ -204,8 +226,7 @@ def read_header(b, res):
         elif tag == 2:
             h["role"] = it.u8()
         elif tag == 3:
-            h["rec_size"], h["nev"] = it.u32(), it.u32()
-            it.u32()                             # nfields: the list is for other tools
+            h["rec_size"], h["nev"] = it.u32(), it.u32()   # nfields and the list: for other tools
             have_layout = True
         elif tag == 4:
             h["hostname"] = it.str(STR_CAP["hostname"])
@@ -219,11 +240,11 @@ def read_header(b, res):
             h["mono_ns"], h["real_ns"], h["boot_ns"] = it.u64(), it.u64(), it.u64()
         elif tag == 9:
             h["sample"] = it.u32()
-            h["sample_window_ms"] = it.u32() if it.left() >= 4 else 0
+            if it.left() >= 4:                   # absent: as it was (0, or an earlier SAMPLE's)
+                h["sample_window_ms"] = it.u32()
         elif tag == 10:
-            d = it.str(STR_CAP["dev"])
-            if len(h["devs"]) < MAX_DEVS:
-                h["devs"].append(d)
+            if len(h["devs"]) < MAX_DEVS:         # the others are not read
+                h["devs"].append(it.str(STR_CAP["dev"]))
         elif tag == 11:
             if len(h["hooks"]) >= MAX_HOOKS:
                 raise Refused("header", "header corrupt (more than %d hooks)" % MAX_HOOKS)
@@ -237,9 +258,7 @@ def read_header(b, res):
             nqueues += len(c["queues"])
             h["ctrls"].append(c)
         elif tag == 14:
-            ch = (it.i32(), it.u16(), it.u64())
-            if len(h["cntlid_changes"]) < MAX_CNTLID_CHANGES:
-                h["cntlid_changes"].append(ch)
+            add_cntlid_change(h, it.i32(), it.u16(), it.u64())
         # 13 (PAD) and tags this version does not know: skipped
     if not have_layout:
         raise Refused("header", "header corrupt (no record layout)")
@@ -573,16 +592,16 @@ def read_trailer(b, pos, n, res):
         raise Refused("truncated", "truncated after %d records: cut %d bytes into the chunk or trailer at "
                       "offset %d, inside its header" % (n, len(b) - pos, pos))
     ln = u32(b, pos + 4)
+    if ln < 28 or ln > 28 + 8 * 4096 or (ln - 28) % 8:      # before reading it: corrupt, not cut
+        raise Refused("corrupt", "corrupt after %d records: bad trailer (length %d)" % (n, ln))
     if len(b) - pos < 8 + ln + 4:
         raise Refused("truncated", "truncated after %d records (inside the trailer): the file was cut %d of "
                       "the %d bytes of its trailer (at offset %d)" % (n, len(b) - pos, 12 + ln, pos))
-    if ln < 28:
-        raise Refused("corrupt", "corrupt after %d records: bad trailer (length)" % n)
-    nstats = u32(b, pos + 16)
-    if ln != 28 + 8 * nstats:
-        raise Refused("corrupt", "corrupt after %d records: bad trailer (length)" % n)
     if zlib.crc32(b[pos:pos + 8 + ln]) != u32(b, pos + 8 + ln):
         raise Refused("corrupt", "corrupt after %d records: bad trailer (CRC mismatch)" % n)
+    nstats = u32(b, pos + 16)
+    if ln != 28 + 8 * nstats:
+        raise Refused("corrupt", "corrupt after %d records: bad trailer (%d counters)" % (n, nstats))
     records = u64(b, pos + 8)
     if records != n:
         raise Refused("corrupt", "corrupt after %d records: the trailer says %d" % (n, records))

@@ -77,7 +77,7 @@ def compare(name, fixed, clines):
         res = ntbpf_refdec.decode(f.read())
     cmsg = " | ".join(x[2:] for x in clines if x.startswith("# "))
     clines = [x for x in clines if x and not x.startswith("# ")]
-    if res.header is None and "version" in res.message and "reference decoder reads" in res.message:
+    if res.header is None and "this reference decoder reads version" in res.message:
         return "skip"
     rlines = ntbpf_refdec.lines(res)
     for i in range(max(len(clines), len(rlines))):
