@@ -19,6 +19,7 @@ or 4 is compared with its version field made 5, which means the same file (5 is 
 refuses only for its version (3 and 4 given as FILEs) is counted apart, not compared.  With FILEs, those files (record files, as they are) only.
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import mutate  # noqa: E402
 import ntbpf_refdec  # noqa: E402
 
 FUZZ = os.path.join(HERE, "..", "fuzz")
@@ -51,18 +53,18 @@ def restamp(path, tmp, n):
     if b[:8] != b"NTBPFREC" or len(b) < 10 or b[8] | b[9] << 8 not in (3, 4):
         return path
     b[8:10] = ntbpf_refdec.VERSION.to_bytes(2, "little")
-    out = os.path.join(tmp, "v5-%d" % n)
+    out = os.path.join(tmp, "v5-%s" % n)
     with open(out, "wb") as f:
         f.write(b)
     return out
 
 
-def run_dump(dump, tmp, files, as_is):
-    """refdec-dump over files, in batches; returns [(fixed file, C lines)]"""
+def run_dump(dump, tmp, files, as_is, label):
+    """refdec-dump over files, in batches; returns [(the file read, C lines)]"""
     out = []
     for at in range(0, len(files), 200):
         batch = files[at:at + 200]
-        sub = os.path.join(tmp, "%s%d" % ("a" if as_is else "p", at))
+        sub = os.path.join(tmp, "%s-read%d" % (label, at))
         os.mkdir(sub)
         subprocess.run([dump, sub] + (["--as-is"] if as_is else []) + batch, check=True)
         for i in range(len(batch)):
@@ -95,35 +97,80 @@ def compare(name, fixed, clines):
     return None
 
 
+def check(dump, tmp, label, files, as_is, tally):
+    """files through both readers; tally: {'bad': [...], 'skipped': n, 'agreed': n, 'statuses': {}, ...}"""
+    fed = files if as_is else [restamp(p, tmp, "%s%d" % (label, n)) for n, p in enumerate(files)]
+    tally["restamped"] += sum(a != b for a, b in zip(files, fed))
+    got = run_dump(dump, tmp, fed, as_is, label)
+    failed_dir = os.path.join(os.path.dirname(os.path.abspath(dump)), "refdec-failed")
+    for p, (fixed, clines) in zip(files, got):
+        why = compare(os.path.relpath(p), fixed, clines)
+        if why == "skip":
+            tally["skipped"] += 1
+        elif why:
+            os.makedirs(failed_dir, exist_ok=True)
+            keep = os.path.join(failed_dir, "%s-%d" % (label, len(tally["bad"])))
+            shutil.copyfile(fixed, keep)
+            tally["bad"].append(why.replace(fixed, keep))
+        else:
+            tally["agreed"] += 1
+            st = next((x[7:] for x in clines if x.startswith("status ")), "refused at open")
+            tally["statuses"][st] = tally["statuses"].get(st, 0) + 1
+    return got
+
+
 def main(argv):
     if len(argv) < 2:
         print("usage: test_refdec.py REFDEC-DUMP [FILE...]", file=sys.stderr)
         return 2
     dump, t = argv[1], time.monotonic()
-    todo = [(p, False) for p in argv[2:]] or inputs()
-    bad, skipped, agreed, statuses, restamped = [], 0, 0, {}, 0
+    nmut = int(os.environ.get("REFDEC_MUTANTS", "1000"))
+    tally = {"bad": [], "skipped": 0, "agreed": 0, "statuses": {}, "restamped": 0}
+    parts = []
     with tempfile.TemporaryDirectory(prefix="refdec.") as tmp:
-        for as_is in (False, True):
-            files = [p for p, pre in todo if pre != as_is]
-            fed = [restamp(p, tmp, n) for n, p in enumerate(files)]
-            restamped += sum(a != b for a, b in zip(files, fed))
-            for p, (fixed, clines) in zip(files, run_dump(dump, tmp, fed, as_is)):
-                why = compare(os.path.relpath(p), fixed, clines)
-                if why == "skip":
-                    skipped += 1
-                elif why:
-                    bad.append(why)
-                else:
-                    agreed += 1
-                    st = next((x[7:] for x in clines if x.startswith("status ")), "refused at open")
-                    statuses[st] = statuses.get(st, 0) + 1
-    for why in bad:
+        if argv[2:]:
+            check(dump, tmp, "file", argv[2:], True, tally)
+            parts.append("%d files" % len(argv[2:]))
+        else:
+            # the fuzzer's inputs: pre-images, fixed up by the harness
+            pre = [p for p, is_pre in inputs() if is_pre]
+            got = check(dump, tmp, "fuzz", pre, False, tally)
+            parts.append("%d fuzz inputs (%d of version 3 or 4 compared as 5)" % (len(pre), tally["restamped"]))
+            # files of the product's writer: 3 x 10000 records, and 3 x 400 to mutate
+            for name, n in (("synth", 10000), ("small", 400)):
+                d = os.path.join(tmp, name)
+                os.mkdir(d)
+                subprocess.run([dump, "--synth", d, str(n)], check=True)
+            synth = [os.path.join(tmp, "synth", n) for n in sorted(os.listdir(os.path.join(tmp, "synth")))]
+            check(dump, tmp, "synth", synth, True, tally)
+            parts.append("%d files of the writer" % len(synth))
+            # mutants of the seeds (whole recordings, as version 5) and of the small files
+            base = []
+            for p, (fixed, _) in zip(pre, got):
+                if os.path.basename(os.path.dirname(p)) == "seeds":
+                    with open(fixed, "rb") as f:
+                        b = f.read()
+                    if ntbpf_refdec.decode(b).status == "ok":
+                        base.append(b)
+            for n in sorted(os.listdir(os.path.join(tmp, "small"))):
+                with open(os.path.join(tmp, "small", n), "rb") as f:
+                    base.append(f.read())
+            mdir = os.path.join(tmp, "mutants")
+            os.mkdir(mdir)
+            files = []
+            for i, b in enumerate(mutate.mutants(base, nmut, 20261129)):
+                files.append(os.path.join(mdir, "m%d" % i))
+                with open(files[-1], "wb") as f:
+                    f.write(b)
+            check(dump, tmp, "mutant", files, True, tally)
+            parts.append("%d mutants of %d of them" % (len(files), len(base)))
+    for why in tally["bad"]:
         print("FAIL " + why)
-    print("refdec: %d files, the C reader and the reference decoder agree on %d (%s), disagree on %d; "
-          "%d of another version (not compared); %d of version 3 or 4 compared as 5; %.1f s"
-          % (len(todo), agreed, ", ".join("%s %d" % kv for kv in sorted(statuses.items())), len(bad), skipped,
-             restamped, time.monotonic() - t))
-    return 1 if bad else 0
+    print("refdec: %s: the C reader and the reference decoder agree on %d (%s), disagree on %d; "
+          "%d of another version (not compared); %.1f s"
+          % (", ".join(parts), tally["agreed"], ", ".join("%s %d" % kv for kv in sorted(tally["statuses"].items())),
+             len(tally["bad"]), tally["skipped"], time.monotonic() - t))
+    return 1 if tally["bad"] else 0
 
 
 if __name__ == "__main__":
