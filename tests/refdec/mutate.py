@@ -291,3 +291,93 @@ def mutants(base, n, seed):
         except (struct.error, zlib.error, R.BadEncoding, IndexError, ValueError):
             continue
     return out
+
+
+def stored(raw, final=True):
+    """raw as one stored deflate block (no zlib header)"""
+    return bytes([1 if final else 0]) + struct.pack("<HH", len(raw), len(raw) ^ 0xffff) + raw
+
+
+def zchnk(nrec, raw_len, z):
+    return b"CHNK" + struct.pack("<IIII", nrec, raw_len, len(z), zlib.crc32(z)) + z
+
+
+def crafted(b):
+    """[(name, file)]: the corners the spec names, from one version 5 file of CHNK chunks (b)"""
+    items, blocks, trl, rest = parse(b)
+    enc = [block_bytes(x) for x in blocks]
+    out = []
+    rp = [x for x in blocks if x[0] == b"RECP"]
+    if rp:                                       # a RECP chunk with padding that is not zero
+        x = rp[0]
+        out.append(("recp-padding-nonzero", file_of(items, [recp(x[1], bytes(x[5][:-1]) + b"\1")], trl, rest)))
+    if trl is not None:                          # the trailer: none of the counters, more than ntbpf knows
+        recs_, tail = trl[:8], trl[-16:]
+        for ns in (0, 11, 4096):
+            out.append(("trailer-%d-counters" % ns, file_of(items, enc, recs_ + struct.pack("<I", ns) + b"".join(
+                struct.pack("<Q", 1000 + i) for i in range(ns)) + tail, rest)))
+    j = next((i for i, x in enumerate(blocks) if x[0] == b"CHNK"), None)
+    if j is None:
+        return out
+    nrec = blocks[j][1]
+    raw = zlib.decompress(blocks[j][5])
+    desc, exc_at = descriptors(raw)
+
+    def with_chunk(name, chunk, its=items):
+        e = list(enc)
+        e[j] = chunk
+        out.append((name, file_of(its, e, trl, rest)))
+
+    def extra_col(d, exc, bits):
+        """raw with one more column after the last: descriptor d, its exceptions after the others', bits"""
+        r = bytearray(raw)
+        ex_end = exc_at + sum(elen_of(raw, s) for s, _ in desc)
+        r[ex_end:ex_end] = exc
+        r[exc_at:exc_at] = d
+        r += bits
+        struct.pack_into("<I", r, 4, len(desc) + 1)
+        return bytes(r)
+
+    ones = bytes([0xff]) * ((nrec + 7) // 8)
+    z = b"\x78\x01"
+    for name, d, exc, bits in (
+            ("extra-column-exceptions-used", bytes([1, 0]) + uv(nrec), bytes(nrec), ones),
+            ("extra-column-exceptions-left", bytes([1, 0]) + uv(nrec + 1), bytes(nrec + 1), ones),
+            ("extra-column-exceptions-short", bytes([1, 0, 1]), bytes(1), ones),
+            ("extra-column-mode-1", bytes([0x40, 0, 0]), b"", b""),
+            ("extra-column-57-bits", bytes([57, 0, 0]), b"", bytes((nrec * 57 + 7) // 8)),
+            ("extra-column-exception-wraps", bytes([1, 1, 10]), b"\xff" * 9 + b"\x01", ones)):
+        with_chunk(name, chnk(nrec, extra_col(d, exc, bits)))
+    # the zlib stream: bytes after its end, no final block, a dictionary, a bad window, Adler-32 wrong
+    with_chunk("zlib-bytes-after-end", zchnk(nrec, len(raw), z + stored(raw) + b"\0\0\0\0garbage"))
+    with_chunk("zlib-no-final-block", zchnk(nrec, len(raw), z + stored(raw, False)))
+    with_chunk("zlib-adler-wrong", zchnk(nrec, len(raw), z + stored(raw) + b"\1\2\3\4"))
+    with_chunk("zlib-no-adler", zchnk(nrec, len(raw), z + stored(raw)))
+    with_chunk("zlib-fdict", zchnk(nrec, len(raw), b"\x78\x20" + stored(raw) + b"\0\0\0\0"))
+    with_chunk("zlib-window-64k", zchnk(nrec, len(raw), b"\x88\x1c" + stored(raw) + b"\0\0\0\0"))
+    with_chunk("zlib-two-blocks", zchnk(nrec, len(raw), z + stored(raw[:9], False) + stored(raw[9:]) + b"\0" * 4))
+    with_chunk("zlib-inflates-longer", zchnk(nrec, len(raw) - 1, z + stored(raw) + b"\0" * 4))
+    # sizes at their bounds
+    with_chunk("nrec-16-per-byte", b"CHNK" + struct.pack("<IIII", 16 * (20 + 30) + 1, len(raw), 30, 0) + bytes(30))
+    with_chunk("raw-1032-per-byte", b"CHNK" + struct.pack("<IIII", 1, 1032 * 12 + 1, 12, 0) + bytes(12))
+    # the layout: rec_size and nev only (8 bytes), nev 0, nev 32 / 33, rec_size 4097
+    out.append(("layout-8-bytes", file_of([[t, v[:8] if t == 3 else v] for t, v in items], enc, trl, rest)))
+    for ns, nv in ((40, 0), (168, 32), (172, 33), (4097, 16), (103, 16)):
+        out.append(("layout-%d-%d" % (ns, nv), file_of(
+            [[t, struct.pack("<II", ns, nv) + v[8:] if t == 3 else v] for t, v in items], enc, trl, rest)))
+    return out
+
+
+def uv(v):
+    """LEB128"""
+    out = bytearray()
+    while True:
+        out.append(v & 0x7f | (0x80 if v >> 7 else 0))
+        v >>= 7
+        if not v:
+            return bytes(out)
+
+
+def elen_of(raw, s):
+    _, p = R.varint(raw, s + 1, len(raw))
+    return R.varint(raw, p, len(raw))[0]

@@ -504,7 +504,8 @@ def columns(raw, nrec, nev):
 
 
 def inflate(body, raw_len):
-    """a zlib stream's header checked, then raw deflate to exactly raw_len bytes (Adler-32 unverified)"""
+    """a zlib stream's header checked, then raw deflate to exactly raw_len bytes, ending exactly 4 bytes
+    before the stream's end: its Adler-32, unverified"""
     if len(body) < 2:
         return None
     cmf, flg = body[0], body[1]
@@ -515,7 +516,7 @@ def inflate(body, raw_len):
         out = d.decompress(body[2:], raw_len + 1)
     except zlib.error:
         return None
-    if len(out) != raw_len or not d.eof:
+    if len(out) != raw_len or not d.eof or len(d.unused_data) != 4:   # then exactly the Adler-32
         return None
     return out
 

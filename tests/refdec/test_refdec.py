@@ -164,6 +164,17 @@ def main(argv):
                     f.write(b)
             check(dump, tmp, "mutant", files, True, tally)
             parts.append("%d mutants of %d of them" % (len(files), len(base)))
+            # the corners the spec names, crafted on each of them
+            cdir = os.path.join(tmp, "crafted")
+            os.mkdir(cdir)
+            files = []
+            for i, b in enumerate(base):
+                for name, f in mutate.crafted(b):
+                    files.append(os.path.join(cdir, "%s-of-%d" % (name, i)))
+                    with open(files[-1], "wb") as fo:
+                        fo.write(f)
+            check(dump, tmp, "crafted", files, True, tally)
+            parts.append("%d crafted files" % len(files))
     for why in tally["bad"]:
         print("FAIL " + why)
     print("refdec: %s: the C reader and the reference decoder agree on %d (%s), disagree on %d; "
