@@ -9,10 +9,10 @@
  *   refdec-dump OUTDIR [--as-is] FILE...
  *   refdec-dump --synth DIR N
  *
- * For the i-th FILE (from 0): OUTDIR/i.ntbpf is the record file read (a
+ * For the i-th FILE (from 0): OUTDIR/i.ntbpf is the record file read (the
  * fuzz pre-image fixed up by the fuzz harness's own nt_fuzz_fixup(),
- * tests/fuzz/fuzz_recfile.c; with --as-is the file itself), OUTDIR/i.c the
- * lines.  Strings are printed in hex ("-" when empty): no escaping to get wrong.
+ * tests/fuzz/fuzz_recfile.c; with --as-is none: FILE itself is read),
+ * OUTDIR/i.c the lines.  Strings are printed in hex ("-" when empty): no escaping to get wrong.
  *
  * --synth writes DIR/synth-coded (CHNK chunks, record -z), DIR/synth-packed
  * (RECP chunks, record's default) and DIR/synth-mixed (both) with the product's
@@ -446,11 +446,15 @@ int main(int argc, char **argv)
 			}
 			free(in);
 		}
-		snprintf(path, sizeof(path), "%s/%d.ntbpf", argv[1], i - first);
-		o = fopen(path, "wb");
-		if (!o || (b.len && fwrite(b.p, 1, b.len, o) != b.len) || fclose(o)) {
-			fprintf(stderr, "refdec-dump: %s: %s\n", path, strerror(errno));
-			return 1;
+		if (as_is) {	/* read where it is */
+			snprintf(path, sizeof(path), "%s", argv[i]);
+		} else {
+			snprintf(path, sizeof(path), "%s/%d.ntbpf", argv[1], i - first);
+			o = fopen(path, "wb");
+			if (!o || (b.len && fwrite(b.p, 1, b.len, o) != b.len) || fclose(o)) {
+				fprintf(stderr, "refdec-dump: %s: %s\n", path, strerror(errno));
+				return 1;
+			}
 		}
 		free(b.p);
 		snprintf(cpath, sizeof(cpath), "%s/%d.c", argv[1], i - first);

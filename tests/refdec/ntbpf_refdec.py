@@ -16,6 +16,7 @@ reads) and all others are refused: this decoder is of the current version.
 
 decode(bytes) -> Result (header, records, trailer, status, message).
 """
+import itertools
 import struct
 import sys
 import zlib
@@ -283,11 +284,12 @@ def fmix64(k):
 
 
 def fletcher(body):
-    a = c = 0
-    for (w,) in struct.iter_unpack("<Q", body):
-        a = (a + w) & M64
-        c = (c + a) & M64
-    return a, c
+    """a = the sum of the little-endian 64-bit words, c = the sum of a after each word (mod 2^64)"""
+    if sys.byteorder == "little":
+        ws = memoryview(body).cast("B").cast("Q")
+    else:
+        ws = [w for (w,) in struct.iter_unpack("<Q", body)]
+    return sum(ws) & M64, sum(itertools.accumulate(ws)) & M64
 
 
 def recp_check(body):
@@ -309,23 +311,27 @@ def new_rec():
     return r
 
 
+PACKED = struct.Struct("<QQIIIHHHBBBBHHH")
+
+
 def packed_records(body, nrec):
     """RECP: 44 bytes, then ev[i] for each bit i < 16 of ev_mask"""
     recs, at = [], 0
     for _ in range(nrec):
         if at + 44 > len(body):
             raise ValueError("a packed record runs past the chunk")
-        v = struct.unpack_from("<QQIIIHHHBBBBHHH", body, at)
-        r = new_rec()
-        r.update(zip(REC_FIELDS, v[:13]))
+        v = PACKED.unpack_from(body, at)
+        r = dict(zip(REC_FIELDS, v))
         r["port"], r["depth"] = v[13], v[14]
         at += 44
-        for k in range(MAX_EV):
-            if r["ev_mask"] >> k & 1:
-                if at + 4 > len(body):
-                    raise ValueError("a packed record runs past the chunk")
-                r["ev"][k] = u32(body, at)
-                at += 4
+        slots = [k for k in range(MAX_EV) if r["ev_mask"] >> k & 1]
+        if at + 4 * len(slots) > len(body):
+            raise ValueError("a packed record runs past the chunk")
+        ev = [0] * MAX_EV
+        for k, x in zip(slots, struct.unpack_from("<%dI" % len(slots), body, at)):
+            ev[k] = x
+        r["ev"] = ev
+        at += 4 * len(slots)
         recs.append(r)
     if len(body) - at >= 8 or any(body[at:]):
         raise ValueError("bytes after its last packed record")
@@ -631,6 +637,11 @@ def hexs(s):
     return s.hex() or "-"
 
 
+REC_LINES = "\n".join(["rec[{0}].%s {%d}" % (k, 1 + n) for n, k in enumerate(REC_FIELDS)]
+                      + ["rec[{0}].ev[%d] {%d}" % (k, 14 + k) for k in range(MAX_EV)]
+                      + ["rec[{0}].port {30}", "rec[{0}].depth {31}", "rec[{0}].reserved 0 0"])
+
+
 def lines(res):
     """the result as 'key value' lines: the format of .output/tests/refdec-dump (tests/refdec/dump.c)"""
     out = []
@@ -666,13 +677,7 @@ def lines(res):
     for i, (inst, cntlid, t) in enumerate(h["cntlid_changes"]):
         out.append("header.cntlid_change[%d] %d %d %d" % (i, inst, cntlid, t))
     for i, r in enumerate(res.records):
-        for k in REC_FIELDS:
-            out.append("rec[%d].%s %d" % (i, k, r[k]))
-        for k in range(MAX_EV):
-            out.append("rec[%d].ev[%d] %d" % (i, k, r["ev"][k]))
-        out.append("rec[%d].port %d" % (i, r["port"]))
-        out.append("rec[%d].depth %d" % (i, r["depth"]))
-        out.append("rec[%d].reserved 0 0" % i)
+        out.append(REC_LINES.format(i, *[r[k] for k in REC_FIELDS], *r["ev"], r["port"], r["depth"]))
     out.append("records %d" % len(res.records))
     out.append("status %s" % res.status)
     if res.trailer:

@@ -5,18 +5,20 @@
     python3 tests/refdec/test_refdec.py .output/tests/refdec-dump [FILE...]
 
 Every input of the record file fuzzer (tests/fuzz/seeds, corpus and regress: pre-images, fixed up
-by the harness's nt_fuzz_fixup() inside refdec-dump) and the real recordings (the files of
-tests/refdec/files, as they are; the lab recordings are among the seeds) goes through both
-readers: refdec-dump (libntcore.a's nt_reader_*) prints every header field, every field of every
-record, the record count, how reading ended (ok, truncated, corrupt) and the trailer; the reference
-decoder makes the same lines.  They must be equal, line by line: the same refusal at open, the same
+by the harness's nt_fuzz_fixup() inside refdec-dump), real recordings of this version (the lab
+recordings of tests/refdec/files, as they are; older ones are among the seeds), files of ntbpf's
+writer (refdec-dump --synth), and mutants and crafted corners of those (tests/refdec/mutate.py)
+goes through both readers: refdec-dump (libntcore.a's nt_reader_*) prints every header field, every
+field of every record, the record count, how reading ended (ok, truncated, corrupt) and the
+trailer; the reference decoder makes the same lines.  They must be equal, line by line: the same refusal at open, the same
 records up to the same stop, the same status.  A difference fails the test with the file, the
 first differing field, both values and both readers' messages.
 
 Most of the corpus is of format version 3 (the fuzzer ran on that reader): a pre-image of version 3
 or 4 is compared with its version field made 5, which means the same file (5 is 4 plus RECP chunks,
 4 is 3 plus RECS chunks; the fix-up recomputes the header's CRC).  A file the reference still
-refuses only for its version (3 and 4 given as FILEs) is counted apart, not compared.  With FILEs, those files (record files, as they are) only.
+refuses only for its version (3 and 4 given as FILEs) is counted apart, not compared.  With FILEs:
+those record files (as they are) only.  REFDEC_MUTANTS=N: N mutants (default 1000).
 """
 import os
 import shutil
@@ -30,6 +32,7 @@ sys.path.insert(0, HERE)
 import mutate  # noqa: E402
 import ntbpf_refdec  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(HERE))
 FUZZ = os.path.join(HERE, "..", "fuzz")
 
 
@@ -69,19 +72,23 @@ def run_dump(dump, tmp, files, as_is, label):
         subprocess.run([dump, sub] + (["--as-is"] if as_is else []) + batch, check=True)
         for i in range(len(batch)):
             with open(os.path.join(sub, "%d.c" % i)) as f:
-                out.append((os.path.join(sub, "%d.ntbpf" % i), f.read().split("\n")))
+                out.append((batch[i] if as_is else os.path.join(sub, "%d.ntbpf" % i), f.read()))
     return out
 
 
-def compare(name, fixed, clines):
+def compare(name, fixed, ctext):
     """None when both agree; else a text that says where first"""
     with open(fixed, "rb") as f:
         res = ntbpf_refdec.decode(f.read())
-    cmsg = " | ".join(x[2:] for x in clines if x.startswith("# "))
-    clines = [x for x in clines if x and not x.startswith("# ")]
     if res.header is None and "this reference decoder reads version" in res.message:
         return "skip"
-    rlines = ntbpf_refdec.lines(res)
+    cut = ctext.find("\n# ")                    # refdec-dump's messages, last: shown, not compared
+    cmsg = ctext[cut + 3:].strip().replace("\n# ", " | ") if cut >= 0 else ""
+    ctext = (ctext[:cut] if cut >= 0 else ctext).rstrip("\n")
+    rtext = "\n".join(ntbpf_refdec.lines(res))
+    if ctext == rtext:
+        return None
+    clines, rlines = ctext.split("\n"), rtext.split("\n")
     for i in range(max(len(clines), len(rlines))):
         c = clines[i] if i < len(clines) else "(nothing)"
         r = rlines[i] if i < len(rlines) else "(nothing)"
@@ -92,8 +99,8 @@ def compare(name, fixed, clines):
                 where = "first differing field %s: C reader %s, reference %s" % (ck, cv, rv)
             else:
                 where = "line %d: C reader '%s', reference '%s'" % (i + 1, c, r)
-            return ("%s (read as %s): %s\n    C reader: %s\n    reference: %s (%s)"
-                    % (name, fixed, where, cmsg or "-", res.status, res.message or "-"))
+            return ("%s: %s\n    C reader: %s\n    reference: %s (%s)"
+                    % (name, where, cmsg or "-", res.status, res.message or "-"))
     return None
 
 
@@ -104,17 +111,19 @@ def check(dump, tmp, label, files, as_is, tally):
     got = run_dump(dump, tmp, fed, as_is, label)
     failed_dir = os.path.join(os.path.dirname(os.path.abspath(dump)), "refdec-failed")
     for p, (fixed, clines) in zip(files, got):
-        why = compare(os.path.relpath(p), fixed, clines)
+        name = os.path.relpath(p) if p.startswith(ROOT) else "%s %s" % (label, os.path.basename(p))
+        why = compare(name, fixed, clines)
         if why == "skip":
             tally["skipped"] += 1
         elif why:
             os.makedirs(failed_dir, exist_ok=True)
             keep = os.path.join(failed_dir, "%s-%d" % (label, len(tally["bad"])))
             shutil.copyfile(fixed, keep)
-            tally["bad"].append(why.replace(fixed, keep))
+            tally["bad"].append("%s\n    the file read: %s" % (why, os.path.relpath(keep)))
         else:
             tally["agreed"] += 1
-            st = next((x[7:] for x in clines if x.startswith("status ")), "refused at open")
+            at = clines.rfind("\nstatus ")
+            st = clines[at + 8:clines.index("\n", at + 1)] if at >= 0 else "refused at open"
             tally["statuses"][st] = tally["statuses"].get(st, 0) + 1
     return got
 
@@ -127,7 +136,8 @@ def main(argv):
     nmut = int(os.environ.get("REFDEC_MUTANTS", "1000"))
     tally = {"bad": [], "skipped": 0, "agreed": 0, "statuses": {}, "restamped": 0}
     parts = []
-    with tempfile.TemporaryDirectory(prefix="refdec.") as tmp:
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None   # thousands of small files: not on a disk
+    with tempfile.TemporaryDirectory(prefix="refdec.", dir=shm) as tmp:
         if argv[2:]:
             check(dump, tmp, "file", argv[2:], True, tally)
             parts.append("%d files" % len(argv[2:]))
@@ -136,14 +146,18 @@ def main(argv):
             pre = [p for p, is_pre in inputs() if is_pre]
             got = check(dump, tmp, "fuzz", pre, False, tally)
             parts.append("%d fuzz inputs (%d of version 3 or 4 compared as 5)" % (len(pre), tally["restamped"]))
-            # files of the product's writer: 3 x 10000 records, and 3 x 400 to mutate
-            for name, n in (("synth", 10000), ("small", 400)):
+            # files of the product's writer: 3 x 6000 records, and 3 x 400 to mutate
+            for name, n in (("synth", 6000), ("small", 400)):
                 d = os.path.join(tmp, name)
                 os.mkdir(d)
                 subprocess.run([dump, "--synth", d, str(n)], check=True)
             synth = [os.path.join(tmp, "synth", n) for n in sorted(os.listdir(os.path.join(tmp, "synth")))]
             check(dump, tmp, "synth", synth, True, tally)
             parts.append("%d files of the writer" % len(synth))
+            # real recordings of this version (lab guests: RECP chunks, the header's newest items)
+            real = [p for p, is_pre in inputs() if not is_pre]
+            check(dump, tmp, "real", real, True, tally)
+            parts.append("%d lab recordings" % len(real))
             # mutants of the seeds (whole recordings, as version 5) and of the small files
             base = []
             for p, (fixed, _) in zip(pre, got):
@@ -152,6 +166,9 @@ def main(argv):
                         b = f.read()
                     if ntbpf_refdec.decode(b).status == "ok":
                         base.append(b)
+            for p in real:
+                with open(p, "rb") as f:
+                    base.append(f.read())
             for n in sorted(os.listdir(os.path.join(tmp, "small"))):
                 with open(os.path.join(tmp, "small", n), "rb") as f:
                     base.append(f.read())
