@@ -316,6 +316,18 @@ def crafted(b):
         for ns in (0, 11, 4096):
             out.append(("trailer-%d-counters" % ns, file_of(items, enc, recs_ + struct.pack("<I", ns) + b"".join(
                 struct.pack("<Q", 1000 + i) for i in range(ns)) + tail, rest)))
+    # CTRL items whose lists are longer or shorter than nqueues (ntbpf writes nrx = ntx = nqueues)
+    for name, nq, nrx, ntx, nns in (("ctrl-nrx-past-nqueues", 1, 2, 1, 1), ("ctrl-ntx-past-nqueues", 1, 1, 3, 2),
+                                    ("ctrl-lists-short", 3, 1, 2, 17), ("ctrl-nns-runs-past", 1, 1, 1, 2)):
+        v = struct.pack("<iH", 5, 9) + b"".join(struct.pack("<H", len(x)) + x for x in (b"tcp", b"s", b"h", b"a"))
+        v += struct.pack("<I", nq) + b"".join(struct.pack("<Hi", q + 1, q) + b"\0\0" + struct.pack("<H", 1)
+                                             + b"\0\0" + struct.pack("<H", 2) for q in range(nq))
+        v += struct.pack("<I", nrx) + b"".join(struct.pack("<i", 100 + i) for i in range(nrx))
+        v += struct.pack("<I", ntx) + b"".join(struct.pack("<i", 200 + i) for i in range(ntx))
+        v += struct.pack("<I", nns) + b"".join(struct.pack("<II", i, i + 1) for i in range(nns))
+        if name == "ctrl-nns-runs-past":
+            v = v[:-8]
+        out.append((name, file_of(items + [[12, v]], enc, trl, rest)))
     j = next((i for i, x in enumerate(blocks) if x[0] == b"CHNK"), None)
     if j is None:
         return out
