@@ -28,7 +28,7 @@ def parse(b):
     blocks = []
     while b[pos:pos + 4] in (b"CHNK", b"RECP", b"RECS"):
         f = list(struct.unpack_from("<IIII", b, pos + 4))
-        blen = f[2] if b[pos:pos + 4] == b"CHNK" else f[2]
+        blen = f[2]                              # clen, or RECP's and RECS's len
         blocks.append([bytes(b[pos:pos + 4])] + f + [bytes(b[pos + 20:pos + 20 + blen])])
         pos += 20 + blen
     trailer = None

@@ -10,9 +10,10 @@ recordings of tests/refdec/files, as they are; older ones are among the seeds), 
 writer (refdec-dump --synth), and mutants and crafted corners of those (tests/refdec/mutate.py)
 goes through both readers: refdec-dump (libntcore.a's nt_reader_*) prints every header field, every
 field of every record, the record count, how reading ended (ok, truncated, corrupt) and the
-trailer; the reference decoder makes the same lines.  They must be equal, line by line: the same refusal at open, the same
-records up to the same stop, the same status.  A difference fails the test with the file, the
-first differing field, both values and both readers' messages.
+trailer; the reference decoder makes the same lines.  They must be equal, line by line: the same
+refusal at open, the same records up to the same stop, the same status.  A difference fails the
+test with the input, the first differing field, both values and both readers' messages, and keeps
+the file read in .output/tests/refdec-failed/.
 
 Most of the corpus is of format version 3 (the fuzzer ran on that reader): a pre-image of version 3
 or 4 is compared with its version field made 5, which means the same file (5 is 4 plus RECP chunks,
