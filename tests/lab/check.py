@@ -293,14 +293,18 @@ def _nearest_rank(vals, pct):
 
 
 def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
-                      crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None):
+                      crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None, pairs=()):
     """The measurements behind known_answers (below) and bench/lab-calibration: one row per
     delayed (phase or netem pair) and op: stage, site, op, want (us), d50 and d90 (how far its
     p50 and p90 moved), other and other_us (the other stage that moved most), spun and n (how
     often the site waited, for how many I/Os of its ops), ok (every target met).  stages: the
     stages compared (default the ten), for a kernel where ntbpf measures only some (5.10's
     initiator); exempt [(op, stages, max_us)]: those stages of that op may move up to max_us when
-    another stage is delayed, and land within max_us of their own delay (each use says why)."""
+    another stage is delayed, and land within max_us of their own delay (each use says why).
+    pairs [(k1, k2)]: phases (1-based, as in phases) that wait at the same site, k2 longer; a
+    row each compares phase k2 with phase k1 (the stage moves by the difference, the others
+    stay), not with the phases delaying other stages: both phases perturb the I/O's rhythm
+    alike, as netem X against Y does."""
     crossings = crossings or {"read": 2, "write": 4}
     stages = list(TEN) if stages is None else list(stages)
     assert stages and set(stages) <= set(TEN), f"stages {stages}: not among the ten"
@@ -354,6 +358,14 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
                 ref = sorted(val[q][op][st][pct] for q in range(nph) if delayed[q] != st)
                 return val[p][op][st][pct] - ref[len(ref) // 2]
             row(stage, site, op, us if op in sops else 0.0, moved_by, n, spun.get((p, site), 0))
+    for k1, k2 in pairs:
+        s1, st1, us1, sops = phases[k1 - 1]
+        s2, st2, us2, _ = phases[k2 - 1]
+        assert (s1, st1) == (s2, st2) and us2 > us1, f"pair {k1},{k2}: not one site's two delays"
+        n = sum(1 for x in rows[k2 * every:(k2 + 1) * every] if x["op"] in sops)
+        for op in ops:
+            row(st1, f"{s1} {us1}->{us2}us", op, (us2 - us1) if op in sops else 0.0,
+                lambda st, pct, op=op: val[k2][op][st][pct] - val[k1][op][st][pct], n, spun.get((k2, s2), 0))
     if netem:
         # each netem run's first netem_skip I/Os are left out: TCP takes a while to settle on a
         # new delay (6.12, 128k writes after 41.3 -> 97.1 us: the target's receive of the data
