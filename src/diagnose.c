@@ -430,6 +430,10 @@ int nt_diagnose_interference_note(const struct nt_report *rep, char *buf, size_t
 	int nh, at = 0, fired = 0;
 
 	buf[0] = '\0';
+	if (!w && rep->o->diagnose) {
+		snprintf(buf, len, "not checked: no memory for its time windows");
+		return 1;
+	}
 	if (!w)
 		return 0;
 	if ((nh = win_hosts(w, hosts)) < 2) {

@@ -1104,7 +1104,7 @@ void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins
 	if ((o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS)) || o->diagnose)
 		rep->names = calloc(1, sizeof(*rep->names));
 	if (o->diagnose)
-		rep->win = calloc(1, sizeof(*rep->win));	/* NULL: the interference rule says it saw no windows */
+		rep->win = calloc(1, sizeof(*rep->win));	/* NULL: the diagnosis says interference was not checked */
 }
 
 void nt_report_finish(struct nt_report *rep)
