@@ -310,14 +310,15 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
     for op, sts, us in (exempt or ()):
         for st in sts:
             ex[(op, st)] = max(us, ex.get((op, st), 0.0))
-    runs = [os.path.join(d, f"fio{i}") for i in range(1, 3 + (2 if netem else 0))]
+    runs = _ka_runs(d, phases, netem)
     for r in runs:
         assert os.path.isdir(r), f"no {r}"
-    rows = [x for x in _script_rows(runs[1]) if str(x.get("device", "")).startswith(DEV_PREFIX)]
-    nph = 1 + len(phases)
+    out = []
+    nph = 1 + len(phases) if phases else 0
+    rows = [x for x in _script_rows(runs[1]) if str(x.get("device", "")).startswith(DEV_PREFIX)] if phases else []
     # `trailing` phases without a wait end the schedule, unchecked: the last I/Os of a run can be
     # slower (6.1: nvme_tcp_completion +3.6 us for the last ~10 reads, whatever the phase)
-    assert len(rows) == every * (nph + trailing), \
+    assert not phases or len(rows) == every * (nph + trailing), \
         f"{len(rows)} I/Os in the schedule run, expected {nph + trailing} phases x {every}"
     # val[p][op][stage][pct]: nearest-rank percentiles over phase p's I/Os of that op
     val = [{op: {st: {} for st in stages} for op in ops} for _ in range(nph)]
@@ -330,8 +331,7 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
                 for pct in (50, 90):
                     val[p][op][st][pct] = _nearest_rank(v, pct)
     delayed = [None] + [ph[1] for ph in phases]
-    spun = _inject_spun(runs[1])
-    out = []
+    spun = _inject_spun(runs[1]) if phases else {}
 
     def row(stage, site, op, want, moved_by, n=None, got=None):
         """moved_by(st, pct) -> us; the row for the delayed stage and the largest other move"""
@@ -361,7 +361,7 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
         # receive in nvmet_tcp_submission, change with the round trip TCP has measured)
         x, y = netem
         pv = []
-        for r in runs[2:4]:
+        for r in runs[-2:]:
             rs = [x for x in _script_rows(r) if str(x.get("device", "")).startswith(DEV_PREFIX)][netem_skip:]
             pv.append({(op, st, pct): _nearest_rank([x[st + "_ns"] / 1000 for x in rs
                                                      if x["op"] == op and x.get(st + "_ns") is not None], pct)
@@ -372,7 +372,12 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
     return out
 
 
-def known_answers(d, every, phases, netem=None, per_run=(), **kw):
+def _ka_runs(d, phases, netem):
+    """the fio runs of a known-answer boot: a warm-up, the schedule (with phases), netem x, netem y"""
+    return [os.path.join(d, f"fio{i}") for i in range(1, 2 + (1 if phases else 0) + (2 if netem else 0))]
+
+
+def known_answers(d, every=0, phases=(), netem=None, per_run=(), **kw):
     """tests/lab/inject's known answers on one boot: fio run 1 warms the target's memory-backed
     null_blk (its first write to a block allocates the page, and fio writes the same blocks in
     every run); run 2 is a schedule of phases of `every` I/Os each, switched in the kernel as the
@@ -385,10 +390,11 @@ def known_answers(d, every, phases, netem=None, per_run=(), **kw):
     does not see), every other stage by at most 2 us, and the site spun once per I/O of its ops
     (plus the few admin and fabrics commands the target's sites also see).  netem (x_us, y_us):
     runs 3 and 4 put a netem delay of x, then y on the wire: network_transmission moves by
-    crossings x (y - x) (2 for reads, 4 for R2T writes), the others stay.  Every run gets the
+    crossings x (y - x) (2 for reads, 4 for R2T writes), the others stay.  Without phases (an
+    arm64 guest: no injector there) run 2 is netem x and run 3 netem y.  Every run gets the
     checks in per_run."""
     bad = []
-    for r in [os.path.join(d, f"fio{i}") for i in range(1, 3 + (2 if netem else 0))]:
+    for r in _ka_runs(d, phases, netem):
         for name, params in per_run:
             try:
                 CHECKS[name](r, **params)

@@ -245,6 +245,30 @@ def detach_scenario(kind, detach_arg, what):
                        ("windows_detached", {"what": what, "min_windows": 3})]}
 
 
+# arm64 (tests/lab/run --arch arm64): Debian's cloud-arm64 kernel in qemu-system-aarch64 on the
+# instruction clock, the arm64 static ntbpf, Debian's arm64 fio and tc.  No injector is built for
+# arm64, so its known answer is netem's alone: one boot, three fio runs of the same I/Os (4k random
+# reads mixed with 128k R2T writes at QD1, fio's buffer in a huge page): a warm-up (null_blk's
+# first write to a block allocates its page), then netem KA_NETEM[0] and KA_NETEM[1] on lo.
+# network_transmission moves by crossings x (y - x) (+-3 %), the other stages stay; every run gets
+# BASIC (initiator records = fio's I/Os, matched >= 99 %, exact sums).  ARM64_IOS I/Os a run,
+# the first ARM64_SKIP of each netem run left out (TCP settling on the new delay).
+ARM64_IOS = 600
+ARM64_SKIP = 300
+
+
+def known_answers_arm64(kernel, exempt=None):
+    fio = ("rw=randrw bs=4k,128k iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0"
+           " iomem=mmaphuge:/dev/hugepages/fio" % ARM64_IOS)
+    args = ["--arch", "arm64", "--topology", "one", "--kernel", kernel, "--clock", "icount",
+            "--fio", fio,
+            "--fio", fio, "--inject", f"network_transmission={KA_NETEM[0]}us",
+            "--fio", fio, "--inject", f"network_transmission={KA_NETEM[1]}us"]
+    return {"name": f"one-{kernel}-arm64-icount-netem-known-answer", "args": args,
+            "checks": [("known_answers", {"netem": KA_NETEM, "netem_skip": ARM64_SKIP, "per_run": BASIC,
+                                          "tol": 0.03, **({"exempt": exempt} if exempt else {})})]}
+
+
 SCENARIOS = [
     # known answers for every stage (tests/lab/inject): 6.12's cloud flavor, and every kernel on
     # Debian's generic flavor with header and data digests on (6.1's cloud flavor and 7.2: EXTRA)
@@ -255,6 +279,8 @@ SCENARIOS = [
     known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST + KA_6_1_LATE),
     known_answers_initiator_only("5.10", KA_5_10_STAGES),
+    # arm64 (issue 31): 6.12 in make test, 7.2 in EXTRA
+    known_answers_arm64("6.12"),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1],
