@@ -637,4 +637,5 @@ EXTRA = [
                              ops=("write",), others_us=15) + findings(present=("network",))},
     known_answers("6.1", exempt=KA_EXEMPT_6_1),
     known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
+    known_answers_arm64("7.2"),
 ]
