@@ -288,6 +288,7 @@ def _script_rows(d):
 
 
 def _nearest_rank(vals, pct):
+    assert vals, "no values (a stage missing from every I/O?)"
     v = sorted(vals)
     return v[max(1, -(-len(v) * pct // 100)) - 1]
 

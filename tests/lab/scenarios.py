@@ -43,6 +43,12 @@ REFUSALS = [
     (["--target-dev", "brd", "--device-delay", "1ms", "--out", "/nonexistent"],
      "--device-delay, --device-depth, --write-cache and --subsys2-delay are null_blk's"),
     (["--bad-sectors", "0", "--out", "/nonexistent"], "--bad-sectors wants a sector range A-B"),
+    (["--arch", "sparc", "--out", "/nonexistent"], "--arch must be x86_64 or arm64"),
+    (["--arch", "arm64", "--kernel", "5.10", "--out", "/nonexistent"], "--arch arm64: no arm64 5.10 kernel"),
+    (["--arch", "arm64", "--flavor", "generic", "--out", "/nonexistent"],
+     "--arch arm64 boots Debian's cloud-arm64 flavor only"),
+    (["--arch", "arm64", "--inject", "queue_rq=1us", "--out", "/nonexistent"],
+     "--arch arm64: no arm64 ntbpf-inject; --inject takes network_transmission=DELAY only"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
