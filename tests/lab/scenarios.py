@@ -644,7 +644,8 @@ EXTRA = [
     known_answers("6.1", exempt=KA_EXEMPT_6_1),
     known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
     known_answers_arm64("7.2"),
-    # 6.1 arm64 refuses to attach fentry/fexit (ENOTSUPP, 524: no ftrace direct calls on arm64
-    # before 6.4) and ntbpf does not yet fall back to kprobes when an attach fails: --kprobe
+    # 6.1 arm64 refuses to attach fentry/fexit (ENOTSUPP, 524: its config lacks
+    # CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) and ntbpf does not yet fall back to kprobes when an
+    # attach fails: --kprobe
     known_answers_arm64("6.1", extra=("--record-args", "--kprobe")),
 ]
