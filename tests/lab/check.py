@@ -293,7 +293,7 @@ def _nearest_rank(vals, pct):
     return v[max(1, -(-len(v) * pct // 100)) - 1]
 
 
-def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
+def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
                       crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None):
     """The measurements behind known_answers (below) and bench/lab-calibration: one row per
     delayed (phase or netem pair) and op: stage, site, op, want (us), d50 and d90 (how far its
@@ -394,14 +394,18 @@ def known_answers(d, every=0, phases=(), netem=None, per_run=(), **kw):
     crossings x (y - x) (2 for reads, 4 for R2T writes), the others stay.  Without phases (an
     arm64 guest: no injector there) run 2 is netem x and run 3 netem y.  Every run gets the
     checks in per_run."""
-    bad = []
+    bad, said = [], []
     for r in _ka_runs(d, phases, netem):
+        got = []
         for name, params in per_run:
             try:
-                CHECKS[name](r, **params)
+                msg = CHECKS[name](r, **params)
+                if name in ("initiator_count_equals_fio", "matched_fraction"):
+                    got.append(msg)
             except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
                 bad.append(f"{os.path.basename(r)} {name}: {e}")
-    said = []
+        if got:   # each run's counts, for the log
+            said.append(f"{os.path.basename(r)}: {', '.join(got)}")
     for r in known_answer_rows(d, every, phases, netem, **kw):
         what = (f"{r['site']}: {r['op']} {r['stage']} p50 {r['d50']:+.2f} p90 {r['d90']:+.2f} for "
                 f"{r['want']:+.2f} +-{r['band']:.2f}, largest other {r['other']} {r['other_us']:+.2f}")
