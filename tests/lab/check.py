@@ -400,7 +400,7 @@ def known_answers(d, every=0, phases=(), netem=None, per_run=(), **kw):
         for name, params in per_run:
             try:
                 msg = CHECKS[name](r, **params)
-                if name in ("initiator_count_equals_fio", "matched_fraction"):
+                if name in ("initiator_count_equals_fio", "matched_fraction", "report_same_on_arm64"):
                     got.append(msg)
             except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
                 bad.append(f"{os.path.basename(r)} {name}: {e}")
@@ -873,6 +873,33 @@ def _report(d, *args, files=None):
     return json.loads(r.stdout)
 
 
+def report_same_on_arm64(d):
+    """the arm64 static binary (make ARCH=arm64 static, under qemu-aarch64-static here) reports the
+    run's files byte for byte as the host's binary does: text, JSON and --diagnose, stdout, stderr
+    and exit status (tests/integration/arm64 does the same on synthetic and demo recordings)"""
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    host = os.path.abspath(os.environ.get("NTBPF_BIN", os.path.join(root, ".output", "ntbpf")))
+    arm = os.path.abspath(os.environ.get("NTBPF_ARM64_BIN", os.path.join(root, ".output", "arm64", "ntbpf-static")))
+    assert os.access(arm, os.X_OK), f"{arm} not built (make ARCH=arm64 static)"
+    import shutil
+    assert shutil.which("qemu-aarch64-static"), "qemu-aarch64-static not installed (make deps)"
+    files = [f for f in ("initiator.ntbpf", "target.ntbpf") if os.path.exists(os.path.join(d, f))]
+    assert files, "no recordings"
+    n = 0
+    for args in (["report"], ["report", "--format", "json"], ["report", "--diagnose"]):
+        a = subprocess.run([host, *args, *files], cwd=d, capture_output=True)
+        b = subprocess.run(["qemu-aarch64-static", arm, *args, *files], cwd=d, capture_output=True)
+        # the JSON names the binary's version (its commit): two builds of one tree may differ there only
+        for r in (a, b):
+            r.stdout = re.sub(rb'"ntbpf_version": "[^"]*"', b'"ntbpf_version": ""', r.stdout)
+        assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr), \
+            f"ntbpf {' '.join(args)}: x86_64 and arm64 differ (exit {a.returncode} / {b.returncode}, " \
+            f"{len(a.stdout)} / {len(b.stdout)} bytes)"
+        n += len(a.stdout)
+    return f"arm64's report, JSON and --diagnose the same ({n} bytes)"
+
+
 def rotated_parts(d, min_parts):
     """record --rotate: every file of each host's series is whole on its own, and each one holding I/O
     lists its queues (io_cpu, both TCP ends) in its own header, not only the series' last file"""
@@ -1066,7 +1093,7 @@ def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     return "; ".join(msg)
 
 
-CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
+CHECKS = {f.__name__: f for f in (device_stage, report_same_on_arm64, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,

@@ -257,7 +257,8 @@ def detach_scenario(kind, detach_arg, what):
 # reads mixed with 128k R2T writes at QD1, fio's buffer in a huge page): a warm-up (null_blk's
 # first write to a block allocates its page), then netem KA_NETEM[0] and KA_NETEM[1] on lo.
 # network_transmission moves by crossings x (y - x) (+-3 %), the other stages stay; every run gets
-# BASIC (initiator records = fio's I/Os, matched >= 99 %, exact sums).  ARM64_IOS I/Os a run,
+# BASIC (initiator records = fio's I/Os, matched >= 99 %, exact sums) and the arm64 binary's reports
+# of its files byte-identical to x86_64's.  ARM64_IOS I/Os a run,
 # the first ARM64_SKIP of each netem run left out (TCP settling on the new delay).
 ARM64_IOS = 600
 ARM64_SKIP = 300
@@ -271,7 +272,8 @@ def known_answers_arm64(kernel, exempt=None, extra=()):
             "--fio", fio, "--inject", f"network_transmission={KA_NETEM[0]}us",
             "--fio", fio, "--inject", f"network_transmission={KA_NETEM[1]}us"]
     return {"name": f"one-{kernel}-arm64-icount-netem-known-answer", "args": args,
-            "checks": [("known_answers", {"netem": KA_NETEM, "netem_skip": ARM64_SKIP, "per_run": BASIC,
+            "checks": [("known_answers", {"netem": KA_NETEM, "netem_skip": ARM64_SKIP,
+                                          "per_run": BASIC + [("report_same_on_arm64", {})],
                                           "tol": 0.03, **({"exempt": exempt} if exempt else {})})]}
 
 
@@ -652,5 +654,5 @@ EXTRA = [
     # matched on 2026-11-29
     {"name": "two-6.12-arm64-randread-qd1",
      "args": ["--arch", "arm64", "--topology", "two", "--kernel", "6.12", "--fio", QD1],
-     "checks": BASIC},
+     "checks": BASIC + [("report_same_on_arm64", {})]},
 ]
