@@ -44,6 +44,12 @@ REFUSALS = [
     (["--target-dev", "brd", "--device-delay", "1ms", "--out", "/nonexistent"],
      "--device-delay, --device-depth, --write-cache and --subsys2-delay are null_blk's"),
     (["--bad-sectors", "0", "--out", "/nonexistent"], "--bad-sectors wants a sector range A-B"),
+    (["--arch", "sparc", "--out", "/nonexistent"], "--arch must be x86_64 or arm64"),
+    (["--arch", "arm64", "--kernel", "5.10", "--out", "/nonexistent"], "--arch arm64: no arm64 5.10 kernel"),
+    (["--arch", "arm64", "--flavor", "generic", "--out", "/nonexistent"],
+     "--arch arm64 boots Debian's cloud-arm64 flavor only"),
+    (["--arch", "arm64", "--inject", "queue_rq=1us", "--out", "/nonexistent"],
+     "--arch arm64: no arm64 ntbpf-inject; --inject takes network_transmission=DELAY only"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
@@ -259,6 +265,32 @@ def detach_scenario(kind, detach_arg, what):
                        ("windows_detached", {"what": what, "min_windows": 3})]}
 
 
+# arm64 (tests/lab/run --arch arm64): Debian's cloud-arm64 kernel in qemu-system-aarch64 on the
+# instruction clock, the arm64 static ntbpf, Debian's arm64 fio and tc.  No injector is built for
+# arm64, so its known answer is netem's alone: one boot, three fio runs of the same I/Os (4k random
+# reads mixed with 128k R2T writes at QD1, fio's buffer in a huge page): a warm-up (null_blk's
+# first write to a block allocates its page), then netem KA_NETEM[0] and KA_NETEM[1] on lo.
+# network_transmission moves by crossings x (y - x) (+-3 %), the other stages stay; every run gets
+# BASIC (initiator records = fio's I/Os, matched >= 99 %, exact sums) and the arm64 binary's reports
+# of its files byte-identical to x86_64's.  ARM64_IOS I/Os a run,
+# the first ARM64_SKIP of each netem run left out (TCP settling on the new delay).
+ARM64_IOS = 600
+ARM64_SKIP = 300
+
+
+def known_answers_arm64(kernel, exempt=None, extra=()):
+    fio = ("rw=randrw bs=4k,128k iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0"
+           " iomem=mmaphuge:/dev/hugepages/fio" % ARM64_IOS)
+    args = ["--arch", "arm64", "--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
+            "--fio", fio,
+            "--fio", fio, "--inject", f"network_transmission={KA_NETEM[0]}us",
+            "--fio", fio, "--inject", f"network_transmission={KA_NETEM[1]}us"]
+    return {"name": f"one-{kernel}-arm64-icount-netem-known-answer", "args": args,
+            "checks": [("known_answers", {"netem": KA_NETEM, "netem_skip": ARM64_SKIP,
+                                          "per_run": BASIC + [("report_same_on_arm64", {})],
+                                          "tol": 0.03, **({"exempt": exempt} if exempt else {})})]}
+
+
 SCENARIOS = [
     # known answers for every stage (tests/lab/inject): 6.12's cloud flavor, and every kernel on
     # Debian's generic flavor with header and data digests on (6.1's cloud flavor and 7.2: EXTRA)
@@ -269,6 +301,8 @@ SCENARIOS = [
     known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST + KA_6_1_LATE),
     known_answers_initiator_only("5.10", KA_5_10_STAGES),
+    # arm64 (issue 31): 6.12 in make test, 7.2 in EXTRA
+    known_answers_arm64("6.12"),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1],
@@ -662,4 +696,14 @@ EXTRA = [
                              ops=("write",), others_us=15) + findings(present=("network",))},
     known_answers("6.1", exempt=KA_EXEMPT_6_1),
     known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
+    known_answers_arm64("7.2"),
+    # 6.1 arm64 refuses to attach fentry/fexit (ENOTSUPP, 524: its config lacks
+    # CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) and ntbpf does not yet fall back to kprobes when an
+    # attach fails: --kprobe
+    known_answers_arm64("6.1", extra=("--record-args", "--kprobe")),
+    # two arm64 guests on the host clock (virtio-net-pci on -M virt, the UDP wire): 40 s, 382/382
+    # matched on 2026-11-29
+    {"name": "two-6.12-arm64-randread-qd1",
+     "args": ["--arch", "arm64", "--topology", "two", "--kernel", "6.12", "--fio", QD1],
+     "checks": BASIC + [("report_same_on_arm64", {})]},
 ]
