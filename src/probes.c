@@ -160,6 +160,35 @@ static bool test_refuse_rc(void)
 	return e && !strcmp(e, "1");
 }
 
+/*
+ * A kernel that loads fentry/fexit programs but cannot attach them: arm64
+ * before its ftrace had direct calls (Debian 12's 6.1 arm64 kernel answers
+ * every attach with ENOTSUPP, 524).  The first fentry/fexit hook is attached
+ * and let go again; 0 if it attached, or failed for a reason of its own (the
+ * real attach reports that hook), else the errno that says none can attach.
+ */
+static int fentry_cannot_attach(struct nt_probes *p, char *name, size_t namelen)
+{
+	for (int i = 0; i < p->nhooks; i++) {
+		char names[2][96];
+		struct bpf_program *prog;
+		struct bpf_link *l;
+		int e;
+
+		if (p->choice[i].attach != NT_AT_FENTRY && p->choice[i].attach != NT_AT_FEXIT)
+			continue;
+		if (nt_hook_progs(&p->choice[i], names) < 1 ||
+		    !(prog = bpf_object__find_program_by_name(p->skel->obj, names[0])))
+			continue;
+		l = bpf_program__attach(prog);
+		e = l ? 0 : errno;
+		bpf_link__destroy(l);
+		snprintf(name, namelen, "%s", names[0]);
+		return e == 524 /* ENOTSUPP, the kernel's own */ || e == EOPNOTSUPP ? e : 0;
+	}
+	return 0;
+}
+
 /* one more reason the loader chose a fallback, after those it already has */
 static void __attribute__((format(printf, 2, 3))) add_fallback(struct nt_probes *p, const char *fmt, ...)
 {
@@ -402,6 +431,19 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 
 		nt_hooks_decide(&p->facts, p->choice, p->nhooks, p->role, force_kprobe);
 		rc = try_load(p, o, err, errlen);
+		if (rc == 0 && !force_kprobe) {
+			char name[96];
+			int e = fentry_cannot_attach(p, name, sizeof(name));
+
+			if (e) {
+				ntbpf_bpf__destroy(p->skel);
+				p->skel = NULL;
+				force_kprobe = true;
+				add_fallback(p, "fentry/fexit cannot attach (%s: %s): kprobes used", name,
+					     e == 524 ? "not supported by this kernel" : strerror(e));
+				continue;
+			}
+		}
 		if (rc <= 0)
 			break;
 		i = lb.prog[0] ? nt_hook_of_prog(p->choice, p->nhooks, lb.prog) : -1;

@@ -278,7 +278,7 @@ ARM64_IOS = 600
 ARM64_SKIP = 300
 
 
-def known_answers_arm64(kernel, exempt=None, extra=()):
+def known_answers_arm64(kernel, exempt=None, extra=(), per_run=()):
     fio = ("rw=randrw bs=4k,128k iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0"
            " iomem=mmaphuge:/dev/hugepages/fio" % ARM64_IOS)
     args = ["--arch", "arm64", "--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
@@ -287,7 +287,7 @@ def known_answers_arm64(kernel, exempt=None, extra=()):
             "--fio", fio, "--inject", f"network_transmission={KA_NETEM[1]}us"]
     return {"name": f"one-{kernel}-arm64-icount-netem-known-answer", "args": args,
             "checks": [("known_answers", {"netem": KA_NETEM, "netem_skip": ARM64_SKIP,
-                                          "per_run": BASIC + [("report_same_on_arm64", {})],
+                                          "per_run": BASIC + [("report_same_on_arm64", {})] + list(per_run),
                                           "tol": 0.03, **({"exempt": exempt} if exempt else {})})]}
 
 
@@ -697,10 +697,14 @@ EXTRA = [
     known_answers("6.1", exempt=KA_EXEMPT_6_1),
     known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
     known_answers_arm64("7.2"),
-    # 6.1 arm64 refuses to attach fentry/fexit (ENOTSUPP, 524: its config lacks
-    # CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) and ntbpf does not yet fall back to kprobes when an
-    # attach fails: --kprobe
-    known_answers_arm64("6.1", extra=("--record-args", "--kprobe")),
+    # 6.1 arm64 loads fentry/fexit programs but refuses to attach them (ENOTSUPP, 524: its config
+    # lacks CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS): ntbpf tries one, then loads kprobes instead.
+    # One run (2026-11-29) with that fallback: writes' network_transmission p90 +198.59 us for
+    # 223.20, p50 +223.98: ~10 % of the first netem run's writes 26 us longer (1144 vs 1118 us),
+    # the slower mode's share crossing p90 (docs/stages.md, "Known answers"); passed with --kprobe
+    known_answers_arm64("6.1", per_run=[("record_log_says", {"role": r, "text": "fentry/fexit cannot attach"})
+                                        for r in ("initiator", "target")] +
+                        [("functions_attached_as", {"kinds": ["kprobe", "kretprobe"]})]),
     # two arm64 guests on the host clock (virtio-net-pci on -M virt, the UDP wire): 40 s, 382/382
     # matched on 2026-11-29
     {"name": "two-6.12-arm64-randread-qd1",
