@@ -141,3 +141,31 @@ void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev
 	else
 		snprintf(buf, len, "%u:%u", maj, min);
 }
+
+uint16_t nt_path_of(const struct nt_header *h, uint32_t dev, uint16_t ctrl)
+{
+	const struct nt_ctrl_info *c = h ? nt_ctrl_of(h, NTBPF_ROLE_INITIATOR, NTBPF_F_NVME, ctrl) : NULL;
+	int paths = 0;
+
+	if (!c || !c->subsysnqn[0])
+		return 0;
+	/* the controller's own disk (multipath off): no path */
+	for (uint32_t i = 0; i < c->nns && i < NT_CTRL_NS; i++)
+		if (c->ns[i].dev == dev)
+			return 0;
+	for (uint32_t i = 0; i < h->nctrls; i++)
+		paths += h->ctrls[i].instance >= 0 && !strcmp(h->ctrls[i].subsysnqn, c->subsysnqn) &&
+			 !strcmp(h->ctrls[i].hostnqn, c->hostnqn);
+	return paths >= 2 ? (uint16_t)(ctrl + 1) : 0;
+}
+
+void nt_path_name(const char *head, uint16_t p, char *buf, size_t len)
+{
+	unsigned int s, n;
+	char tail;
+
+	if (sscanf(head, "nvme%un%u%c", &s, &n, &tail) == 2)
+		snprintf(buf, len, "nvme%uc%un%u", s, p - 1u, n);
+	else
+		snprintf(buf, len, "%.40s:c%u", head, p - 1u);
+}
