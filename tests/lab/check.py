@@ -816,7 +816,7 @@ def multipath_failover(d, min_failed=1, lba_bytes=4096):
     # the kernel's failed requests: "... nvme_complete_rq: nvme1: qid=1, cmdid=..., status=0x371"
     ktr = {}
     for l in open(os.path.join(d, "failed-requests.txt")):
-        m = re.search(r"nvme_complete_rq: (nvme\d+): qid=(\d+), cmdid=(\d+).*status=(0x[0-9a-f]+)", l)
+        m = re.search(r"nvme_complete_rq: (nvme\d+):.*?qid=(\d+), cmdid=(\d+).*status=(0x[0-9a-f]+)", l)
         if m and int(m.group(2)) >= 1:
             st = int(m.group(4), 16)
             ktr[st] = ktr.get(st, 0) + 1
@@ -887,7 +887,7 @@ def multipath_failover(d, min_failed=1, lba_bytes=4096):
     assert bad == 0, f"{bad} of {len(matched)} pairs not the own pairing's (port, qid, cid, LBA; target_residence)"
     assert rep["matched"] <= pairable, f"ntbpf paired {rep['matched']}, the own pairing allows {pairable}"
     pe_matched = sum(1 for w in matched if w["status"] != "ok")
-    return (f"fio {nfio} I/Os, no errors; {len(perr)} path errors ({ktr} in ftrace), all retried on the other "
+    return (f"fio {nfio} I/Os, no errors; {len(perr)} path errors (ftrace: { {hex(k): v for k, v in ktr.items()} }), all retried on the other "
             f"path ({fo['ios']} I/Os, end_to_end with the retry p50 {fo['end_to_end_us']['p50']:.0f} us, max "
             f"{fo['end_to_end_us']['max']:.0f}); paths {paths} ok {[devs[p].get('ok') for p in paths]}; "
             f"{len(matched)} pairs all consistent ({pe_matched} of the failed ones paired with the target's record)")
