@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "failover.h"
+#include "names.h"
 
 bool nt_fo_path_error(const struct ntbpf_rec *r)
 {
@@ -22,13 +23,8 @@ void nt_fo_init(struct nt_failover *fo)
 
 static void req_of(const struct ntbpf_rec *r, uint32_t host, uint64_t idx, struct nt_fo_req *q)
 {
-	uint32_t end = 0;
-
-	for (int i = 0; i < NTBPF_MAX_EV; i++)
-		if ((r->ev_mask >> i & 1) && r->ev[i] > end)
-			end = r->ev[i];
 	q->start = r->t0;
-	q->end = r->t0 + end;
+	q->end = r->t0 + nt_rec_end(r);
 	/* the failover happens in nvme_complete_rq: its retry starts after it */
 	q->done = (r->ev_mask >> EV_I_NVME_DONE & 1) ? r->t0 + r->ev[EV_I_NVME_DONE] : q->end;
 	q->sector = r->sector;

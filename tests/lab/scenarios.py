@@ -280,9 +280,9 @@ SCENARIOS = [
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1, "--reset-at", "1.5"],
      "checks": [("fio_ok", {}), ("reconnected", {}), ("matched_fraction", {"min": 0.99}), ("paired_by_port", {}),
                 ("stages_sum_to_end_to_end", {})]},
-    # issue 33 item 5: native multipath, two portals to one subsystem (round-robin), the second
-    # taken down 1.5 s into fio: the requests in flight on it end in a path error (0x371), their
-    # bios go down the other path; fio sees no error.  Known answers: fio's counts, ftrace's failed
+    # issue 33 item 5: native multipath, two portals to one subsystem (round-robin), the one whose
+    # path holds requests in flight taken down 1.5 s into fio: those requests end in a path error
+    # (0x371), their bios go down the other path; fio sees no error.  Known answers: fio's counts, ftrace's failed
     # requests, an own pairing by LBA (check.py multipath_failover)
     {"name": "one-6.12-multipath-failover",
      "args": ["--topology", "one", "--kernel", "6.12", "--multipath", "1.5",
