@@ -577,8 +577,9 @@ static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct
 				x = (x ^ (unsigned char)*c) * 16777619u;
 			rep->fo_h = h;
 			rep->fo_host = x;
+			rep->fo_mp = nt_header_multipath(h);
 		}
-		if (nt_fo_feed(&rep->fo, r, rep->fo_host, rep->fo_seq++))
+		if (rep->fo_mp && nt_fo_feed(&rep->fo, r, rep->fo_host, rep->fo_seq++))
 			return -1;
 	}
 	if (timed(rep))

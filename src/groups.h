@@ -122,8 +122,9 @@ struct nt_report {
 	struct nt_fo_summary fo_sum;
 	bool fo_skip;
 	uint64_t fo_seq;
-	const struct nt_header *fo_h;	/* the last record's header, and its host's number */
-	uint32_t fo_host;
+	const struct nt_header *fo_h;	/* the last record's header, its host's number, whether it names a */
+	uint32_t fo_host;		/* multipath namespace (only then are its records fed) */
+	bool fo_mp;
 	/* --group-by dev: nt_path_of per (header, head, controller), direct-mapped by controller */
 	struct nt_pathc {
 		const struct nt_header *h;

@@ -159,6 +159,17 @@ uint16_t nt_path_of(const struct nt_header *h, uint32_t dev, uint16_t ctrl)
 	return paths >= 2 ? (uint16_t)(ctrl + 1) : 0;
 }
 
+bool nt_header_multipath(const struct nt_header *h)
+{
+	for (uint32_t i = 0; h && i < h->nctrls; i++)
+		for (uint32_t j = i + 1; j < h->nctrls; j++)
+			if (h->ctrls[i].instance >= 0 && h->ctrls[j].instance >= 0 && h->ctrls[i].subsysnqn[0] &&
+			    !strcmp(h->ctrls[i].subsysnqn, h->ctrls[j].subsysnqn) &&
+			    !strcmp(h->ctrls[i].hostnqn, h->ctrls[j].hostnqn))
+				return true;
+	return false;
+}
+
 void nt_path_name(const char *head, uint16_t p, char *buf, size_t len)
 {
 	unsigned int s, n;

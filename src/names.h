@@ -45,6 +45,8 @@ void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev
  * host NQNs, dev not a disk of the controller's own); else 0.
  */
 uint16_t nt_path_of(const struct nt_header *h, uint32_t dev, uint16_t ctrl);
+/* whether h names two or more controllers of one subsystem and host NQN: multipath is possible */
+bool nt_header_multipath(const struct nt_header *h);
 /* head's name ("nvme0n1") on path p (nt_path_of, > 0): "nvme0c1n1" */
 void nt_path_name(const char *head, uint16_t p, char *buf, size_t len);
 

@@ -26,6 +26,7 @@ struct pass1 {
 	uint16_t file;
 	struct nt_failover fo;	/* multipath's retries, by the initiators' global index */
 	uint32_t host;		/* the file's host number (its boot) */
+	bool mp;		/* its header names a multipath namespace: only then are its records fed */
 };
 
 /* a host's number for failover.h: its boot (one monotonic clock) */
@@ -55,9 +56,11 @@ static int take(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
 	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
 	c->no_cntlid += no_cntlid;
 	if (!tgt) {
-		if (!c->host)
+		if (!c->host) {
 			c->host = boot_hash(&in->hdr) | 1;
-		if (nt_fo_feed(&c->fo, r, c->host, x->idx))
+			c->mp = nt_header_multipath(&in->hdr);
+		}
+		if (c->mp && nt_fo_feed(&c->fo, r, c->host, x->idx))
 			return -1;
 	}
 	if (tgt) {

@@ -206,6 +206,7 @@ static void test_path_names(void **state)
 	assert_int_equal(nt_path_of(&h, 259 << 20 | 0, 1), 2);
 	assert_int_equal(nt_path_of(&h, 259 << 20 | 5, 2), 0);	/* its own disk */
 	assert_int_equal(nt_path_of(&h, 259 << 20 | 0, 9), 0);	/* no such controller */
+	assert_true(nt_header_multipath(&h));
 	nt_path_name("nvme0n1", 2, buf, sizeof(buf));
 	assert_string_equal(buf, "nvme0c1n1");
 	nt_path_name("259:0", 1, buf, sizeof(buf));
@@ -215,6 +216,7 @@ static void test_path_names(void **state)
 	mp_header(&h);
 	snprintf(h.ctrls[1].subsysnqn, sizeof(h.ctrls[1].subsysnqn), "nqn.x:third");
 	assert_int_equal(nt_path_of(&h, 259 << 20 | 0, 0), 0);
+	assert_false(nt_header_multipath(&h));
 	nt_header_free(&h);
 }
 
