@@ -812,7 +812,7 @@ def multipath_failover(d, min_failed=1, lba_bytes=4096):
     assert not any(j.get("error", 0) for j in fio["jobs"]), "fio saw errors: multipath did not retry"
     assert not any(j.get("total_err", 0) for j in fio["jobs"]), "fio counted errors"
     nfio = fio_total_ios(fio)
-    assert os.path.exists(os.path.join(d, "path-down-at.txt")), "the second portal was not taken down"
+    assert os.path.exists(os.path.join(d, "path-down-at.txt")), "no portal was taken down (path-down-at.txt)"
     # the kernel's failed requests: "... nvme_complete_rq: nvme1: qid=1, cmdid=..., status=0x371"
     ktr = {}
     for l in open(os.path.join(d, "failed-requests.txt")):
