@@ -797,13 +797,13 @@ def reconnected(d):
 
 
 def multipath_failover(d, min_failed=1, lba_bytes=4096):
-    """--multipath: two portals to one subsystem (round-robin), the second taken down mid-fio.
+    """--multipath: two portals to one subsystem (round-robin), one path taken down mid-fio.
     Known answers, none of them ntbpf's: fio's I/O count and errors (none: multipath retried every
     bio on the path left), the kernel's own failed requests (ftrace's nvme:nvme_complete_rq with
     status != 0, failed-requests.txt), the records themselves (docs/record-format.md's reader) and
     an own pairing by queue port, qid, cid and the command's LBA (the target's slba against the
-    initiator's sector).  Asserts: every request of the dropped path that ended in a path error is
-    a record with that status, as many as ftrace's 0x371 on I/O queues, each failed over (report
+    initiator's sector).  Asserts: the requests that ended in a path error are records with that
+    status, those of 0x371 as many as ftrace's on I/O queues, all on one path, each failed over (report
     'failover': retried, none unretried; script links each to a retry of the same LBA on the other
     path that started after it); ok records = fio's I/Os; report --group-by dev shows both paths,
     --group-by queue both controllers' queues; nothing mispaired (each pair ntbpf made is one of

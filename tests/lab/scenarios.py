@@ -280,12 +280,11 @@ SCENARIOS = [
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1, "--reset-at", "1.5"],
      "checks": [("fio_ok", {}), ("reconnected", {}), ("matched_fraction", {"min": 0.99}), ("paired_by_port", {}),
                 ("stages_sum_to_end_to_end", {})]},
-    # issue 33 item 5: native multipath, two portals to one subsystem (round-robin), the second
-    # taken down 1.5 s into fio: the requests in flight on it end in a path error (0x371), their
-    # bios go down the other path; fio sees no error.  The namespace takes 2 ms an I/O, so that
-    # requests wait at the target on both paths at any time (without it, one run in three had
-    # none in flight on the path dropped).  Known answers: fio's counts, ftrace's failed requests,
-    # an own pairing by LBA (check.py multipath_failover)
+    # issue 33 item 5: native multipath, two portals to one subsystem (round-robin), 1.5 s into
+    # fio the path holding 4+ requests in flight taken down (its controller reset, its portal
+    # removed): those requests end in a path error (0x371), their bios go down the other path;
+    # fio sees no error (docs/stages.md, "Multipath").  Known answers: fio's counts, ftrace's
+    # failed requests, an own pairing by LBA (check.py multipath_failover)
     {"name": "one-6.12-multipath-failover",
      "args": ["--topology", "one", "--kernel", "6.12", "--multipath", "1.5", "--device-delay", "2ms",
               "--fio", "rw=randread bs=4k iodepth=32 numjobs=1 runtime=4"],
