@@ -286,7 +286,7 @@ SCENARIOS = [
     # fio sees no error (docs/stages.md, "Multipath").  Known answers: fio's counts, ftrace's
     # failed requests, an own pairing by LBA (check.py multipath_failover)
     {"name": "one-6.12-multipath-failover",
-     "args": ["--topology", "one", "--kernel", "6.12", "--multipath", "1.5", "--device-delay", "2ms",
+     "args": ["--topology", "one", "--kernel", "6.12", "--multipath", "1.5", "--device-delay", "50ms",
               "--fio", "rw=randread bs=4k iodepth=32 numjobs=1 runtime=4"],
      "checks": [("fio_ok", {}), ("no_lost_records", {}), ("target_records", {}), ("multipath_failover", {}),
                 ("paired_by_port", {})]},
