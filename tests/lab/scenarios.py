@@ -281,10 +281,12 @@ SCENARIOS = [
      "checks": [("fio_ok", {}), ("reconnected", {}), ("matched_fraction", {"min": 0.99}), ("paired_by_port", {}),
                 ("stages_sum_to_end_to_end", {})]},
     # issue 33 item 5: native multipath, two portals to one subsystem (round-robin), 1.5 s into
-    # fio the path holding 4+ requests in flight taken down (its controller reset, its portal
-    # removed): those requests end in a path error (0x371), their bios go down the other path;
-    # fio sees no error (docs/stages.md, "Multipath").  Known answers: fio's counts, ftrace's
-    # failed requests, an own pairing by LBA (check.py multipath_failover)
+    # fio the link of the path holding 4+ requests in flight dies (its TCP connections destroyed,
+    # its portal removed): those requests end in a path error (0x371), their bios go down the
+    # other path; fio sees no error.  The namespace takes 50 ms an I/O so that requests wait at
+    # the target, unanswered, when the link dies (with 2 ms, half the runs aborted none:
+    # docs/stages.md, "Multipath").  Known answers: fio's counts, ftrace's failed requests, an
+    # own pairing by LBA (check.py multipath_failover).  ~35-110 s
     {"name": "one-6.12-multipath-failover",
      "args": ["--topology", "one", "--kernel", "6.12", "--multipath", "1.5", "--device-delay", "50ms",
               "--fio", "rw=randread bs=4k iodepth=32 numjobs=1 runtime=4"],
