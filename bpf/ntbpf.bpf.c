@@ -1155,9 +1155,12 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && !blk_tp_has_q && error &&
 	    (r->flags & NTBPF_F_NVME))
 		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
-	/* its bios taken (multipath's failover) and no status yet: where the kernel keeps it (v6.1) */
+	/*
+	 * Its bios taken (multipath's failover: blk_steal_bios leaves no bio
+	 * and no bytes) and no status yet: where the kernel keeps it (v6.1).
+	 */
 	else if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && btf && !error && !r->status &&
-		 (r->flags & NTBPF_F_NVME) && nr_bytes && !RD(btf, rq, bio))
+		 (r->flags & NTBPF_F_NVME) && r->bytes && !nr_bytes && !RD(btf, rq, bio))
 		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
 	if (!r->status)
 		r->status = (__u16)error;
@@ -1384,6 +1387,12 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 /* armed here, the I/O is whole: its earlier events (blk_start) do not need a hook */
 TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *, true)
 
+/*
+ * bpf_rdonly_cast (v6.2) makes a kept address a typed pointer to load from
+ * directly (a guarded load, ~8 instructions) where a probe read is a helper
+ * call (~80 on the lab's clock).  Weak: on a kernel without it the programs
+ * that call it are not loaded (their tp_btf_rc_ names; src/hooks.c).
+ */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /* btf: 0 raw_tp, 1 tp_btf, 2 tp_btf_rc_ (bpf_rdonly_cast) */
@@ -1489,12 +1498,6 @@ static __always_inline __u64 sk_arrival(struct qstate *s, struct sock *sk, __u32
 	return arrival_of(s, BPF_CORE_READ((struct tcp_sock *)sk, copied_seq) + extra);
 }
 
-/*
- * bpf_rdonly_cast (v6.2) makes a kept address a typed pointer to load from
- * directly (a guarded load, ~8 instructions) where a probe read is a helper
- * call (~80 on the lab's clock).  Weak: on a kernel without it the programs
- * that call it are not loaded (their tp_btf_rc_ names; src/hooks.c).
- */
 /* sk_arrival through bpf_rdonly_cast: sk is an address kept in the queue's state */
 static __always_inline __u64 sk_arrival_rc(struct qstate *s, struct sock *sk, __u32 extra)
 {
