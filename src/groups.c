@@ -161,7 +161,7 @@ static uint16_t path_of(const struct nt_report *rep, const struct ntbpf_rec *r, 
 		e->h = h;
 		e->head = r->dev;
 		e->ctrl = r->ctrl;
-		e->path = nt_path_of(h, r->dev, r->ctrl);
+		e->path = nt_path_of((struct nt_mpath *)&rep->mpath, h, r->dev, r->ctrl);
 	}
 	return e->path;
 }
@@ -577,7 +577,7 @@ static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct
 				x = (x ^ (unsigned char)*c) * 16777619u;
 			rep->fo_h = h;
 			rep->fo_host = x;
-			rep->fo_mp = nt_header_multipath(h);
+			rep->fo_mp = nt_mpath_of(&rep->mpath, h);
 		}
 		if (rep->fo_mp && nt_fo_feed(&rep->fo, r, rep->fo_host, rep->fo_seq++))
 			return -1;
@@ -1023,6 +1023,7 @@ void nt_report_free(struct nt_report *rep)
 	nt_report_clear_groups(rep);
 	nt_match_free(&rep->m);
 	nt_fo_free(&rep->fo);
+	nt_mpath_free(&rep->mpath);
 	free(rep->names);
 	memset(rep, 0, sizeof(*rep));
 }

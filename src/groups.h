@@ -125,6 +125,7 @@ struct nt_report {
 	const struct nt_header *fo_h;	/* the last record's header, its host's number, whether it names a */
 	uint32_t fo_host;		/* multipath namespace (only then are its records fed) */
 	bool fo_mp;
+	struct nt_mpath mpath;		/* the multipath facts of the last initiator header asked about */
 	/* --group-by dev: nt_path_of per (header, head, controller), direct-mapped by controller */
 	struct nt_pathc {
 		const struct nt_header *h;

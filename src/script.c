@@ -27,6 +27,7 @@ struct pass1 {
 	struct nt_failover fo;	/* multipath's retries, by the initiators' global index */
 	uint32_t host;		/* the file's host number (its boot) */
 	bool mp;		/* its header names a multipath namespace: only then are its records fed */
+	struct nt_mpath mpath;
 };
 
 /* a host's number for failover.h: its boot (one monotonic clock) */
@@ -58,7 +59,7 @@ static int take(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
 	if (!tgt) {
 		if (!c->host) {
 			c->host = boot_hash(&in->hdr) | 1;
-			c->mp = nt_header_multipath(&in->hdr);
+			c->mp = nt_mpath_of(&c->mpath, &in->hdr);
 		}
 		if (c->mp && nt_fo_feed(&c->fo, r, c->host, x->idx))
 			return -1;
@@ -104,6 +105,7 @@ struct nt_rows {
 		uint32_t head;
 		uint16_t ctrl, path;
 	} pathc[8];
+	struct nt_mpath mpath;	/* the last file's multipath facts (nt_path_of) */
 };
 
 static void fill_row(struct nt_rows *sc, int f, const struct ntbpf_rec *r, const struct nt_sum *si,
@@ -125,7 +127,7 @@ static void fill_row(struct nt_rows *sc, int f, const struct ntbpf_rec *r, const
 			e->f = f + 1;
 			e->head = r->dev;
 			e->ctrl = r->ctrl;
-			e->path = nt_path_of(&sc->ins[f].hdr, r->dev, r->ctrl);
+			e->path = nt_path_of(&sc->mpath, &sc->ins[f].hdr, r->dev, r->ctrl);
 		}
 		w->path = e->path;
 	}
@@ -290,6 +292,7 @@ void nt_rows_free(struct nt_rows *sc)
 	free(sc->init_at);
 	free(sc->tgt_at);
 	free(sc->marks);
+	nt_mpath_free(&sc->mpath);
 	free(sc);
 }
 
@@ -366,6 +369,7 @@ out:
 	free(c.ti.v);
 	free(c.ts.v);
 	nt_fo_free(&c.fo);
+	nt_mpath_free(&c.mpath);
 	free(hdrs);
 	return rc;
 }

@@ -197,27 +197,30 @@ static void mp_header(struct nt_header *h)
 
 static void test_path_names(void **state)
 {
+	struct nt_mpath mp = { 0 };
 	struct nt_header h;
 	char buf[64];
 
 	(void)state;
 	mp_header(&h);
-	assert_int_equal(nt_path_of(&h, 259 << 20 | 0, 0), 1);
-	assert_int_equal(nt_path_of(&h, 259 << 20 | 0, 1), 2);
-	assert_int_equal(nt_path_of(&h, 259 << 20 | 5, 2), 0);	/* its own disk */
-	assert_int_equal(nt_path_of(&h, 259 << 20 | 0, 9), 0);	/* no such controller */
-	assert_true(nt_header_multipath(&h));
+	assert_true(nt_mpath_of(&mp, &h));
+	assert_int_equal(nt_path_of(&mp, &h, 259 << 20 | 0, 0), 1);
+	assert_int_equal(nt_path_of(&mp, &h, 259 << 20 | 0, 1), 2);
+	assert_int_equal(nt_path_of(&mp, &h, 259 << 20 | 5, 2), 0);	/* its own disk, and nvme2 shares with none */
+	assert_int_equal(nt_path_of(&mp, &h, 259 << 20 | 0, 9), 0);	/* no such controller */
 	nt_path_name("nvme0n1", 2, buf, sizeof(buf));
 	assert_string_equal(buf, "nvme0c1n1");
 	nt_path_name("259:0", 1, buf, sizeof(buf));
 	assert_string_equal(buf, "259:0:c0");
 	nt_header_free(&h);
+	nt_mpath_free(&mp);
 	/* one controller of the subsystem: no path named */
 	mp_header(&h);
 	snprintf(h.ctrls[1].subsysnqn, sizeof(h.ctrls[1].subsysnqn), "nqn.x:third");
-	assert_int_equal(nt_path_of(&h, 259 << 20 | 0, 0), 0);
-	assert_false(nt_header_multipath(&h));
+	assert_false(nt_mpath_of(&mp, &h));
+	assert_int_equal(nt_path_of(&mp, &h, 259 << 20 | 0, 0), 0);
 	nt_header_free(&h);
+	nt_mpath_free(&mp);
 }
 
 /* "ntbpf CMD ARGS..." in dir as main() runs it: stdout (malloc'd) */
