@@ -105,11 +105,24 @@ int nt_fo_feed(struct nt_failover *fo, const struct ntbpf_rec *r, uint32_t host,
 		}
 	}
 	req_of(r, host, idx, &q);
-	for (size_t i = 0; i < fo->nopen; i++)
-		consider(&fo->open[i], &q);
+	if (fo->work < NT_FO_BUDGET) {
+		for (size_t i = 0; i < fo->nopen; i++)
+			consider(&fo->open[i], &q);
+		fo->work += fo->nopen;
+	}
 	if (nt_fo_path_error(r)) {
 		struct nt_fo_open *o;
 
+		/* bounded work per record: the oldest open one resolved with what it found */
+		if (fo->nopen == NT_FO_OPEN) {
+			size_t old = 0;
+
+			for (size_t i = 1; i < fo->nopen; i++)
+				old = fo->open[i].at < fo->open[old].at ? i : old;
+			if (add_link(fo, &fo->open[old]))
+				return -1;
+			fo->open[old] = fo->open[--fo->nopen];
+		}
 		if (fo->nopen == fo->capopen) {
 			size_t cap = fo->capopen ? 2 * fo->capopen : 16;
 
@@ -127,12 +140,13 @@ int nt_fo_feed(struct nt_failover *fo, const struct ntbpf_rec *r, uint32_t host,
 		o->at = fo->fed;
 		fo->path_errors++;
 		/* its retry may have come first in the file (another CPU's ring drained first) */
-		for (uint64_t i = 0; i < NT_FO_WINDOW && i < fo->fed; i++)
+		for (uint64_t i = 0; i < NT_FO_WINDOW && i < fo->fed && fo->work < NT_FO_BUDGET; i++, fo->work++)
 			consider(o, &fo->recent[(fo->fed - 1 - i) & (NT_FO_WINDOW - 1)]);
 	}
 	fo->recent[fo->fed & (NT_FO_WINDOW - 1)] = q;
 	fo->fed++;
-	return fo->nopen ? close_old(fo, false) : 0;
+	/* the window's end, checked every 256 records (a path error waits up to 255 more) */
+	return fo->nopen && !(fo->fed & 255) ? close_old(fo, false) : 0;
 }
 
 static int link_cmp(const void *a, const void *b)

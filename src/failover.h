@@ -9,11 +9,14 @@
  * requests are records.  They are linked here by what the bio keeps across
  * the two: the namespace head (the record's dev), the starting sector, the
  * size and the operation, the retry starting after the first one's NVMe
- * completion: the earliest such record within NT_FO_WINDOW records of the
+ * completion: the earliest such record within NT_FO_WINDOW records (+ up to 255) of the
  * first (in file order, either side: files are in order of completion per
  * CPU).  A bio retried again is a chain; the report counts each original
  * I/O once, with its end_to_end from the first request's start to the last
- * retry's end.  Pure: no BPF, no I/O.
+ * retry's end.  Bounded work: at most NT_FO_OPEN path errors wait for their
+ * retry at a time, and NT_FO_BUDGET comparisons in all (a hostile file of
+ * path errors: past it, path errors are still counted, no longer linked).
+ * Pure: no BPF, no I/O.
  */
 #ifndef NTBPF_FAILOVER_H
 #define NTBPF_FAILOVER_H
@@ -24,6 +27,8 @@
 #include "ntbpf.h"
 
 #define NT_FO_WINDOW 4096	/* records a path error looks back and ahead for its retry (a power of two) */
+#define NT_FO_OPEN 1024		/* path errors looking ahead at a time (more: the oldest is resolved early) */
+#define NT_FO_BUDGET (1ull << 26)	/* comparisons in all (a hostile file of path errors): then no more links */
 
 /* whether r is an initiator NVMe I/O that ended in a path error (SCT 3): multipath retries its bios */
 bool nt_fo_path_error(const struct ntbpf_rec *r);
@@ -57,6 +62,7 @@ struct nt_failover {
 	size_t nlinks, caplinks;
 	uint64_t path_errors;		/* requests that ended in a path error */
 	uint64_t unretried;		/* of which no retry was found */
+	uint64_t work;			/* comparisons made (NT_FO_BUDGET) */
 	bool oom;
 };
 

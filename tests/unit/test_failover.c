@@ -152,16 +152,44 @@ static void test_window_bound(void **state)
 	(void)state;
 	nt_fo_init(&fo);
 	assert_int_equal(nt_fo_feed(&fo, &f, 7, 0), 0);
-	for (uint64_t i = 1; i <= NT_FO_WINDOW + 1; i++) {
+	for (uint64_t i = 1; i <= NT_FO_WINDOW + 256; i++) {	/* the window's end is checked every 256 */
 		o = req(2000000 + i * 1000, 100000 + i * 8, 0, 0, 500, 600);
 		assert_int_equal(nt_fo_feed(&fo, &o, 7, i), 0);
 	}
 	assert_int_equal(fo.nopen, 0);
 	late = req(9000000, 800, 0, 0, 500, 600);
-	assert_int_equal(nt_fo_feed(&fo, &late, 7, NT_FO_WINDOW + 2), 0);
+	assert_int_equal(nt_fo_feed(&fo, &late, 7, NT_FO_WINDOW + 257), 0);
 	assert_int_equal(nt_fo_finish(&fo), 0);
 	assert_int_equal(fo.nlinks, 0);
 	assert_int_equal(fo.unretried, 1);
+	nt_fo_free(&fo);
+}
+
+/*
+ * A hostile file: every record a path error of one bio, each the retry of the
+ * one before: the work is bounded (NT_FO_BUDGET comparisons, then no more
+ * links), every path error still counted, the links made one chain.
+ */
+static void test_hostile_chain(void **state)
+{
+	struct nt_failover fo;
+	struct nt_fo_summary s;
+	enum { M = 200000 };
+
+	(void)state;
+	nt_fo_init(&fo);
+	for (uint64_t i = 0; i < M; i++) {
+		struct ntbpf_rec r = req(1000000 + i * 1000, 800, (uint16_t)(i & 1), 0x371, 500, 600);
+
+		assert_int_equal(nt_fo_feed(&fo, &r, 7, i), 0);
+	}
+	assert_int_equal(nt_fo_finish(&fo), 0);
+	nt_fo_summarize(&fo, &s);
+	assert_int_equal(s.path_errors, M);
+	assert_true(s.retries >= NT_FO_OPEN && s.retries < M);
+	assert_int_equal(s.ios, 1);
+	assert_int_equal(s.retries + s.unretried, M);
+	assert_true(fo.work <= NT_FO_BUDGET + NT_FO_OPEN);
 	nt_fo_free(&fo);
 }
 
@@ -358,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_retry_before_in_file),
 		cmocka_unit_test(test_chain_and_unretried),
 		cmocka_unit_test(test_window_bound),
+		cmocka_unit_test(test_hostile_chain),
 		cmocka_unit_test(test_path_names),
 		cmocka_unit_test(test_report_and_script),
 	};
