@@ -1155,6 +1155,13 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && !blk_tp_has_q && error &&
 	    (r->flags & NTBPF_F_NVME))
 		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
+	/*
+	 * Its bios taken (multipath's failover: blk_steal_bios leaves no bio
+	 * and no bytes) and no status yet: where the kernel keeps it (v6.1).
+	 */
+	else if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && btf && !error && !r->status &&
+		 (r->flags & NTBPF_F_NVME) && r->bytes && !nr_bytes && !RD(btf, rq, bio))
+		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
 	if (!r->status)
 		r->status = (__u16)error;
 	/* counted only where hctx->driver_data was the queue (on_setup_cmd): loads, no helper call */
@@ -1380,7 +1387,16 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 /* armed here, the I/O is whole: its earlier events (blk_start) do not need a hook */
 TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *, true)
 
-static __always_inline int on_nvme_complete(bool btf, struct request *rq)
+/*
+ * bpf_rdonly_cast (v6.2) makes a kept address a typed pointer to load from
+ * directly (a guarded load, ~8 instructions) where a probe read is a helper
+ * call (~80 on the lab's clock).  Weak: on a kernel without it the programs
+ * that call it are not loaded (their tp_btf_rc_ names; src/hooks.c).
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* btf: 0 raw_tp, 1 tp_btf, 2 tp_btf_rc_ (bpf_rdonly_cast) */
+static __always_inline int on_nvme_complete(int btf, struct request *rq)
 {
 	__u64 key = (__u64)rq;
 	struct ntbpf_rec *r = rec_get(key);
@@ -1391,15 +1407,31 @@ static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 		/*
 		 * block_rq_complete reads it where the I/O failed (its error),
 		 * except before 5.11 (no error there): a probe read here then.
-		 * The in-kernel histograms keep no status.
+		 * Through bpf_rdonly_cast (a guarded load, no helper call) every
+		 * I/O's status here: a request native multipath fails over ends
+		 * without an error, its status cleared (nvme_failover_req), so
+		 * only here does it show its path error (docs/stages.md,
+		 * "Multipath").  The in-kernel histograms keep no status.
 		 */
 		if (!kernel_agg && blk_tp_has_q)
 			r->status = BPF_CORE_READ(nreq, status);
+		else if (!kernel_agg && btf == 2 && bpf_core_type_exists(struct nvme_request))
+			r->status = ((struct nvme_request *)bpf_rdonly_cast(nreq,
+						bpf_core_type_id_kernel(struct nvme_request)))->status;
 	}
 	return 0;
 }
 
 TP_HOOK1(nvme_complete_rq, on_nvme_complete, struct request *)
+SEC("tp_btf/nvme_complete_rq")
+int BPF_PROG(tp_btf_rc_nvme_complete_rq, struct request *a0)
+{
+	if (paused)
+		return 0;
+	if (test_refuse_rc)
+		asm volatile("r0 = *(u64 *)(r10 + 8)" ::: "r0");
+	return NONNULL(a0) ? on_nvme_complete(2, a0) : 0;
+}
 
 /* data arrived on a queue's socket: note how far the stream got, and when */
 static __always_inline int on_data_ready(bool btf, struct sock *sk)
@@ -1465,14 +1497,6 @@ static __always_inline __u64 sk_arrival(struct qstate *s, struct sock *sk, __u32
 		return 0;
 	return arrival_of(s, BPF_CORE_READ((struct tcp_sock *)sk, copied_seq) + extra);
 }
-
-/*
- * bpf_rdonly_cast (v6.2) makes a kept address a typed pointer to load from
- * directly (a guarded load, ~8 instructions) where a probe read is a helper
- * call (~80 on the lab's clock).  Weak: on a kernel without it the programs
- * that call it are not loaded (their tp_btf_rc_ names; src/hooks.c).
- */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /* sk_arrival through bpf_rdonly_cast: sk is an address kept in the queue's state */
 static __always_inline __u64 sk_arrival_rc(struct qstate *s, struct sock *sk, __u32 extra)

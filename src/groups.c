@@ -138,7 +138,7 @@ static const struct nt_header *hdr_of(const struct nt_report *rep, const struct 
 struct gkey {
 	uint32_t size, dev;
 	int dev_role;
-	uint16_t ctrl, qid, status;
+	uint16_t ctrl, qid, status, path;
 	uint16_t host, subsys, ns;
 	uint8_t op;
 	bool has_queue, status_nvme;
@@ -147,8 +147,23 @@ struct gkey {
 static bool same_group(const struct nt_group *g, const struct gkey *k)
 {
 	return g->op == k->op && g->size == k->size && g->dev_role == k->dev_role && g->dev == k->dev &&
+	       g->path == k->path &&
 	       g->has_queue == k->has_queue && g->ctrl == k->ctrl && g->qid == k->qid && g->status == k->status &&
 	       g->status_nvme == k->status_nvme && g->host == k->host && g->subsys == k->subsys && g->ns == k->ns;
+}
+
+/* r's multipath path (nt_path_of), through the report's cache (rep is the caller's: a cache, not the report) */
+static uint16_t path_of(const struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
+{
+	struct nt_pathc *e = (struct nt_pathc *)&rep->pathc[r->ctrl & 7];
+
+	if (e->h != h || e->head != r->dev || e->ctrl != r->ctrl) {
+		e->h = h;
+		e->head = r->dev;
+		e->ctrl = r->ctrl;
+		e->path = nt_path_of((struct nt_mpath *)&rep->mpath, h, r->dev, r->ctrl);
+	}
+	return e->path;
 }
 
 /* h: the header of r's file (host, subsys, ns), or NULL */
@@ -175,6 +190,9 @@ static void key_of(const struct nt_report *rep, const struct ntbpf_rec *r, const
 	if (gb & NT_GB_DEV) {
 		key.dev_role = r->role;
 		key.dev = r->dev;
+		/* a namespace reached by several paths (native multipath): the path this I/O took */
+		if (r->role != NTBPF_ROLE_TARGET && (r->flags & NTBPF_F_NVME) && h)
+			key.path = path_of(rep, r, h);
 	}
 	if ((gb & NT_GB_QUEUE) && (r->flags & NTBPF_F_NVME)) {
 		key.has_queue = true;
@@ -228,6 +246,7 @@ static struct nt_group *group_for(struct nt_report *rep, const struct ntbpf_rec 
 	g->size = key.size;
 	g->dev_role = key.dev_role;
 	g->dev = key.dev;
+	g->path = key.path;
 	g->has_queue = key.has_queue;
 	g->ctrl = key.ctrl;
 	g->qid = key.qid;
@@ -616,6 +635,8 @@ static int group_cmp(const void *a, const void *b)
 		return x->dev_role < y->dev_role ? -1 : 1;
 	if (x->dev != y->dev)
 		return x->dev < y->dev ? -1 : 1;
+	if (x->path != y->path)
+		return x->path < y->path ? -1 : 1;
 	if (x->host != y->host)
 		return x->host < y->host ? -1 : 1;
 	if (x->subsys != y->subsys)
@@ -712,6 +733,19 @@ static size_t io_size(const struct nt_report *rep)
 static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role,
 		  void *pay)
 {
+	if (role == NTBPF_ROLE_INITIATOR && !rep->fo_skip) {
+		if (h != rep->fo_h) {	/* a host's number: its boot (one monotonic clock) */
+			uint32_t x = 2166136261u;
+
+			for (const char *c = h->boot_id; *c; c++)
+				x = (x ^ (unsigned char)*c) * 16777619u;
+			rep->fo_h = h;
+			rep->fo_host = x;
+			rep->fo_mp = nt_mpath_of(&rep->mpath, h);
+		}
+		if (rep->fo_mp && nt_fo_feed(&rep->fo, r, rep->fo_host, rep->fo_seq++))
+			return -1;
+	}
 	if (timed(rep))
 		((struct io_sum *)pay)->wall = (int64_t)r->t0 - (int64_t)h->mono_ns + (int64_t)h->real_ns;
 	/* a target's group is needed only if it stays unmatched: nt_report_finish drops unused ones */
@@ -1018,9 +1052,13 @@ static int build_sources(struct nt_report *rep, struct nt_input *ins, struct fil
 		}
 	}
 	if (na && nb && na + nb > 2) {
+		rep->fo_skip = true;	/* a fleet's runs may read an initiator's records more than once */
 		rc = nt_smatch_fleet(&rep->m, src, ns, window, &ops);
+		rep->fo_skip = false;
 		if (rc == -2)
 			rc = build_whole(rep, ins, fs, n);
+		else
+			rep->fo_skip = true;
 		goto out;
 	}
 	rc = 0;
@@ -1086,6 +1124,14 @@ out:
 	free(fs);
 	if (!rc && nt_inputs_twice(ins, n, true, err, errlen))	/* recordings that overlap: their ends are known now */
 		rc = -1;
+	if (!rc && !rep->fo_skip) {
+		if (nt_fo_finish(&rep->fo)) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+		} else {
+			nt_fo_summarize(&rep->fo, &rep->fo_sum);
+		}
+	}
 	if (!rc) {
 		count_lost(rep, ins, n);
 		count_matched(rep);
@@ -1143,6 +1189,8 @@ void nt_report_free(struct nt_report *rep)
 {
 	nt_report_clear_groups(rep);
 	nt_match_free(&rep->m);
+	nt_fo_free(&rep->fo);
+	nt_mpath_free(&rep->mpath);
 	free(rep->names);
 	free(rep->win);
 	memset(rep, 0, sizeof(*rep));
@@ -1151,6 +1199,17 @@ void nt_report_free(struct nt_report *rep)
 void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
 {
 	nt_dev_name_in(rep->ins, rep->nins, role, dev, buf, len);
+}
+
+void nt_report_group_dev(const struct nt_report *rep, const struct nt_group *g, char *buf, size_t len)
+{
+	char head[64];
+
+	nt_dev_name_in(rep->ins, rep->nins, g->dev_role, g->dev, head, sizeof(head));
+	if (g->path)
+		nt_path_name(head, g->path, buf, len);
+	else
+		snprintf(buf, len, "%s", head);
 }
 
 const struct nt_queue_info *nt_report_group_queue(const struct nt_report *rep, const struct nt_group *g)

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "cli.h"
+#include "failover.h"
 #include "hist.h"
 #include "input.h"
 #include "match.h"
@@ -38,6 +39,8 @@ struct nt_group {
 	/* --group-by host, subsys, ns: indexes into the report's names (NT_KEY_UNKNOWN, NT_KEY_OTHER) */
 	uint16_t host, subsys, ns;
 	uint16_t status;		/* NVMe status (or blk_status_t): its I/Os failed; 0 succeeded */
+	uint16_t path;			/* --group-by dev, native multipath: the path's controller instance + 1
+					 * (nt_path_of); 0: the device itself */
 	bool status_nvme;		/* status is an NVMe status (else the block layer's) */
 	uint64_t count;
 	uint64_t bytes;			/* transferred by its I/Os */
@@ -162,6 +165,21 @@ struct nt_report {
 	struct nt_matching m;
 	struct nt_keynames *names;	/* --group-by host, subsys, ns (owned; NULL: all "unknown") */
 	struct nt_timewin *win;		/* --diagnose's time windows (owned; NULL without --diagnose) */
+	/* multipath failover (src/failover.h): file reports only, not a fleet's (fo_skip) */
+	struct nt_failover fo;
+	struct nt_fo_summary fo_sum;
+	bool fo_skip;
+	uint64_t fo_seq;
+	const struct nt_header *fo_h;	/* the last record's header, its host's number, whether it names a */
+	uint32_t fo_host;		/* multipath namespace (only then are its records fed) */
+	bool fo_mp;
+	struct nt_mpath mpath;		/* the multipath facts of the last initiator header asked about */
+	/* --group-by dev: nt_path_of per (header, head, controller), direct-mapped by controller */
+	struct nt_pathc {
+		const struct nt_header *h;
+		uint32_t head;
+		uint16_t ctrl, path;
+	} pathc[8];
 };
 
 int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
@@ -209,5 +227,7 @@ void nt_report_free(struct nt_report *rep);
 
 /* a group's device as the report prints it: "nvme1n1", "nsid1" (target), "259:3" or "-" */
 void nt_report_dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len);
+/* the same for group g, its multipath path if it has one: "nvme1c2n1" */
+void nt_report_group_dev(const struct nt_report *rep, const struct nt_group *g, char *buf, size_t len);
 
 #endif

@@ -25,7 +25,7 @@ static const struct nt_hook hooks[] = {
 	  .boundary = "queue_rq (inside nvme_tcp_queue_rq)",
 	  .instead = "blk_submission ends at blk_issue; no NVMe identity, no matching" },
 	{ .name = "nvme_complete_rq", .kind = NT_HK_TP, .where = "nvme", .roles = I,
-	  .boundary = "nvme_done", .instead = "nvme_tcp_completion and blk_completion not measured" },
+	  .boundary = "nvme_done", .instead = "nvme_tcp_completion and blk_completion not measured", .rc = true },
 	{ .name = "nvme_tcp_data_ready", .kind = NT_HK_ENTRY, .where = "nvme_tcp", .module = "nvme_tcp", .roles = I,
 	  .boundary = "resp_arrive (delivery that covers the response's bytes)",
 	  .instead = "nstack_completion, remote and network_transmission not measured" },

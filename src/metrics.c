@@ -267,7 +267,7 @@ int nt_metrics_add(struct nt_metrics *m, const struct nt_report *rep)
 
 		if (!g->count)
 			continue;
-		nt_report_dev_name(rep, g->dev_role, g->dev, dev, sizeof(dev));
+		nt_report_group_dev(rep, g, dev, sizeof(dev));
 		esc(edev, sizeof(edev), (rep->o->group_by & NT_GB_DEV) ? dev : "all");
 		esc(erole, sizeof(erole), m->role);
 		metric_keys(m, rep, g, keys, sizeof(keys));

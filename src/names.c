@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "names.h"
@@ -140,4 +141,85 @@ void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev
 		snprintf(buf, len, "-");
 	else
 		snprintf(buf, len, "%u:%u", maj, min);
+}
+
+struct mp_key {
+	const char *subsys, *host;
+	uint32_t i;
+};
+
+static int mp_key_cmp(const void *a, const void *b)
+{
+	const struct mp_key *x = a, *y = b;
+	int c = strcmp(x->subsys, y->subsys);
+
+	return c ? c : strcmp(x->host, y->host);
+}
+
+bool nt_mpath_of(struct nt_mpath *mp, const struct nt_header *h)
+{
+	struct mp_key *k;
+	uint32_t n = 0;
+	bool any = false;
+
+	if (!h)
+		return false;
+	if (mp->h == h && mp->n == h->nctrls)
+		return mp->shared != NULL;
+	free(mp->shared);
+	mp->shared = NULL;
+	mp->h = h;
+	mp->n = h->nctrls;
+	k = h->nctrls > 1 ? malloc(h->nctrls * sizeof(*k)) : NULL;
+	if (!k)
+		return false;
+	for (uint32_t i = 0; i < h->nctrls; i++)
+		if (h->ctrls[i].instance >= 0 && h->ctrls[i].subsysnqn[0])
+			k[n++] = (struct mp_key){ h->ctrls[i].subsysnqn, h->ctrls[i].hostnqn, i };
+	qsort(k, n, sizeof(*k), mp_key_cmp);
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (mp_key_cmp(&k[i], &k[i + 1]))
+			continue;
+		if (!mp->shared && !(mp->shared = calloc(h->nctrls, 1)))
+			break;
+		mp->shared[k[i].i] = mp->shared[k[i + 1].i] = 1;
+		any = true;
+	}
+	free(k);
+	return any;
+}
+
+void nt_mpath_free(struct nt_mpath *mp)
+{
+	free(mp->shared);
+	memset(mp, 0, sizeof(*mp));
+}
+
+uint16_t nt_path_of(struct nt_mpath *mp, const struct nt_header *h, uint32_t dev, uint16_t ctrl)
+{
+	const struct nt_ctrl_info *c;
+	size_t i;
+
+	if (!nt_mpath_of(mp, h))
+		return 0;
+	c = nt_ctrl_of(h, NTBPF_ROLE_INITIATOR, NTBPF_F_NVME, ctrl);
+	i = c ? (size_t)(c - h->ctrls) : SIZE_MAX;
+	if (i >= h->nctrls || !mp->shared[i])
+		return 0;
+	/* the controller's own disk (multipath off): no path */
+	for (uint32_t k = 0; k < c->nns && k < NT_CTRL_NS; k++)
+		if (c->ns[k].dev == dev)
+			return 0;
+	return (uint16_t)(ctrl + 1);
+}
+
+void nt_path_name(const char *head, uint16_t p, char *buf, size_t len)
+{
+	unsigned int s, n;
+	char tail;
+
+	if (sscanf(head, "nvme%un%u%c", &s, &n, &tail) == 2)
+		snprintf(buf, len, "nvme%uc%un%u", s, p - 1u, n);
+	else
+		snprintf(buf, len, "%.40s:c%u", head, p - 1u);
 }

@@ -37,6 +37,29 @@ uint32_t nt_nsid_of(const struct nt_header *h, uint8_t role, uint8_t flags, uint
 /* a device as the outputs print it, from the headers of inputs: "nvme1n1", "nsid1" (target), "259:3" or "-" */
 void nt_dev_name_in(const struct nt_input *ins, int nins, int role, uint32_t dev, char *buf, size_t len);
 
+/*
+ * Native NVMe multipath: a header's controllers that share their subsystem
+ * and host NQN with another one (the paths of one namespace), computed once
+ * per header (O(n log n): a hostile file may name 60000 controllers).
+ */
+struct nt_mpath {
+	const struct nt_header *h;
+	uint32_t n;		/* h->nctrls when computed */
+	uint8_t *shared;	/* per controller (its index in h->ctrls), or NULL: none shares */
+};
+/* whether any of h's controllers shares (mp: the cache, zeroed at first) */
+bool nt_mpath_of(struct nt_mpath *mp, const struct nt_header *h);
+void nt_mpath_free(struct nt_mpath *mp);
+/*
+ * An initiator's NVMe I/O on head disk dev (nvmeSnN) ran on the path (hidden
+ * disk nvmeScCnN, which has no dev_t) of its controller, instance ctrl: the
+ * path's number + 1 (ctrl + 1) where that controller shares (nt_mpath_of) and
+ * dev is none of its own disks (multipath off); else 0.
+ */
+uint16_t nt_path_of(struct nt_mpath *mp, const struct nt_header *h, uint32_t dev, uint16_t ctrl);
+/* head's name ("nvme0n1") on path p (nt_path_of, > 0): "nvme0c1n1" */
+void nt_path_name(const char *head, uint16_t p, char *buf, size_t len);
+
 /* where r's I/O ended: its last event, ns after t0 (inline: once per record on the report's path) */
 static inline uint32_t nt_rec_end(const struct ntbpf_rec *r)
 {

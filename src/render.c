@@ -16,12 +16,6 @@
 
 /* ---- naming ---- */
 
-/* a device as the report's inputs name it (src/names.h) */
-static void dev_name(const struct nt_report *rep, int role, uint32_t dev, char *buf, size_t len)
-{
-	nt_dev_name_in(rep->ins, rep->nins, role, dev, buf, len);
-}
-
 static void queue_name(const struct nt_group *g, char *buf, size_t len)
 {
 	if (!g->has_queue)
@@ -182,6 +176,25 @@ static void print_status_text(FILE *out, const struct nt_report *rep)
 	free(sc);
 }
 
+/*
+ * "# failed over: 12 requests ended in a path error, their bios retried on another path: 12 I/Os,
+ * end_to_end including the retry avg ... us" (native multipath; failover.h)
+ */
+static void print_failover_text(FILE *out, const struct nt_report *rep)
+{
+	const struct nt_fo_summary *f = &rep->fo_sum;
+
+	if (!f->path_errors)
+		return;
+	fprintf(out, "# failed over: %" PRIu64 " requests ended in a path error (status= groups); ", f->path_errors);
+	fprintf(out, "%" PRIu64 " I/Os retried on another path (%" PRIu64 " retry requests), end_to_end including "
+		"the retry avg %.2f us, p50 %.2f, p99 %.2f, max %.2f", f->ios, f->retries, f->e2e_avg_us, f->e2e_p50_us,
+		f->e2e_p99_us, f->e2e_max_us);
+	if (f->unretried)
+		fprintf(out, "; %" PRIu64 " with no retry among the records", f->unretried);
+	fputc('\n', out);
+}
+
 /* how input in was sampled, in words */
 static void sampling_text(const struct nt_input *in, char *buf, size_t len)
 {
@@ -275,6 +288,7 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 	fprintf(out, "# matched: %" PRIu64 "; unmatched: initiator %" PRIu64 ", target %" PRIu64 "\n",
 		rep->matched, rep->unmatched_init, rep->unmatched_tgt);
 	print_status_text(out, rep);
+	print_failover_text(out, rep);
 	for (int i = 0; i < rep->nins; i++)
 		if (rep->ins[i].hdr.sample > 1) {
 			fprintf(out, "# sampled inputs: IOPS and MB/s count the recorded I/Os only\n");
@@ -409,7 +423,7 @@ static void print_group_text(FILE *out, const struct nt_report *rep, const struc
 	const struct nt_report_opts *o = rep->o;
 	char name[64], q[32], key[NT_PCT_LABEL + 8];
 
-	dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+	nt_report_group_dev(rep, g, name, sizeof(name));
 	queue_name(g, q, sizeof(q));
 	if (o->group_by & NT_GB_SIZE)
 		snprintf(q, sizeof(q), "%u", g->size);
@@ -648,7 +662,7 @@ static void print_groups_json(FILE *out, const struct nt_report *rep, double sec
 	for (int gi = 0; gi < rep->ngroups; gi++) {
 		const struct nt_group *g = &rep->groups[gi];
 
-		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+		nt_report_group_dev(rep, g, name, sizeof(name));
 		queue_name(g, q, sizeof(q));
 		fprintf(out, "%s%s{\"op\": ", gi ? "," : "", one_line ? "" : "\n  ");
 		json_str(out, g->op == 0xff ? "all" : nt_op_name(g->op));
@@ -751,6 +765,19 @@ static void print_status_json(FILE *out, const struct nt_report *rep)
 	free(sc);
 }
 
+/* "failover": multipath's retries (only where a request ended in a path error) */
+static void print_failover_json(FILE *out, const struct nt_report *rep)
+{
+	const struct nt_fo_summary *f = &rep->fo_sum;
+
+	if (!f->path_errors)
+		return;
+	fprintf(out, " \"failover\": {\"path_errors\": %" PRIu64 ", \"ios\": %" PRIu64 ", \"retries\": %" PRIu64
+		", \"unretried\": %" PRIu64 ", \"end_to_end_us\": {\"avg\": %.3f, \"p50\": %.3f, \"p99\": %.3f, "
+		"\"max\": %.3f}},\n", f->path_errors, f->ios, f->retries, f->unretried, f->e2e_avg_us, f->e2e_p50_us,
+		f->e2e_p99_us, f->e2e_max_us);
+}
+
 /* "k1": "v1", "k2": "v2" ... from { k1, v1, k2, v2, ..., NULL }, the values escaped */
 static void json_fields(FILE *out, const char *const *kv)
 {
@@ -846,6 +873,7 @@ void nt_report_print_json(FILE *out, const struct nt_report *rep)
 		", \"unmatched\": {\"initiator\": %" PRIu64 ", \"target\": %" PRIu64 "},\n",
 		rep->lost, rep->matched, rep->unmatched_init, rep->unmatched_tgt);
 	print_status_json(out, rep);
+	print_failover_json(out, rep);
 	fprintf(out, " \"lost_detail\": {\"ring_buffer_full\": %" PRIu64 ", \"map_full\": %" PRIu64
 		", \"skipped_runs\": %" PRIu64 ", \"no_completion\": %" PRIu64 ", \"user_space\": %" PRIu64 ", \"not_run\": %" PRIu64 "},\n",
 		rep->lost_why[0], rep->lost_why[1], rep->lost_why[2], rep->lost_why[3], rep->lost_why[4], rep->lost_why[5]);
@@ -1001,7 +1029,7 @@ static void csv_rows(FILE *out, const struct nt_report *rep, const char *when, d
 		double rate = group_secs(g, secs);
 		char status[32];
 
-		dev_name(rep, g->dev_role, g->dev, name, sizeof(name));
+		nt_report_group_dev(rep, g, name, sizeof(name));
 		queue_name(g, q, sizeof(q));
 		nt_status_label(g->status, g->status_nvme, status, sizeof(status));
 		for (int s = 0; s < NT_ST_NR; s++) {

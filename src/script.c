@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "escape.h"
+#include "failover.h"
 #include "input.h"
 #include "match.h"
 #include "names.h"
@@ -23,7 +24,21 @@ struct pass1 {
 	struct nt_vec ii, ti, ts;
 	size_t admin, no_cntlid;
 	uint16_t file;
+	struct nt_failover fo;	/* multipath's retries, by the initiators' global index */
+	uint32_t host;		/* the file's host number (its boot) */
+	bool mp;		/* its header names a multipath namespace: only then are its records fed */
+	struct nt_mpath mpath;
 };
+
+/* a host's number for failover.h: its boot (one monotonic clock) */
+static uint32_t boot_hash(const struct nt_header *h)
+{
+	uint32_t x = 2166136261u;
+
+	for (const char *c = h->boot_id; *c; c++)
+		x = (x ^ (unsigned char)*c) * 16777619u;
+	return x;
+}
 
 static int take(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
 {
@@ -41,6 +56,14 @@ static int take(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
 	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
 	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
 	c->no_cntlid += no_cntlid;
+	if (!tgt) {
+		if (!c->host) {
+			c->host = boot_hash(&in->hdr) | 1;
+			c->mp = nt_mpath_of(&c->mpath, &in->hdr);
+		}
+		if (c->mp && nt_fo_feed(&c->fo, r, c->host, x->idx))
+			return -1;
+	}
 	if (tgt) {
 		struct nt_sum *s = nt_vec_push(&c->ts);
 
@@ -72,6 +95,17 @@ struct nt_rows {
 	struct nt_sum *ts;	/* each target record's stages (tag: its file) */
 	size_t *init_at, *tgt_at;
 	struct src *src;
+	struct fo_mark {	/* initiator requests of a failover link, by global index */
+		uint64_t idx;
+		uint32_t failed_over, retry_of;
+	} *marks;
+	size_t nmarks;
+	struct {		/* nt_path_dev per (file, head, controller), direct-mapped by controller */
+		int f;
+		uint32_t head;
+		uint16_t ctrl, path;
+	} pathc[8];
+	struct nt_mpath mpath;	/* the last file's multipath facts (nt_path_of) */
 };
 
 static void fill_row(struct nt_rows *sc, int f, const struct ntbpf_rec *r, const struct nt_sum *si,
@@ -85,6 +119,18 @@ static void fill_row(struct nt_rows *sc, int f, const struct ntbpf_rec *r, const
 	w->time = r->t0 + nt_rec_end(r) + nt_wall_offset(&sc->ins[f].hdr);
 	w->lba = r->sector;
 	w->dev = r->dev;
+	/* a namespace reached by several paths (native multipath): the path this I/O took */
+	if (r->role != NTBPF_ROLE_TARGET && (r->flags & NTBPF_F_NVME)) {
+		typeof(sc->pathc[0]) *e = &sc->pathc[r->ctrl & 7];
+
+		if (e->f != f + 1 || e->head != r->dev || e->ctrl != r->ctrl) {
+			e->f = f + 1;
+			e->head = r->dev;
+			e->ctrl = r->ctrl;
+			e->path = nt_path_of(&sc->mpath, &sc->ins[f].hdr, r->dev, r->ctrl);
+		}
+		w->path = e->path;
+	}
 	w->bytes = r->bytes;
 	w->qid = r->qid;
 	w->cid = r->cid;
@@ -100,6 +146,50 @@ static void fill_row(struct nt_rows *sc, int f, const struct ntbpf_rec *r, const
 	w->mask = nt_sum_combine(si, st, vals, &stand_in, &neg);
 	for (uint32_t left = w->mask; left; left &= left - 1)
 		w->vals[__builtin_ctz(left)] = (uint32_t)vals[__builtin_ctz(left)];
+}
+
+static int mark_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = ((const struct fo_mark *)b)->idx;
+
+	return x < y ? -1 : x > y;
+}
+
+static int mark_sort(const void *a, const void *b)
+{
+	return mark_cmp(&((const struct fo_mark *)a)->idx, b);
+}
+
+/* pass 1's failover links as marks on their requests (link N: the Nth by its first request's start) */
+static int marks_of(struct nt_rows *sc, struct nt_failover *fo)
+{
+	size_t n = 0;
+
+	if (nt_fo_finish(fo))
+		return -1;
+	if (!fo->nlinks)
+		return 0;
+	sc->marks = calloc(2 * fo->nlinks, sizeof(*sc->marks));
+	if (!sc->marks)
+		return -1;
+	for (size_t i = 0; i < fo->nlinks; i++) {
+		sc->marks[n++] = (struct fo_mark){ .idx = fo->links[i].first.idx, .failed_over = (uint32_t)i + 1 };
+		sc->marks[n++] = (struct fo_mark){ .idx = fo->links[i].retry.idx, .retry_of = (uint32_t)i + 1 };
+	}
+	qsort(sc->marks, n, sizeof(*sc->marks), mark_sort);
+	/* a retry that failed again: one mark with both */
+	sc->nmarks = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (sc->nmarks && sc->marks[sc->nmarks - 1].idx == sc->marks[i].idx) {
+			struct fo_mark *m = &sc->marks[sc->nmarks - 1];
+
+			m->failed_over = m->failed_over ? m->failed_over : sc->marks[i].failed_over;
+			m->retry_of = m->retry_of ? m->retry_of : sc->marks[i].retry_of;
+			continue;
+		}
+		sc->marks[sc->nmarks++] = sc->marks[i];
+	}
+	return 0;
 }
 
 /* the file's next row: 1, or 0 at its end */
@@ -126,6 +216,15 @@ static int advance(struct nt_rows *sc, int f)
 		} else {
 			nt_sum_of(&r, NTBPF_ROLE_INITIATOR, &si);
 			fill_row(sc, f, &r, &si, sc->m.pidx[k] ? &sc->ts[sc->m.pidx[k] - 1] : NULL, &s->ahead);
+			if (sc->nmarks) {
+				uint64_t key = k;
+				const struct fo_mark *mk = bsearch(&key, sc->marks, sc->nmarks, sizeof(*mk), mark_cmp);
+
+				if (mk) {
+					s->ahead.failed_over = mk->failed_over;
+					s->ahead.retry_of = mk->retry_of;
+				}
+			}
 		}
 		return s->has = 1;
 	}
@@ -192,6 +291,8 @@ void nt_rows_free(struct nt_rows *sc)
 	free(sc->ts);
 	free(sc->init_at);
 	free(sc->tgt_at);
+	free(sc->marks);
+	nt_mpath_free(&sc->mpath);
 	free(sc);
 }
 
@@ -221,6 +322,7 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 		char sub[200];
 
 		c.file = (uint16_t)i;
+		c.host = 0;
 		if (fseek(files[i], 0, SEEK_SET)) {
 			fprintf(err, "%s: %s: cannot read it again\n", prog, nt_esc_term(path, sizeof(path), names[i]));
 			goto out;
@@ -254,6 +356,10 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 		fprintf(err, "%s: out of memory\n", prog);
 		goto out;
 	}
+	if (marks_of(sc, &c.fo)) {
+		fprintf(err, "%s: out of memory\n", prog);
+		goto out;
+	}
 	/* only the pairing and the targets' stages stay */
 	sc->ts = c.ts.v;
 	c.ts.v = NULL;
@@ -262,6 +368,8 @@ out:
 	free(c.ii.v);
 	free(c.ti.v);
 	free(c.ts.v);
+	nt_fo_free(&c.fo);
+	nt_mpath_free(&c.mpath);
 	free(hdrs);
 	return rc;
 }
@@ -317,7 +425,7 @@ static void print_header(struct script *sc)
 	for (int s = 0; s < NT_ST_NR; s++)
 		fprintf(sc->out, ",%s_ns", nt_stage_name(s));
 	/* added later: at the end */
-	fputs(",hostnqn,subsysnqn,nsid\n", sc->out);
+	fputs(",hostnqn,subsysnqn,nsid,retry\n", sc->out);
 }
 
 /* a row's initiator host (hostnqn), subsystem and namespace from its file's controller: "" and 0 unknown */
@@ -333,11 +441,24 @@ static void row_keys(const struct script *sc, const struct nt_row *w, const char
 			? nt_nsid_of(h, w->role, w->flags, w->ctrl, w->dev) : 0;
 }
 
+/* multipath: "failed_over:N" (this request's bios were retried: link N), "retry_of:N", both, or "" */
+static void retry_label(const struct nt_row *w, char *buf, size_t len)
+{
+	if (w->failed_over && w->retry_of)
+		snprintf(buf, len, "retry_of:%u;failed_over:%u", w->retry_of, w->failed_over);
+	else if (w->failed_over)
+		snprintf(buf, len, "failed_over:%u", w->failed_over);
+	else if (w->retry_of)
+		snprintf(buf, len, "retry_of:%u", w->retry_of);
+	else
+		*buf = 0;
+}
+
 static void print_row(struct script *sc, const struct nt_row *w)
 {
 	FILE *out = sc->out;
 	bool csv = sc->fmt == NT_FMT_CSV, nvme = w->flags & NTBPF_F_NVME;
-	char t[48], dev[64], status[32];
+	char t[48], dev[64], status[32], retry[48];
 	const char *thost = w->tfile != UINT16_MAX ? sc->ins[w->tfile].hdr.hostname : "";
 	const char *hostnqn, *subsysnqn;
 	uint32_t nsid;
@@ -348,6 +469,12 @@ static void print_row(struct script *sc, const struct nt_row *w)
 		sc->last = w->time;
 	nt_fmt_wall(w->time, t, sizeof(t));
 	nt_dev_name_in(sc->ins, sc->n, w->role, w->dev, dev, sizeof(dev));
+	if (w->path) {
+		char head[64];
+
+		snprintf(head, sizeof(head), "%s", dev);
+		nt_path_name(head, w->path, dev, sizeof(dev));
+	}
 	nt_status_label(w->status, w->status_nvme, status, sizeof(status));
 	row_keys(sc, w, &hostnqn, &subsysnqn, &nsid);
 	if (csv) {
@@ -375,7 +502,9 @@ static void print_row(struct script *sc, const struct nt_row *w)
 		fputc(',', out);
 		if (nsid)
 			fprintf(out, "%u", nsid);
-		fputc('\n', out);
+		fputc(',', out);
+		retry_label(w, retry, sizeof(retry));
+		fprintf(out, "%s\n", retry);
 		return;
 	}
 	fprintf(out, "{\"time\": \"%s\", \"host\": ", t);
@@ -403,6 +532,8 @@ static void print_row(struct script *sc, const struct nt_row *w)
 	fputs(", \"subsysnqn\": ", out);
 	*subsysnqn ? nt_put_json(out, subsysnqn) : (void)fputs("null", out);
 	nsid ? fprintf(out, ", \"nsid\": %u", nsid) : fputs(", \"nsid\": null", out);
+	retry_label(w, retry, sizeof(retry));
+	*retry ? fprintf(out, ", \"retry\": \"%s\"", retry) : fputs(", \"retry\": null", out);
 	fputs("}\n", out);
 }
 

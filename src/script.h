@@ -34,6 +34,9 @@ struct nt_row {
 	uint32_t dev, bytes, mask;	/* mask: stages in vals */
 	uint32_t vals[NT_ST_NR];	/* ns */
 	uint16_t qid, cid, ctrl, status, file, tfile;	/* file: its record's input; tfile: its partner's */
+	uint16_t path;		/* native multipath: the path's controller instance + 1 (nt_path_of); 0 none */
+	uint32_t failed_over, retry_of;	/* multipath (failover.h): N > 0 when this request's bios were retried
+					 * (link N), or when it is link N's retry; 0 none */
 	uint8_t op, role, flags, match;
 	bool status_nvme;
 };

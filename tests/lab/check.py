@@ -819,6 +819,103 @@ def reconnected(d):
     return f"ports {ports['initiator']} on both hosts; nvme{ch[0]['instance']} cntlid {start[ch[0]['instance']]} -> {ch[0]['cntlid']}"
 
 
+def multipath_failover(d, min_failed=1, lba_bytes=4096):
+    """--multipath: two portals to one subsystem (round-robin), one path taken down mid-fio.
+    Known answers, none of them ntbpf's: fio's I/O count and errors (none: multipath retried every
+    bio on the path left), the kernel's own failed requests (ftrace's nvme:nvme_complete_rq with
+    status != 0, failed-requests.txt), the records themselves (docs/record-format.md's reader) and
+    an own pairing by queue port, qid, cid and the command's LBA (the target's slba against the
+    initiator's sector).  Asserts: the requests that ended in a path error are records with that
+    status, those of 0x371 as many as ftrace's on I/O queues, all on one path, each failed over (report
+    'failover': retried, none unretried; script links each to a retry of the same LBA on the other
+    path that started after it); ok records = fio's I/Os; report --group-by dev shows both paths,
+    --group-by queue both controllers' queues; nothing mispaired (each pair ntbpf made is one of
+    the own pairing's, its target_residence the target record's own)"""
+    fio = load(d, "fio.json")
+    assert not any(j.get("error", 0) for j in fio["jobs"]), "fio saw errors: multipath did not retry"
+    assert not any(j.get("total_err", 0) for j in fio["jobs"]), "fio counted errors"
+    nfio = fio_total_ios(fio)
+    assert os.path.exists(os.path.join(d, "path-down-at.txt")), "no portal was taken down (path-down-at.txt)"
+    # the kernel's failed requests: "... nvme_complete_rq: nvme1: qid=1, cmdid=..., status=0x371"
+    ktr = {}
+    for l in open(os.path.join(d, "failed-requests.txt")):
+        m = re.search(r"nvme_complete_rq: (nvme\d+):.*?qid=(\d+), cmdid=(\d+).*status=(0x[0-9a-f]+)", l)
+        if m and int(m.group(2)) >= 1:
+            st = int(m.group(4), 16)
+            ktr[st] = ktr.get(st, 0) + 1
+    read = _doc_reader()
+    ini = [r for r in read(os.path.join(d, "initiator.ntbpf")) if r["qid"] >= 1]
+    tgt = [r for r in read(os.path.join(d, "target.ntbpf")) if r["qid"] >= 1]
+    ok = [r for r in ini if r["status"] == 0]
+    perr = [r for r in ini if r["status"] and (r["status"] >> 8) & 7 == 3]
+    other = [r for r in ini if r["status"] and r not in perr]
+    assert not other, f"{len(other)} initiator records failed other than by a path error"
+    assert len(ok) == nfio, f"{len(ok)} ok initiator records, fio completed {nfio} I/Os"
+    n371 = sum(1 for r in perr if r["status"] & 0x7ff == 0x371)
+    assert n371 == ktr.get(0x371, 0), f"{n371} records of status 0x371, ftrace counted {ktr.get(0x371, 0)}"
+    assert len(perr) >= min_failed, f"{len(perr)} requests ended in a path error (ftrace: {ktr}): none failed over"
+    # the report: its failover line, both paths, both controllers' queues
+    rep = _report(d)
+    fo = rep.get("failover")
+    assert fo, "report.json has no failover"
+    assert fo["path_errors"] == len(perr), f"failover.path_errors {fo['path_errors']}, records {len(perr)}"
+    assert fo["retries"] == len(perr) and fo["unretried"] == 0, f"failover {fo}: a failed request not retried"
+    assert 1 <= fo["ios"] <= len(perr), f"failover {fo}"
+    devs = {}
+    for g in _report(d, "--group-by", "dev")["groups"]:
+        devs.setdefault(g["device"], {}).setdefault(g["status"], 0)
+        devs[g["device"]][g["status"]] += g["count"]
+    paths = sorted(x for x in devs if re.fullmatch(r"nvme0c\d+n1", x))
+    assert len(paths) == 2 and all(devs[p].get("ok") for p in paths), f"--group-by dev: {devs}"
+    assert sum(devs[p].get("ok", 0) for p in paths) == nfio, f"--group-by dev ok I/Os {devs}, fio {nfio}"
+    failed_on = {p: sum(v for k, v in devs[p].items() if k != "ok") for p in paths}
+    assert sorted(failed_on.values()) == [0, len(perr)], f"path errors by path {failed_on}: one path's"
+    queues = {g.get("queue") for g in _report(d, "--group-by", "queue")["groups"]}
+    assert {"nvme0q1", "nvme1q1"} <= queues, f"--group-by queue: {sorted(map(str, queues))}"
+    # script: each failed request and its retry, linked
+    rows = _script_rows(d)
+    first = {r["retry"].split(":")[-1]: r for r in rows if r.get("retry") and "failed_over:" in r["retry"]}
+    retry = {}
+    for r in rows:
+        for part in (r.get("retry") or "").split(";"):
+            if part.startswith("retry_of:"):
+                retry[part.split(":")[1]] = r
+    assert len(first) == len(perr) and set(first) == set(retry), \
+        f"script: {len(first)} failed_over, {len(retry)} retry_of, {len(perr)} path errors"
+    for k, a in first.items():
+        b = retry[k]
+        assert a["lba"] == b["lba"] and a["size"] == b["size"] and a["device"] != b["device"], f"link {k}: {a} / {b}"
+        assert a["status"] != "ok" and b["time"] > a["time"], f"link {k}: {a['status']} {a['time']} -> {b['time']}"
+    # nothing mispaired: an own pairing by port, qid, cid and LBA, in time order
+    def key(r, tside):
+        return (r["port"], r["qid"], r["cid"], r["sector"] if tside else r["sector"] * 512 // lba_bytes, r["op"])
+    own = {}
+    for r in tgt:
+        own.setdefault(key(r, True), []).append(r)
+    tres = {}
+    for k, v in own.items():
+        tres[k] = sorted(t["ev"][8] - t["ev"][0] for t in v if t["ev_mask"] >> 8 & 1 and t["ev_mask"] & 1)
+    pairable = sum(1 for r in ini if key(r, False) in own)
+    bad = 0
+    byrow = {}
+    for r in ini:
+        byrow.setdefault((r["qid"], r["cid"], r["sector"], r["status"]), []).append(r)
+    matched = [w for w in rows if w["match"] == "both"]
+    for w in matched:
+        cands = byrow.get((w["qid"], w["cid"], w["lba"], int(w["status"], 16) if w["status"] != "ok" else 0), [])
+        ks = {key(r, False) for r in cands}
+        res = w.get("target_residence_ns")
+        if not any(k in own for k in ks) or (res is not None and not any(res in tres.get(k, []) for k in ks)):
+            bad += 1
+    assert bad == 0, f"{bad} of {len(matched)} pairs not the own pairing's (port, qid, cid, LBA; target_residence)"
+    assert rep["matched"] <= pairable, f"ntbpf paired {rep['matched']}, the own pairing allows {pairable}"
+    pe_matched = sum(1 for w in matched if w["status"] != "ok")
+    return (f"fio {nfio} I/Os, no errors; {len(perr)} path errors (ftrace: { {hex(k): v for k, v in ktr.items()} }), all retried on the other "
+            f"path ({fo['ios']} I/Os, end_to_end with the retry p50 {fo['end_to_end_us']['p50']:.0f} us, max "
+            f"{fo['end_to_end_us']['max']:.0f}); paths {paths} ok {[devs[p].get('ok') for p in paths]}; "
+            f"{len(matched)} pairs all consistent ({pe_matched} of the failed ones paired with the target's record)")
+
+
 def hooks_state(d, role, hooks):
     """each named hook of ROLE has a status containing the given text ("attached", or the cause
     it was left out for), in the report's list of the inputs' hooks: what docs/stages.md says"""
@@ -1203,7 +1300,7 @@ def interference_absent(d, says):
     return f"none: {note}"
 
 
-CHECKS = {f.__name__: f for f in (device_stage, report_same_on_arm64, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
+CHECKS = {f.__name__: f for f in (device_stage, report_same_on_arm64, multipath_failover, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,

@@ -181,7 +181,7 @@ static void check_choices(const char *facts, int role, bool force_kprobe, const 
 /* main's "ntbpf probe" in a 6.12 guest (tests/lab, nvme_tcp and nvmet_tcp loaded) */
 static const struct expect k612[] = {
 	A("block_rq_issue", TP_BTF), A("block_rq_complete", TP_BTF), A("nvme_setup_cmd", TP_BTF),
-	A("nvme_complete_rq", TP_BTF), A("nvme_tcp_data_ready", FENTRY), A("nvme_tcp_recv_skb", FENTRY),
+	RC("nvme_complete_rq"), A("nvme_tcp_data_ready", FENTRY), A("nvme_tcp_recv_skb", FENTRY),
 	A("blk_mq_complete_request_remote", FENTRY), A("nvme_tcp_try_send_cmd_pdu", FENTRY),
 	A("nvme_tcp_try_send_data", FENTRY), A("nvme_tcp_try_send_data_pdu", FENTRY),
 	A("nvmet_tcp_data_ready", FENTRY), A("nvmet_tcp_try_recv_pdu", FENTRY), RC("nvmet_req_init"),
@@ -298,6 +298,8 @@ static void test_unknown_is_absent(void **state)
 		nt_hooks_decide(&f, c, n, 0, false);
 		assert_int_equal(c[hook_index("nvmet_req_init")].attach, NT_AT_TP_BTF);
 		assert_false(c[hook_index("nvmet_req_init")].rc);
+		assert_int_equal(c[hook_index("nvme_complete_rq")].attach, NT_AT_TP_BTF);
+		assert_false(c[hook_index("nvme_complete_rq")].rc);
 	}
 	/* a module fact missing: not loaded */
 	load_facts("facts-6.12.txt", &f);

@@ -163,11 +163,12 @@ static void test_csv_rows(void **state)
 		int n = fields(line, f, 64);
 
 		if (!nrow++) {
-			/* the header: fixed columns, then one per stage, from the stage table, then the host keys */
-			assert_int_equal(n, first_stage + NT_ST_NR + 3);
+			/* the header: fixed columns, then one per stage, from the stage table, then the host keys, retry */
+			assert_int_equal(n, first_stage + NT_ST_NR + 4);
 			assert_string_equal(f[first_stage + NT_ST_NR], "hostnqn");
 			assert_string_equal(f[first_stage + NT_ST_NR + 1], "subsysnqn");
 			assert_string_equal(f[first_stage + NT_ST_NR + 2], "nsid");
+			assert_string_equal(f[first_stage + NT_ST_NR + 3], "retry");
 			assert_string_equal(f[0], "time");
 			assert_string_equal(f[10], "match");
 			for (int s = 0; s < NT_ST_NR; s++) {
@@ -180,7 +181,8 @@ static void test_csv_rows(void **state)
 			}
 			continue;
 		}
-		assert_int_equal(n, first_stage + NT_ST_NR + 3);
+		assert_int_equal(n, first_stage + NT_ST_NR + 4);
+		assert_string_equal(f[first_stage + NT_ST_NR + 3], "");	/* no multipath failover here */
 		/* time order (RFC 3339 in UTC sorts as text) */
 		assert_int_equal(strlen(f[0]), 30);
 		assert_true(strcmp(last, f[0]) <= 0);
