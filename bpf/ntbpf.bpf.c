@@ -31,34 +31,20 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* set by user space before load */
-const volatile bool filter_dev = false;		/* only devices in the devs map */
-const volatile __u32 sample = 1;		/* record about 1 in sample I/Os */
-const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq) (before v5.11) */
-const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
-/* test knob NTBPF_TEST_REFUSE_RC: the tp_btf_rc_ programs read past the stack, which the verifier refuses */
-const volatile bool test_refuse_rc = false;
-const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
-const volatile bool kernel_agg = false;	/* histograms in the kernel instead of per-I/O records */
-const volatile bool kh_by_queue = false;	/* kernel_agg: a group per NVMe queue too, with its depths */
-/* the -d filters (dev_t, kernel encoding): a scan of ndevs constants is cheaper than a hash lookup */
-const volatile __u32 ndevs = 0;
-const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
 /*
- * A test knob (NTBPF_TEST_SKIP_END): every Nth run of the program that ends
- * a record (counting the runs that find one) returns at once, as when the
- * kernel skips a program's run and counts no miss (seen on 6.18, and once
- * on 6.1 in the lab).  0, always outside the tests: the verifier drops the
- * check.
+ * Set by user space before load, all at once (struct ntbpf_cfg, include/ntbpf.h; the loader:
+ * src/probes.c).  The test knobs are cfg.test: 0 outside the tests, and the verifier drops
+ * their code unread.
  */
-const volatile __u32 test_skip_end = 0;
-/* NTBPF_TEST_COST=noemit (src/probes.c): records are built and ended, never put on the ring buffer */
-const volatile bool test_no_emit = false;
+const volatile struct ntbpf_cfg cfg = {
+	.sample = 1,
+	.rec_role = NTBPF_ROLE_INITIATOR,
+};
 static __u64 test_skip_n;
 
 static __always_inline bool test_skipped(void)
 {
-	return test_skip_end && ++test_skip_n % test_skip_end == 0;
+	return cfg.test.skip_end && ++test_skip_n % cfg.test.skip_end == 0;
 }
 
 
@@ -239,13 +225,11 @@ struct {
 } stats SEC(".maps");
 
 /*
- * record's per-CPU rings (struct nt_pcr_ctl): pcr_n records per CPU (a
- * power of two), CPU c's at c * pcr_n in pcr_recs.  User space sizes both
- * maps to the CPUs before load; pcr_n 0: no per-CPU rings (live, the
+ * record's per-CPU rings (struct nt_pcr_ctl): cfg.pcr_n records per CPU (a
+ * power of two), CPU c's at c * cfg.pcr_n in pcr_recs.  User space sizes both
+ * maps to the CPUs before load; cfg.pcr_n 0: no per-CPU rings (live, the
  * stream, architectures other than x86), and the verifier skips their code.
  */
-const volatile __u32 pcr_n = 0;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -346,10 +330,10 @@ static __always_inline void ev_set(struct ntbpf_rec *r, __u32 ev, __u64 ts)
  */
 static __always_inline bool sampled_out(__u64 key)
 {
-	if (sample <= 1)
+	if (cfg.sample <= 1)
 		return false;
 	key *= 0x9E3779B97F4A7C15ull;
-	return (key >> 32) % sample != 0;
+	return (key >> 32) % cfg.sample != 0;
 }
 
 static __always_inline __u64 nvme_sample_key(__u64 slba, __u16 qid, __u16 cid)
@@ -377,11 +361,11 @@ static __always_inline __u64 cmd_slba(bool btf, struct nvme_command *cmd)
 
 static __always_inline bool dev_wanted(__u32 dev)
 {
-	if (!filter_dev)
+	if (!cfg.filter_dev)
 		return true;
 #pragma clang loop unroll(disable)
-	for (__u32 i = 0; i < NTBPF_MAX_DEVS && i < ndevs; i++)
-		if (dev_list[i] == dev)
+	for (__u32 i = 0; i < NTBPF_MAX_DEVS && i < cfg.ndevs; i++)
+		if (cfg.dev_list[i] == dev)
 			return true;
 	return false;
 }
@@ -429,7 +413,7 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 	k.op = r->op;
 	k.role = r->role;
 	k.status = r->status;
-	if (kh_by_queue && (r->flags & NTBPF_F_NVME)) {
+	if (cfg.kh_by_queue && (r->flags & NTBPF_F_NVME)) {
 		k.ctrl = r->ctrl;
 		k.qid = r->qid;
 	}
@@ -447,7 +431,7 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 		}
 	}
 	h->ios++;
-	if (kh_by_queue && r->depth) {
+	if (cfg.kh_by_queue && r->depth) {
 		h->dep_n++;
 		h->dep_sum += r->depth;
 		h->dep_b[NT_BOUND(nt_kh_bucket(r->depth), NT_KH_DEP_NB)]++;
@@ -486,7 +470,7 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 	__u32 cpu, idx;
 	__u64 h;
 
-	if (!pcr_n)
+	if (!cfg.pcr_n)
 		return false;
 	cpu = bpf_get_smp_processor_id();
 	c = bpf_map_lookup_elem(&pcr_ctl, &cpu);
@@ -498,8 +482,8 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 		return false;
 	}
 	h = c->head;
-	if (h - *(volatile __u64 *)&c->tail < pcr_n) {
-		idx = cpu * pcr_n + ((__u32)h & (pcr_n - 1));
+	if (h - *(volatile __u64 *)&c->tail < cfg.pcr_n) {
+		idx = cpu * cfg.pcr_n + ((__u32)h & (cfg.pcr_n - 1));
 		out = bpf_map_lookup_elem(&pcr_recs, &idx);
 		if (out) {
 			*out = *r;
@@ -513,7 +497,7 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 	 * The reader takes the rings every 100 ms; a ring half full wakes it
 	 * at once, by an 8-byte mark on the shared ring buffer (no record).
 	 */
-	if (done && h + 1 - *(volatile __u64 *)&c->tail == (pcr_n + 1) / 2) {
+	if (done && h + 1 - *(volatile __u64 *)&c->tail == (cfg.pcr_n + 1) / 2) {
 		__u64 mark = 0;
 
 		bpf_ringbuf_output(&events, &mark, sizeof(mark), BPF_RB_FORCE_WAKEUP);
@@ -527,12 +511,12 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 /* role: NTBPF_ROLE_INITIATOR or _TARGET, a constant at each call; s: rec_find's slot */
 static __always_inline void emit(struct ntbpf_rec *r, struct nt_slot *s, __u64 key, int role)
 {
-	if (test_no_emit) {
+	if (cfg.test.no_emit) {
 		stat_inc(ST_EMITTED);
 		rec_drop(s, key);
 		return;
 	}
-	if (kernel_agg) {
+	if (cfg.kernel_agg) {
 		kh_record(r, role);
 		stat_inc(ST_EMITTED);
 		rec_drop(s, key);
@@ -933,7 +917,7 @@ int BPF_PROG(name, T0 a0, T1 a1)						\
 										\
 	if (p == 1 || (p == 2 && !(run_armed)))					\
 		return 0;							\
-	if ((how) == 2 && test_refuse_rc)					\
+	if ((how) == 2 && cfg.test.refuse_rc)					\
 		asm volatile("r0 = *(u64 *)(r10 + 8)" ::: "r0");		\
 	return NONNULL(a0) && NONNULL(a1) ? handler(how, a0, a1) : 0;		\
 }
@@ -1108,7 +1092,7 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 		 * missed at the start.  Sampling (by a hash, or in windows:
 		 * win_p) leaves requests out on purpose.
 		 */
-		if (sample <= 1 && !win_p && nr_bytes) {
+		if (cfg.sample <= 1 && !win_p && nr_bytes) {
 			__u32 dev = rq_devt(btf, rq);
 
 			/* a path device's head (probe reads) only for nvme disks: major 259, BLOCK_EXT_MAJOR */
@@ -1152,7 +1136,7 @@ static __always_inline int on_rq_complete(bool btf, struct request *rq, int erro
 	 * check is 0 and the verifier drops the read: this program loads on
 	 * any host.  The in-kernel histograms keep the block layer's error.
 	 */
-	if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && !blk_tp_has_q && error &&
+	if (bpf_core_type_exists(struct nvme_request) && !cfg.kernel_agg && !cfg.blk_tp_has_q && error &&
 	    (r->flags & NTBPF_F_NVME))
 		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
 	if (!r->status)
@@ -1170,7 +1154,7 @@ int BPF_PROG(tp_btf_block_rq_issue)
 {
 	if (stays_paused() == 1)
 		return 0;
-	if (blk_tp_has_q)
+	if (cfg.blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
 }
@@ -1180,7 +1164,7 @@ int BPF_PROG(raw_tp_block_rq_issue)
 {
 	if (stays_paused() == 1)
 		return 0;
-	if (blk_tp_has_q)
+	if (cfg.blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
 }
@@ -1191,7 +1175,7 @@ int BPF_PROG(tp_btf_block_rq_complete)
 {
 	if (paused)
 		return 0;
-	if (blk_tp_has_q)
+	if (cfg.blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(true, rq, 0, (unsigned int)ctx[2]) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(true, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
 }
@@ -1201,7 +1185,7 @@ int BPF_PROG(raw_tp_block_rq_complete)
 {
 	if (paused)
 		return 0;
-	if (blk_tp_has_q)
+	if (cfg.blk_tp_has_q)
 		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(false, rq, 0, (unsigned int)ctx[2]) : 0; }
 	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(false, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
 }
@@ -1354,7 +1338,7 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
 		s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
 		/* the target gives a reconnecting controller a new cntlid, which pairs the records */
-		if (!kernel_agg)
+		if (!cfg.kernel_agg)
 			cntlid_note(s->ctrl, BPF_CORE_READ(nreq, ctrl, cntlid), now);
 		q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
 		s->sock = (__u64)sock;
@@ -1366,7 +1350,7 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 		r->port = s->port;
 		r->ctrl = s->ctrl;
 		/* the histograms keep depths only by queue */
-		if (!kernel_agg || kh_by_queue)
+		if (!cfg.kernel_agg || cfg.kh_by_queue)
 			r->depth = depth_in(s);
 	} else {
 		r->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
@@ -1393,7 +1377,7 @@ static __always_inline int on_nvme_complete(bool btf, struct request *rq)
 		 * except before 5.11 (no error there): a probe read here then.
 		 * The in-kernel histograms keep no status.
 		 */
-		if (!kernel_agg && blk_tp_has_q)
+		if (!cfg.kernel_agg && cfg.blk_tp_has_q)
 			r->status = BPF_CORE_READ(nreq, status);
 	}
 	return 0;
@@ -1573,7 +1557,7 @@ static __always_inline int on_complete_remote(bool btf, struct request *rq)
 	 * with a port where live's histograms count no depth (the port is the
 	 * queue state's).
 	 */
-	if (!bpf_core_type_exists(struct nvme_tcp_request) || (btf && (r->depth || (kernel_agg && r->port))))
+	if (!bpf_core_type_exists(struct nvme_tcp_request) || (btf && (r->depth || (cfg.kernel_agg && r->port))))
 		q = (__u64)RD(btf, rq, mq_hctx, driver_data);
 	else
 		q = tcp_queue_of_rq(rq);
@@ -1870,7 +1854,7 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 	struct nt_slot *slot;
 	struct ntbpf_rec *r = rec_find(key, &slot);
 
-	if (!r || r->role != NTBPF_ROLE_TARGET || (tgt_emit_at_complete && test_skipped()))
+	if (!r || r->role != NTBPF_ROLE_TARGET || (cfg.tgt_emit_at_complete && test_skipped()))
 		return 0;
 	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
 	r->status = RD(btf, req, cqe, status) >> 1;
@@ -1878,7 +1862,7 @@ static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
 	early = data_send_deferred && sqhd_off_seen && RD(btf, req, sq, sqhd_disabled);
 	if (early)
 		__sync_fetch_and_add(&sqhd_early, 1);
-	if (tgt_emit_at_complete || early) {
+	if (cfg.tgt_emit_at_complete || early) {
 		if (r->depth)
 			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
 		emit(r, slot, key, NTBPF_ROLE_TARGET);
@@ -2001,7 +1985,7 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 	q = (__u64)RD(btf, sk, sk_user_data);
 	if (!q || !qstate_of(q))
 		return 0;	/* not an NVMe/TCP queue of this host's role */
-	if (rec_role == NTBPF_ROLE_INITIATOR) {
+	if (cfg.rec_role == NTBPF_ROLE_INITIATOR) {
 		struct nvme_tcp_request *req = BPF_CORE_READ((struct nvme_tcp_queue *)q, request);
 		int state;
 
