@@ -179,20 +179,28 @@ $(OUTPUT)/tests/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(wildcard tests
 	$(Q)$(CC) $(CFLAGS) $(SAN_CFLAGS) -Wno-unused-function -Itests/unit -o $@ $< $(CORE_SRCS) -lcmocka -lz -lcrypto \
 		-lm -lpthread
 
+# The C reader's every field, for tests/refdec/test_refdec.py (the reference decoder against it)
+$(OUTPUT)/tests/refdec-dump: tests/refdec/dump.c tests/fuzz/fuzz_recfile.c $(OUTPUT)/libntcore.a | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-function -o $@ $< $(OUTPUT)/libntcore.a -lz -lcrypto -lm -lpthread
+
 # Unit tests: no root needed; each binary runs with its golden files from tests/unit/.
 # tests/lab/test_sweep.py: the lab sweep's table and charts from fixture numbers (python, no guest).
 # tests/lab/test_inject.py, test_scenarios.py: known-answer sites agree; every scenario names real checks.
 # tests/docs/check_docs.py: --help, man/ntbpf.8.in, the README and docs/ agree (options, figures,
 # stages), the man pages render, every file docs/architecture.md names exists.
 # tests/unit/test_includes.py: no import circle among the modules of src/ and include/.
-check: $(TESTS) $(OUTPUT)/ntbpf
+# tests/refdec/test_refdec.py: the C reader against the reference decoder of docs/record-format.md.
+check: $(TESTS) $(OUTPUT)/ntbpf $(OUTPUT)/tests/refdec-dump
 	$(Q)fail=0; for t in $(TESTS); do \
 		echo "== $$t"; NTBPF_TESTDATA=tests/unit $$t || fail=1; \
 	done; echo "== tests/lab/test_sweep.py"; python3 tests/lab/test_sweep.py || fail=1; \
 	echo "== tests/lab/test_inject.py"; python3 tests/lab/test_inject.py || fail=1; \
 	echo "== tests/lab/test_scenarios.py"; python3 tests/lab/test_scenarios.py || fail=1; \
 	echo "== tests/docs/check_docs.py"; python3 tests/docs/check_docs.py $(OUTPUT)/ntbpf || fail=1; \
-	echo "== tests/unit/test_includes.py"; python3 tests/unit/test_includes.py || fail=1; exit $$fail
+	echo "== tests/unit/test_includes.py"; python3 tests/unit/test_includes.py || fail=1; \
+	echo "== tests/refdec/test_refdec.py"; python3 tests/refdec/test_refdec.py $(OUTPUT)/tests/refdec-dump || fail=1; \
+	exit $$fail
 
 # Root integration tests on this machine's kernel (block layer only).
 # tests/integration/html needs no root: the HTML report in headless Chromium (scripts/deps installs it).

@@ -588,28 +588,42 @@ static int dec_ctrl(struct nt_header *h, struct cur *v, uint32_t *nqueues)
 		CUR_STR(v, q->daddr);
 		q->dport = cur_u16(v);
 	}
-	/* appended later: the queues' RX queues (a file without them: -1) */
+	/*
+	 * Appended later, each present when 4 more bytes are: the queues' RX queues, then their TX
+	 * queues (a file without them: -1), then the namespaces (without them: none, the nsid
+	 * "unknown").  Every entry a count gives is read (those past the queues are skipped), so
+	 * the next count is found where the list ends; a list that runs past the item is too short.
+	 */
 	if (!v->bad && v->len >= 4) {
 		uint32_t nrx = cur_u32(v);
 
-		for (i = 0; i < nrx && i < c->nqueues && v->len >= 4; i++)
-			c->queues[i].rx_queue = (int32_t)cur_u32(v);
+		if (nrx > v->len / 4)
+			v->bad = true;
+		for (i = 0; i < nrx && !v->bad; i++) {
+			int32_t rx = (int32_t)cur_u32(v);
+
+			if (i < c->nqueues)
+				c->queues[i].rx_queue = rx;
+		}
 	}
-	/* appended after those: the TX queues (a file without them: -1) */
 	if (!v->bad && v->len >= 4) {
 		uint32_t ntx = cur_u32(v);
 
-		for (i = 0; i < ntx && i < c->nqueues && v->len >= 4; i++)
-			c->queues[i].tx_queue = (int32_t)cur_u32(v);
-		/* a count past what it read leaves the rest unread: the namespaces cannot follow */
-		if (i < ntx)
-			return 0;
+		if (ntx > v->len / 4)
+			v->bad = true;
+		for (i = 0; i < ntx && !v->bad; i++) {
+			int32_t tx = (int32_t)cur_u32(v);
+
+			if (i < c->nqueues)
+				c->queues[i].tx_queue = tx;
+		}
 	}
-	/* appended after those: the namespaces (a file without them: none, the nsid "unknown") */
 	if (!v->bad && v->len >= 4) {
 		uint32_t nns = cur_u32(v);
 
-		for (i = 0; i < nns && v->len >= 8; i++) {
+		if (nns > v->len / 8)
+			v->bad = true;
+		for (i = 0; i < nns && !v->bad; i++) {
 			uint32_t dev = cur_u32(v), nsid = cur_u32(v);
 
 			if (c->nns < NT_CTRL_NS) {

@@ -293,14 +293,18 @@ def _nearest_rank(vals, pct):
 
 
 def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
-                      crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None):
+                      crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None, pairs=()):
     """The measurements behind known_answers (below) and bench/lab-calibration: one row per
     delayed (phase or netem pair) and op: stage, site, op, want (us), d50 and d90 (how far its
     p50 and p90 moved), other and other_us (the other stage that moved most), spun and n (how
     often the site waited, for how many I/Os of its ops), ok (every target met).  stages: the
     stages compared (default the ten), for a kernel where ntbpf measures only some (5.10's
     initiator); exempt [(op, stages, max_us)]: those stages of that op may move up to max_us when
-    another stage is delayed, and land within max_us of their own delay (each use says why)."""
+    another stage is delayed, and land within max_us of their own delay (each use says why).
+    pairs [(k1, k2)]: phases (1-based, as in phases) that wait at the same site, k2 longer; a
+    row each compares phase k2 with phase k1 (the stage moves by the difference, the others
+    stay), not with the phases delaying other stages: both phases perturb the I/O's rhythm
+    alike, as netem X against Y does."""
     crossings = crossings or {"read": 2, "write": 4}
     stages = list(TEN) if stages is None else list(stages)
     assert stages and set(stages) <= set(TEN), f"stages {stages}: not among the ten"
@@ -354,6 +358,14 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
                 ref = sorted(val[q][op][st][pct] for q in range(nph) if delayed[q] != st)
                 return val[p][op][st][pct] - ref[len(ref) // 2]
             row(stage, site, op, us if op in sops else 0.0, moved_by, n, spun.get((p, site), 0))
+    for k1, k2 in pairs:
+        s1, st1, us1, sops = phases[k1 - 1]
+        s2, st2, us2, _ = phases[k2 - 1]
+        assert (s1, st1) == (s2, st2) and us2 > us1, f"pair {k1},{k2}: not one site's two delays"
+        n = sum(1 for x in rows[k2 * every:(k2 + 1) * every] if x["op"] in sops)
+        for op in ops:
+            row(st1, f"{s1} {us1}->{us2}us", op, (us2 - us1) if op in sops else 0.0,
+                lambda st, pct, op=op: val[k2][op][st][pct] - val[k1][op][st][pct], n, spun.get((k2, s2), 0))
     if netem:
         # each netem run's first netem_skip I/Os are left out: TCP takes a while to settle on a
         # new delay (6.12, 128k writes after 41.3 -> 97.1 us: the target's receive of the data
@@ -1011,6 +1023,47 @@ def time_shares(d, first, then, within=2, min_depth=0.0):
     return f"ranked {ranked}; {then} at a mean depth of {depth:.1f}; findings {[f['kind'] for f in rep['findings']]}"
 
 
+def live_peers_isolated(d, min_matched=0.99, tol=0.03, min_each=0.85):
+    """--hosts2 --live: the target serves live with a key per host (--key DIR), each host's peer
+    (its own key, its own disk: live.jsonl for nvme0n1, live2.jsonl for nvme1n1) must see its
+    own host's I/O and only that: its intervals add up to its fio job's I/Os (+-tol, fio's count:
+    independent); no target record left unpaired beyond 1 % (the other host's records, were they
+    sent to it, could pair with none: the other host did as many I/Os as its fio job); each
+    peer connected throughout.  The target routes a controller's records once it has seen the
+    controller's host at two interval ends in a row, so a controller's first records go to no
+    peer (counted in the target's log): each peer pairs >= min_each of its I/Os, and the paired
+    ones plus those sent to no peer are >= min_matched of all."""
+    jobs = {j["jobname"]: sum(j[op]["total_ios"] for op in ("read", "write", "trim", "sync") if op in j)
+            for j in load(d, "fio.json")["jobs"]}
+    t = open(os.path.join(d, "live-target.log"), errors="replace").read()
+    nopeer = re.search(r"(\d+) records sent to no peer", t)
+    nopeer = int(nopeer.group(1)) if nopeer else 0
+    msg, n_all, m_all = [], 0, 0
+    for fname, dev in (("live.jsonl", "nvme0n1"), ("live2.jsonl", "nvme1n1")):
+        p = os.path.join(d, fname)
+        assert os.path.exists(p), f"{fname} missing"
+        lines = [json.loads(l) for l in open(p) if l.strip()]
+        assert lines, f"{fname}: no interval"
+        n = sum(g["count"] for j in lines for g in j["groups"])
+        lost = sum(j["lost_records"] for j in lines)
+        m = sum(j["matched"] for j in lines)
+        ut = sum(j["unmatched"]["target"] for j in lines)
+        want = jobs.get(dev)
+        assert want, f"fio has no job {dev}: {sorted(jobs)}"
+        other = sum(v for k, v in jobs.items() if k != dev)
+        assert abs(n + lost - want) <= tol * want, f"{fname}: intervals add up to {n} (+{lost} lost), fio's {dev} did {want}"
+        assert ut <= max(2, 0.01 * n), \
+            f"{fname}: {ut} target records paired with none (the other host did {other} I/Os: its records reached this peer?)"
+        assert m >= min_each * n, f"{fname}: matched {m} of {n}"
+        down = [j["time"] for j in lines if j.get("peer") != "connected"]
+        assert not down, f"{fname}: peer not connected at {down}"
+        n_all += n; m_all += m
+        msg.append(f"{dev}: {n} I/Os (fio {want}), matched {m}, unpaired target records {ut}")
+    assert m_all + nopeer >= min_matched * n_all, f"matched {m_all} + {nopeer} sent to no peer of {n_all} I/Os"
+    msg.append(f"target: {nopeer} records to no peer (controllers' first intervals)")
+    return "; ".join(msg)
+
+
 def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     """--hosts2: one initiator guest as two hosts (two host NQNs, one namespace, a fio job each,
     their qids and command ids the same).  report --group-by host counts each host's own fio job:
@@ -1062,7 +1115,7 @@ CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, f
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, record_failed_status, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
                                   finding, live_queues, windows_detached, rotated_parts, record_log_says,
-                                  host_groups_equal_fio, nqns_named, time_shares)}
+                                  host_groups_equal_fio, nqns_named, time_shares, live_peers_isolated)}
 
 
 def run_checks(d, checks, out=sys.stdout):

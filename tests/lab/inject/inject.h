@@ -4,7 +4,7 @@
 #define NTBPF_LAB_INJECT_H
 
 /* phases of a schedule (ntbpf-inject --every N ... --then ...) */
-#define INJ_MAX_PHASES 16
+#define INJ_MAX_PHASES 32
 
 enum inj_site {
 	INJ_QUEUE_RQ,		/* blk_submission */
