@@ -14,7 +14,8 @@
 # make fuzz-ci    each fuzz target FUZZ_CI_SECONDS (default 30) under ASan and UBSan (make test runs it)
 # make deps       install every Debian package needed (root)
 # make ARCH=arm64 static  cross-build .output/arm64/ntbpf-static for aarch64 (make ARCH=arm64 deb: its .deb);
-#                 installs its cross toolchain and :arm64 archives itself (scripts/deps-arm64, root)
+#                 installs its cross toolchain and :arm64 archives itself (scripts/deps-arm64, root;
+#                 make deps and make test install them too)
 # V=1             show the commands
 
 # ARCH: the kernel's name of the target architecture (x86, arm64): the BPF programs' register layout
@@ -235,11 +236,15 @@ $(OUTPUT)/ntbpf-inject: tests/lab/inject/inject.c tests/lab/inject/inject.h $(OU
 	$(Q)$(CC) $(CFLAGS) -Itests/lab/inject -o $@ $< $(LDLIBS)
 
 # Lab tests: real NVMe/TCP in QEMU guests (tests/lab/).
+# (the arm64 scenarios boot make ARCH=arm64 static's binary: built here too)
 test-lab: all static $(OUTPUT)/ntbpf-inject
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 static
 	$(Q)if [ -x tests/lab/test ]; then tests/lab/test; else echo "lab: not present"; fi
 
+# make ARCH=arm64 static early: test-root's tests/integration/arm64 runs that binary
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 static
 	$(Q)$(MAKE) --no-print-directory check
 	$(Q)$(MAKE) --no-print-directory fuzz-ci
 	$(Q)$(MAKE) --no-print-directory test-root
@@ -250,7 +255,8 @@ deps: $(if $(CROSS),deps-$(ARCH))
 	$(Q)scripts/deps
 
 # the arm64 cross build's own packages (gcc-aarch64-linux-gnu, the :arm64 archives of STATIC_PKGS,
-# qemu-user-static for tests/integration/arm64): only make ARCH=arm64 asks for them
+# qemu-user-static for tests/integration/arm64, qemu-system-arm for the arm64 lab): scripts/deps
+# installs them too (make deps, make test), make ARCH=arm64 asks for them alone
 deps-arm64:
 	$(Q)scripts/deps-arm64
 

@@ -546,8 +546,9 @@ static const struct argp_option report_opts[] = {
 	{ "hist", OPT_HIST, NULL, 0, "Also print each stage's distribution as a log2 histogram in microseconds "
 	  "(as biolatency); JSON: its bins (log2_us)", 0 },
 	{ "diagnose", OPT_DIAGNOSE, NULL, 0, "Also print findings: the dominant stage's likely cause (too_few_queues, "
-	  "queue_imbalance, target_device, target_cpu, network, initiator_cpu), its evidence and the knob; "
-	  "groups by queue too (docs/diagnose.md); JSON: findings", 0 },
+	  "queue_imbalance, target_device, target_cpu, network, initiator_cpu; interference: a host's target stages "
+	  "growing with another host's load), its evidence and the knob; groups by queue too (docs/diagnose.md); "
+	  "JSON: findings", 0 },
 	{ "verbose", 'v', NULL, 0, "Also print empty stages and each file's facts: the command line that recorded it, its start, end and sampling, its NVMe subsystems and addresses", 0 },
 	{},
 };

@@ -8,6 +8,7 @@
  * rule; tests/unit/test_diagnose.c provokes each and its control.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 struct qagg {
 	int role;
+	const char *host;	/* its controller's hostnqn ("" unknown): queues are compared within a host */
 	uint16_t ctrl, qid;
 	int io_cpu;		/* -1 unknown */
 	uint64_t ios;
@@ -41,6 +43,21 @@ struct agg {
 	int nq;
 };
 
+/* the hostnqn of a queue group's controller (initiator: nvme instance; target: cntlid), as a header of its role says; "" */
+static const char *ctrl_host(const struct nt_report *rep, int role, uint16_t ctrl)
+{
+	for (int i = 0; i < rep->nins; i++) {
+		const struct nt_header *h = &rep->ins[i].hdr;
+
+		if ((h->role == NTBPF_ROLE_TARGET) != (role == NTBPF_ROLE_TARGET))
+			continue;
+		for (uint32_t c = 0; c < h->nctrls; c++)
+			if (role == NTBPF_ROLE_TARGET ? h->ctrls[c].cntlid == ctrl : h->ctrls[c].instance == ctrl)
+				return h->ctrls[c].hostnqn;
+	}
+	return "";
+}
+
 static void add_queue(struct agg *a, const struct nt_report *rep, const struct nt_group *g)
 {
 	const struct nt_queue_info *qi;
@@ -56,7 +73,8 @@ static void add_queue(struct agg *a, const struct nt_report *rep, const struct n
 		else
 			a->nq++;
 		qi = nt_report_group_queue(rep, g);
-		a->q[k] = (struct qagg){ role, g->ctrl, g->qid, qi ? qi->io_cpu : -1, 0, 0, 0, 0 };
+		a->q[k] = (struct qagg){ role, ctrl_host(rep, role, g->ctrl), g->ctrl, g->qid, qi ? qi->io_cpu : -1, 0,
+					 0, 0, 0 };
 	}
 	a->q[k].ios += g->count;
 	a->q[k].dep_n += g->dep_n[0];
@@ -96,7 +114,8 @@ static void add_idle_queues(struct agg *a, const struct nt_report *rep)
 						break;
 				if (k < a->nq || a->nq == MAXQ)
 					continue;
-				a->q[a->nq++] = (struct qagg){ role, ctrl, ci->queues[j].qid, ci->queues[j].io_cpu, 0, 0, 0, 0 };
+				a->q[a->nq++] = (struct qagg){ role, ci->hostnqn, ctrl, ci->queues[j].qid, ci->queues[j].io_cpu,
+							       0, 0, 0, 0 };
 			}
 		}
 	}
@@ -188,6 +207,326 @@ static struct nt_finding *next(struct nt_finding *f, int max, int *n)
 	return &f[(*n)++];
 }
 
+/* ---- interference: one host's target stages against another's load, window by window ---- */
+
+/* the distinct hosts of the windows' streams, in the order of their first stream; how many */
+static int win_hosts(const struct nt_timewin *w, uint16_t *hosts)
+{
+	int n = 0;
+
+	for (int k = 0; k < w->nstreams; k++) {
+		int i;
+
+		for (i = 0; i < n && hosts[i] != w->s[k].host; i++)
+			;
+		if (i == n)
+			hosts[n++] = w->s[k].host;
+	}
+	return n;
+}
+
+static int dbl_cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* the median of v[0..n) (reordered); 0 for none */
+static double median(double *v, int n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), dbl_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * How far apart a and b lie: the share of the pairs (one of a, one of b) in
+ * which a's is the larger (ties half): 1 when every a is larger, 0.5 when
+ * they mix as at random (the Mann-Whitney U over the pairs; the busy and
+ * idle windows' counts do not change what it means).
+ */
+static double separation(const double *a, int na, const double *b, int nb)
+{
+	double wins = 0;
+
+	for (int i = 0; i < na; i++)
+		for (int j = 0; j < nb; j++)
+			wins += a[i] > b[j] ? 1 : a[i] == b[j] ? 0.5 : 0;
+	return na && nb ? wins / ((double)na * nb) : 0;
+}
+
+enum if_why { IF_FIRES, IF_NOT_SHARED, IF_FEW_WINDOWS, IF_BELOW };
+
+/* victim v against cause c (hosts' name indexes): the numbers, and whether (else why not) it fires */
+static enum if_why if_eval(const struct nt_report *rep, const struct nt_timewin *w, uint16_t v, uint16_t c,
+			   struct nt_interference *e)
+{
+	double ml[NT_WIN_N], mi[NT_WIN_N], ol[NT_WIN_N], oi[NT_WIN_N], peak = 0, sec;
+	double ciops = 0, cbytes = 0;
+	bool cs[NT_WIN_STREAMS] = { false }, any = false;
+	int n = 0, len = 0;
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->victim, sizeof(e->victim), "%s", nt_report_key_name(rep, NT_KEY_HOST, v));
+	snprintf(e->cause, sizeof(e->cause), "%s", nt_report_key_name(rep, NT_KEY_HOST, c));
+	e->width_ms = w->width_ns / 1e6;
+	sec = w->width_ns / 1e9;
+	/* the cause's streams that share a namespace or an io CPU with one of the victim's */
+	for (int i = 0; i < w->nstreams; i++)
+		for (int j = 0; w->s[i].host == c && j < w->nstreams; j++) {
+			const struct nt_wstream *a = &w->s[i], *b = &w->s[j];
+			bool ns = a->nsid && a->subsys == b->subsys && a->nsid == b->nsid;
+			uint64_t cpu = a->cpus & b->cpus;
+
+			if (b->host != v || !(ns || cpu))
+				continue;
+			cs[i] = true;
+			if (!any && len < (int)sizeof(e->shared)) {
+				if (ns)
+					len += snprintf(e->shared + len, sizeof(e->shared) - len, "namespace %u of %.100s",
+							a->nsid, nt_report_key_name(rep, NT_KEY_SUBSYS, a->subsys));
+				if (cpu && len < (int)sizeof(e->shared))
+					snprintf(e->shared + len, sizeof(e->shared) - len, "%sthe io CPU %d", ns ? " and " : "",
+						 __builtin_ctzll(cpu));
+			}
+			any = true;
+		}
+	if (!any)
+		return IF_NOT_SHARED;
+	/* the cause's load in a window: its I/Os in flight at the target, on average (their time there over the width) */
+	for (int k = 0; k < w->nwin; k++) {
+		double cl = 0;
+
+		for (int i = 0; i < w->nstreams; i++)
+			cl += cs[i] ? (double)w->c[k][i].busy_ns : 0;
+		peak = cl > peak ? cl : peak;
+	}
+	for (int k = 0; k < w->nwin; k++) {
+		double cl = 0, cb = 0, ci = 0, vt = 0, vn = 0, vio = 0;
+
+		for (int i = 0; i < w->nstreams; i++) {
+			if (cs[i]) {
+				cl += (double)w->c[k][i].busy_ns;
+				cb += (double)w->c[k][i].bytes;
+				ci += w->c[k][i].ios;
+			} else if (w->s[i].host == v) {
+				vt += w->c[k][i].tsum;
+				vn += w->c[k][i].tn;
+				vio += w->c[k][i].ios;
+			}
+		}
+		if (vn < NT_IF_WIN_IOS)
+			continue;
+		n++;
+		if (peak > 0 && cl >= NT_IF_BUSY * peak) {
+			ml[e->loaded] = vt / vn;
+			ol[e->loaded++] = vio / sec;
+			ciops += ci / sec;
+			cbytes += cb / sec;
+		} else if (cl <= NT_IF_IDLE * peak) {
+			mi[e->idle] = vt / vn;
+			oi[e->idle++] = vio / sec;
+		}
+	}
+	e->windows = n;
+	e->sep = separation(ml, e->loaded, mi, e->idle);
+	e->cause_inflight = peak / w->width_ns;
+	if (e->loaded) {
+		e->cause_iops = ciops / e->loaded;
+		e->cause_mbps = cbytes / e->loaded / 1e6;
+	}
+	e->victim_loaded_us = US(median(ml, e->loaded));
+	e->victim_idle_us = US(median(mi, e->idle));
+	e->victim_iops_loaded = median(ol, e->loaded);
+	e->victim_iops_idle = median(oi, e->idle);
+	if (e->loaded < NT_IF_MIN_WINDOWS || e->idle < NT_IF_MIN_WINDOWS)
+		return IF_FEW_WINDOWS;
+	if (e->victim_idle_us > 0 && e->victim_loaded_us >= NT_IF_GROWTH * e->victim_idle_us &&
+	    e->victim_loaded_us - e->victim_idle_us >= NT_IF_MIN_US && e->sep >= NT_IF_SEP &&
+	    e->victim_iops_loaded <= NT_IF_OWN * e->victim_iops_idle)
+		return IF_FIRES;
+	return IF_BELOW;
+}
+
+static double if_growth(const struct nt_interference *e)
+{
+	return e->victim_idle_us > 0 ? e->victim_loaded_us / e->victim_idle_us : 0;
+}
+
+static void if_finding(struct nt_finding *x, const struct nt_interference *e)
+{
+	x->kind = "interference";
+	x->stage = "nvmet_tcp_submission+target_subsystem+nvmet_tcp_completion";
+	x->has_interference = true;
+	x->in = *e;
+	snprintf(x->evidence, sizeof(x->evidence), "host %s's target stages take %.1f us (median of the windows' "
+		 "means) in the %d windows of %.0f ms where host %s was busy, %.1f us in the %d where it was idle "
+		 "(x%.1f; longer in %.0f%% of the busy-idle pairs of windows); host %s in those windows: %.0f IOPS, "
+		 "%.1f MB/s, up to %.1f I/Os in flight at the target, on %s; host %s's own rate %.0f vs %.0f IOPS",
+		 e->victim, e->victim_loaded_us, e->loaded, e->width_ms, e->cause, e->victim_idle_us, e->idle,
+		 if_growth(e), 100 * e->sep, e->cause, e->cause_iops, e->cause_mbps, e->cause_inflight, e->shared,
+		 e->victim, e->victim_iops_loaded, e->victim_iops_idle);
+	x->advice = "keep the hosts apart on the target: the busy host's namespace on another device, its load "
+		    "capped (its queue depth, a rate limit: fio rate=, blk-throttle io.max on its initiator), or "
+		    "nvmet_tcp's io_work for the two hosts' queues on different CPUs (the target NIC's RSS queues "
+		    "and irq affinity)";
+}
+
+/* interference findings into f (from *n, at most max): a victim's at most once, its nearest cause */
+static void interference(const struct nt_report *rep, struct nt_finding *f, int max, int *n)
+{
+	const struct nt_timewin *w = rep->win;
+	uint16_t hosts[NT_WIN_STREAMS];
+	int nh;
+
+	if (!w)
+		return;
+	nh = win_hosts(w, hosts);
+	for (int a = 0; a < nh; a++) {
+		struct nt_interference e, best;
+		bool found = false;
+		struct nt_finding *x;
+
+		for (int b = 0; b < nh; b++)
+			if (b != a && if_eval(rep, w, hosts[a], hosts[b], &e) == IF_FIRES &&
+			    (!found || if_growth(&e) > if_growth(&best))) {
+				best = e;
+				found = true;
+			}
+		if (found && (x = next(f, max, n)))
+			if_finding(x, &best);
+	}
+}
+
+/*
+ * What the windows could not hold, appended to buf (after "; " if it holds
+ * something): the target I/Os of streams beyond the table's, and, where
+ * some hosts are named, those of hosts the target's file does not name
+ * (files that name none say nothing: one host, or none to tell apart).
+ */
+static int lost_note(const struct nt_timewin *w, char *buf, size_t len)
+{
+	size_t at = strlen(buf);
+	int k = 0;
+
+	if (w->dropped && at < len)
+		k = snprintf(buf + at, len - at, "%s%" PRIu64 " target I/Os of hosts beyond the first %d host and "
+			     "namespace pairs not compared", at ? "; " : "", w->dropped, NT_WIN_STREAMS);
+	at = strlen(buf);
+	if (w->unnamed && w->nstreams && at < len)
+		k = snprintf(buf + at, len - at, "%s%" PRIu64 " target I/Os whose host the target's file does not "
+			     "name not compared", at ? "; " : "", w->unnamed);
+	return k;
+}
+
+int nt_diagnose_interference_note(const struct nt_report *rep, char *buf, size_t len)
+{
+	const struct nt_timewin *w = rep->win;
+	struct nt_interference e, best;
+	uint16_t hosts[NT_WIN_STREAMS];
+	enum if_why bw = IF_NOT_SHARED, r;
+	int nh, at = 0, fired = 0;
+
+	buf[0] = '\0';
+	if (!w && rep->o->diagnose) {
+		snprintf(buf, len, "not checked: no memory for its time windows");
+		return 1;
+	}
+	if (!w)
+		return 0;
+	if ((nh = win_hosts(w, hosts)) < 2) {
+		if (lost_note(w, buf, len) > 0)
+			return 1;
+		return 0;
+	}
+	/* the pair nearest to firing: one that fires; else enough windows and the most growth; else the most busy windows */
+	for (int a = 0; a < nh; a++)
+		for (int b = 0; b < nh; b++) {
+			if (a == b)
+				continue;
+			r = if_eval(rep, w, hosts[a], hosts[b], &e);
+			fired += r == IF_FIRES;
+			if (at == 0 || r > bw || (r == bw && (r == IF_BELOW ? if_growth(&e) > if_growth(&best) :
+							     e.loaded > best.loaded))) {
+				best = e;
+				bw = r;
+				at = 1;
+			}
+		}
+	if (fired)
+		bw = IF_FIRES;
+	switch (bw) {
+	case IF_FIRES:
+		break;
+	case IF_NOT_SHARED:
+		at = snprintf(buf, len, "no two of the %d hosts share a namespace or an io CPU the target's file names",
+			      nh);
+		break;
+	case IF_FEW_WINDOWS:
+		at = snprintf(buf, len, "host %s had %d windows of %.0f ms while host %s was busy and %d while it was "
+			      "idle, of %d with %d I/Os or more (it compares at least %d of each): the two hosts' loads "
+			      "did not both vary in time", best.victim, best.loaded, best.width_ms, best.cause, best.idle,
+			      best.windows, NT_IF_WIN_IOS, NT_IF_MIN_WINDOWS);
+		break;
+	case IF_BELOW:
+		at = snprintf(buf, len, "host %s's target stages x%.2f (%.1f vs %.1f us) in the windows where host %s was "
+			      "busy (it fires at x%.1f and +%.0f us), longer in %.0f%% of the busy-idle pairs of windows (at "
+			      "%.0f%%), its own rate x%.2f (at most x%.2f)", best.victim, if_growth(&best),
+			      best.victim_loaded_us, best.victim_idle_us, best.cause, NT_IF_GROWTH, NT_IF_MIN_US,
+			      100 * best.sep, 100 * NT_IF_SEP,
+			      best.victim_iops_idle > 0 ? best.victim_iops_loaded / best.victim_iops_idle : 0, NT_IF_OWN);
+		break;
+	}
+	if (bw == IF_FIRES)
+		at = 0;
+	if (at >= 0 && (size_t)at < len)
+		lost_note(w, buf + at, len - at);
+	return buf[0] != '\0';
+}
+
+/* the first queue of role with queue k's host */
+static int first_of_host(const struct agg *a, int k)
+{
+	for (int i = 0; i < k; i++)
+		if (a->q[i].role == a->q[k].role && !strcmp(a->q[i].host, a->q[k].host))
+			return i;
+	return k;
+}
+
+/*
+ * How many hosts role's queues belong to; with most (not NULL): most[0]
+ * the largest share of one host's I/Os that one of its queues carries, over
+ * NT_DIAG_IMBALANCE times its even share (queue_imbalance's measure, where
+ * larger than most[0] already), most[1] that host's queues, most[2] the share.
+ */
+static int hosts_of(const struct agg *a, int role, double *most)
+{
+	int nh = 0;
+
+	for (int h = 0; h < a->nq; h++) {
+		uint64_t tot = 0, top = 0;
+		int nq = 0;
+
+		if (a->q[h].role != role || first_of_host(a, h) != h)
+			continue;
+		nh++;
+		for (int k = 0; most && k < a->nq; k++)
+			if (a->q[k].role == role && !strcmp(a->q[k].host, a->q[h].host)) {
+				nq++;
+				tot += a->q[k].ios;
+				top = a->q[k].ios > top ? a->q[k].ios : top;
+			}
+		if (most && nq >= 2 && tot && (double)top / tot / (NT_DIAG_IMBALANCE / nq) > most[0]) {
+			most[0] = (double)top / tot / (NT_DIAG_IMBALANCE / nq);
+			most[1] = nq;
+			most[2] = (double)top / tot;
+		}
+	}
+	return nh;
+}
+
 int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why)
 {
 	static struct agg a;	/* large: not on the stack */
@@ -249,15 +588,22 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 	 * per queue, depth 1 each, and the target's work on queue 1's CPU).
 	 */
 	role = nq_init ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
-	nq = 0;
-	{
+	for (int hk = 0, fired = 0, nh = hosts_of(&a, role, NULL); hk < a.nq && !fired; hk++) {
 		uint64_t tot = 0, top = 0, dn = 0;
 		double wtot = 0, wtop = 0, ds = 0, dhot = 0, drest = 0;
 		int ktop = -1, kw = -1, cpu = -2;
 		bool one_cpu = true;
+		const char *host = a.q[hk].host;
+		char who[300] = "";
 
+		/* each host's queues on their own (hk: a host's first queue); several hosts: named */
+		if (a.q[hk].role != role || first_of_host(&a, hk) != hk)
+			continue;
+		if (nh > 1)
+			snprintf(who, sizeof(who), "host %s: ", *host ? host : "unknown");
+		nq = 0;
 		for (int k = 0; k < a.nq; k++) {
-			if (a.q[k].role != role)
+			if (a.q[k].role != role || strcmp(a.q[k].host, host))
 				continue;
 			nq++;
 			tot += a.q[k].ios;
@@ -281,26 +627,29 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 			drest = (ds - a.q[kw].dep_sum) / (dn - a.q[kw].dep_n);
 		}
 		if (nq >= 2 && tot && (double)top / tot >= NT_DIAG_IMBALANCE / nq && (x = next(f, max, &n))) {
+			fired = 1;
 			x->kind = "queue_imbalance";
 			x->stage = "-";
-			snprintf(x->evidence, sizeof(x->evidence), "queue %u carries %.0f%% of the I/Os of %d queues "
-				 "(%" PRIu64 " of %" PRIu64 "; even: %.0f%%)", a.q[ktop].qid, 100.0 * top / tot, nq,
+			snprintf(x->evidence, sizeof(x->evidence), "%squeue %u carries %.0f%% of the I/Os of %d queues "
+				 "(%" PRIu64 " of %" PRIu64 "; even: %.0f%%)", who, a.q[ktop].qid, 100.0 * top / tot, nq,
 				 top, tot, 100.0 / nq);
 			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
 				    "numjobs), or check the queue map (nvme connect -i)";
 		} else if (nq >= 2 && wtot > 0 && sh >= 0.1 && wtop / wtot >= NT_DIAG_IMBALANCE / nq &&
 			   drest > 0 && dhot >= NT_DIAG_IMBALANCE * drest && (x = next(f, max, &n))) {
+			fired = 1;
 			x->kind = "queue_imbalance";
 			x->stage = "nvme_tcp_submission";
-			snprintf(x->evidence, sizeof(x->evidence), "queue %u holds %.0f%% of the nvme_tcp_submission "
+			snprintf(x->evidence, sizeof(x->evidence), "%squeue %u holds %.0f%% of the nvme_tcp_submission "
 				 "wait of %d queues (even: %.0f%%), with a mean depth of %.1f requests against %.1f on "
-				 "the others", a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq, dhot, drest);
+				 "the others", who, a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq, dhot, drest);
 			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
 				    "numjobs), or check the queue map (nvme connect -i)";
 		} else if (nq >= 2 && one_cpu && (x = next(f, max, &n))) {
+			fired = 1;
 			x->kind = "queue_imbalance";
 			x->stage = "-";
-			snprintf(x->evidence, sizeof(x->evidence), "all %d queues' io_work runs on CPU %d", nq, cpu);
+			snprintf(x->evidence, sizeof(x->evidence), "%sall %d queues' io_work runs on CPU %d", who, nq, cpu);
 			x->advice = "let the queues' io_work use several CPUs (nvme_tcp wq_unbound=N, the NIC's RSS and "
 				    "irq affinity on the target)";
 		}
@@ -363,6 +712,9 @@ int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, cons
 		x->advice = "the initiator's CPUs: keep the workload off the queues' io_cpu (fio cpus_allowed; the "
 			    "queue: lines of --group-by queue name each io_cpu), or nvme_tcp wq_unbound=Y";
 	}
+
+	/* interference: a host's target stages grow with another's load on its namespace or io CPU */
+	interference(rep, f, max, &n);
 	return n;
 }
 
@@ -417,8 +769,8 @@ int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
 	double denom, best = -1, sh, d;
 	const char *dn;
-	int role = NTBPF_ROLE_INITIATOR, nq = 0;
-	uint64_t tot = 0, top = 0;
+	int role, nq = 0;
+	double most[3] = { 0, 0, 0 };
 
 	buf[0] = '\0';
 	aggregate(rep, &a);
@@ -433,17 +785,15 @@ int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 			 "depth of %.1f requests per queue (it fires at %.0f)", 100 * sh, dn, 100 * NT_DIAG_SUBMIT_SHARE,
 			 d, NT_DIAG_DEPTH);
 	}
-	for (int pass = 0; pass < 2 && !nq; pass++, role = NTBPF_ROLE_TARGET)
-		for (int k = 0; k < a.nq; k++)
-			if (a.q[k].role == role) {
-				nq++;
-				tot += a.q[k].ios;
-				top = a.q[k].ios > top ? a.q[k].ios : top;
-			}
-	if (nq >= 2 && tot && (double)top / tot / (NT_DIAG_IMBALANCE / nq) > best) {
-		best = (double)top / tot / (NT_DIAG_IMBALANCE / nq);
+	/* the initiator's queues, else the target's; each host's on their own */
+	for (int k = 0; k < a.nq && !nq; k++)
+		nq = a.q[k].role == NTBPF_ROLE_INITIATOR;
+	role = nq ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
+	hosts_of(&a, role, most);
+	if (most[0] > best) {
+		best = most[0];
 		snprintf(buf, len, "queue_imbalance: the busiest of %d queues carries %.0f%% of the I/Os (it fires at "
-			 "%.0f%%)", nq, 100.0 * top / tot, 100 * NT_DIAG_IMBALANCE / nq);
+			 "%.0f%%)", (int)most[1], 100.0 * most[2], 100 * NT_DIAG_IMBALANCE / most[1]);
 	}
 	if (a.n[NT_ST_TARGET_SUBSYS] && (sh = a.mean[NT_ST_TARGET_SUBSYS] / denom) / NT_DIAG_DOMINANT > best) {
 		best = sh / NT_DIAG_DOMINANT;
@@ -531,6 +881,12 @@ void nt_diagnose_print_text(FILE *out, const struct nt_report *rep)
 		if (!n && nt_diagnose_closest(rep, scope, sizeof(scope)))
 			fprintf(out, "  closest rule: %s\n", scope);
 	}
+	{	/* several hosts: why interference did not fire, and what its windows could not hold */
+		char note[1024];
+
+		if (nt_diagnose_interference_note(rep, note, sizeof(note)))
+			fprintf(out, "  interference: %s\n", note);
+	}
 	if (nt_diagnose_scope(rep, scope, sizeof(scope)))	/* one host: what its findings cannot see */
 		fprintf(out, "  %s\n", scope);
 }
@@ -569,6 +925,22 @@ void nt_diagnose_print_json(FILE *out, const struct nt_report *rep)
 		nt_put_json(out, f[i].evidence);
 		fputs(", \"advice\": ", out);
 		nt_put_json(out, f[i].advice);
+		if (f[i].has_interference) {
+			const struct nt_interference *e = &f[i].in;
+
+			fputs(", \"victim\": ", out);
+			nt_put_json(out, e->victim);
+			fputs(", \"cause\": ", out);
+			nt_put_json(out, e->cause);
+			fputs(", \"shared\": ", out);
+			nt_put_json(out, e->shared);
+			fprintf(out, ", \"windows\": {\"width_ms\": %.3f, \"busy\": %d, \"idle\": %d, \"compared\": %d}, "
+				"\"victim_target_us\": {\"busy\": %.3f, \"idle\": %.3f}, \"victim_iops\": {\"busy\": %.1f, "
+				"\"idle\": %.1f}, \"cause_load\": {\"iops\": %.1f, \"mb_s\": %.3f, \"in_flight_max\": %.2f}, "
+				"\"separation\": %.3f", e->width_ms, e->loaded, e->idle, e->windows, e->victim_loaded_us,
+				e->victim_idle_us, e->victim_iops_loaded, e->victim_iops_idle, e->cause_iops, e->cause_mbps,
+				e->cause_inflight, e->sep);
+		}
 		fputc('}', out);
 	}
 }

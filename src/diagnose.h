@@ -8,17 +8,34 @@
 #ifndef NTBPF_DIAGNOSE_H
 #define NTBPF_DIAGNOSE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct nt_report;
 
 #define NT_MAX_FINDINGS 8
 
+/* interference: the two hosts and the numbers of the windows compared (JSON prints them) */
+struct nt_interference {
+	char victim[256], cause[256];	/* hostnqns */
+	int loaded, idle, windows;	/* the victim's windows where the cause was busy, idle; all it had */
+	double width_ms;
+	double victim_loaded_us, victim_idle_us;	/* median of the windows' mean target stages */
+	double victim_iops_loaded, victim_iops_idle;	/* the victim's own rate (median over those windows) */
+	double cause_iops, cause_mbps;	/* the cause's rate in its busy windows (mean) */
+	double cause_inflight;		/* the cause's I/Os in flight at the target in its busiest window (mean) */
+	double sep;			/* the share of (busy, idle) window pairs whose busy one's mean is the longer */
+	char shared[160];		/* what they share: "namespace 1 of SUBSYS", "io CPU 0" */
+};
+
 struct nt_finding {
-	const char *kind;	/* too_few_queues, queue_imbalance, target_device, target_cpu, network, initiator_cpu */
+	const char *kind;	/* too_few_queues, queue_imbalance, target_device, target_cpu, network, initiator_cpu,
+				 * interference */
 	const char *stage;	/* the dominant stage (or stages) it is about */
-	char evidence[320];	/* numbers from this run */
+	char evidence[1024];	/* numbers from this run */
 	const char *advice;	/* the knob */
+	bool has_interference;
+	struct nt_interference in;
 };
 
 /* thresholds (docs/diagnose.md) */
@@ -28,6 +45,16 @@ struct nt_finding {
 #define NT_DIAG_GROWTH 2.0		/* evidence "grows with depth": mean at the deepest / at the shallowest depth */
 #define NT_DIAG_DEPTH 4.0		/* too_few_queues: mean depth per queue at least */
 #define NT_DIAG_IMBALANCE 1.5		/* queue_imbalance: busiest queue's share / fair share at least */
+/* interference: over time windows (src/groups.h, struct nt_timewin) */
+#define NT_IF_WIN_IOS 2			/* a victim's window counts with at least this many I/Os with target stages */
+#define NT_IF_BUSY 0.5			/* the cause is busy in a window with at least this share of its busiest
+					 * window's I/Os in flight at the target (their time there) ... */
+#define NT_IF_IDLE 0.05			/* ... and idle with at most this share */
+#define NT_IF_MIN_WINDOWS 3		/* at least this many busy and this many idle windows of the victim */
+#define NT_IF_GROWTH 1.5		/* the victim's target stages, busy / idle windows (medians), at least */
+#define NT_IF_MIN_US 5.0		/* ... and longer by at least this many us */
+#define NT_IF_SEP 0.7			/* ... longer in at least this share of the (busy, idle) pairs of windows */
+#define NT_IF_OWN 1.5			/* the victim's own rate, busy / idle windows, at most (else its own load) */
 
 /*
  * The findings of rep (at most max, in the order of the rules); their
@@ -61,6 +88,14 @@ void nt_diagnose_print_shares_json(FILE *out, const struct nt_report *rep);
  * buf; 1.  Both hosts (or none): 0, buf "".
  */
 int nt_diagnose_scope(const struct nt_report *rep, char *buf, size_t len);
+
+/*
+ * With two or more hosts and no interference finding: why not (the nearest
+ * pair of hosts and its numbers, or what was missing), into buf; also what
+ * the windows could not hold (streams beyond the table's).  1; 0: nothing to
+ * say (fewer than two hosts seen by a target), buf "".
+ */
+int nt_diagnose_interference_note(const struct nt_report *rep, char *buf, size_t len);
 
 /* text: a "diagnosis:" block; JSON: the "findings" array's elements */
 void nt_diagnose_print_text(FILE *out, const struct nt_report *rep);

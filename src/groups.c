@@ -300,6 +300,167 @@ int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uin
 	return 0;
 }
 
+/* ---- --diagnose's time windows (struct nt_timewin) ---- */
+
+/* the io CPU of r's queue as its header lists it, as a mask bit (0: unknown) */
+static uint64_t queue_cpu_bit(const struct nt_header *h, const struct ntbpf_rec *r)
+{
+	const struct nt_ctrl_info *c = h ? nt_ctrl_of(h, r->role, r->flags, r->ctrl) : NULL;
+
+	for (uint32_t k = 0; c && c->queues && k < c->nqueues; k++)
+		if (c->queues[k].qid == r->qid)
+			return c->queues[k].io_cpu < 0 ? 0 : 1ull << (c->queues[k].io_cpu < 63 ? c->queues[k].io_cpu : 63);
+	return 0;
+}
+
+/* a target record's stream + 1 (host, subsystem, namespace), made if new; 0: no host named; -1 (0xffff): no room */
+static uint16_t win_stream(struct nt_report *rep, const struct ntbpf_rec *r, const struct nt_header *h)
+{
+	struct nt_timewin *w = rep->win;
+	uint16_t host, subsys, k;
+	uint32_t nsid;
+	uint64_t cpu;
+
+	if (w->last.stream && w->last.h == h && w->last.ctrl == r->ctrl && w->last.qid == r->qid &&
+	    w->last.dev == r->dev)
+		return w->last.stream;
+	ctrl_keys(rep, r, h, &host, &subsys);
+	if (host == NT_KEY_UNKNOWN)
+		return 0;
+	if (host == NT_KEY_OTHER)
+		return UINT16_MAX;
+	nsid = h ? nt_nsid_of(h, r->role, r->flags, r->ctrl, r->dev) : 0;
+	cpu = queue_cpu_bit(h, r);
+	for (k = 0; k < w->nstreams; k++)
+		if (w->s[k].host == host && w->s[k].subsys == subsys && w->s[k].nsid == nsid)
+			break;
+	if (k == w->nstreams) {
+		if (k == NT_WIN_STREAMS)
+			return UINT16_MAX;
+		w->s[w->nstreams++] = (struct nt_wstream){ .host = host, .subsys = subsys, .nsid = nsid };
+	}
+	w->s[k].cpus |= cpu;
+	w->last.h = h;
+	w->last.ctrl = r->ctrl;
+	w->last.qid = r->qid;
+	w->last.dev = r->dev;
+	w->last.stream = (uint16_t)(k + 1);
+	return w->last.stream;
+}
+
+/* floor(a / b) for b > 0 */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	return a / b - (a % b < 0);
+}
+
+/* windows twice as wide: each pair merged (more windows with I/O than the table holds) */
+static void win_widen(struct nt_timewin *w)
+{
+	int n = 0;
+
+	for (int k = 0; k < w->nwin; k++) {
+		int64_t x = floor_div(w->idx[k], 2);
+
+		if (n && w->idx[n - 1] == x) {
+			for (int s = 0; s < w->nstreams; s++) {
+				struct nt_wcell *a = &w->c[n - 1][s];
+				const struct nt_wcell *b = &w->c[k][s];
+
+				a->ios += b->ios;
+				a->tn += b->tn;
+				a->bytes += b->bytes;
+				a->tsum += b->tsum;
+				a->busy_ns += b->busy_ns;
+			}
+			continue;
+		}
+		w->idx[n] = x;
+		if (n != k)
+			memcpy(w->c[n], w->c[k], sizeof(w->c[n]));
+		n++;
+	}
+	memset(&w->c[n], 0, (w->nwin - n) * sizeof(w->c[0]));
+	w->nwin = n;
+	w->width_ns *= 2;
+}
+
+/* the row of the window holding t (made if new, in time order) */
+static struct nt_wcell *win_row(struct nt_timewin *w, uint64_t t)
+{
+	for (;;) {
+		int64_t k = floor_div((int64_t)(t - w->base_ns), (int64_t)w->width_ns);
+		int lo = 0, hi = w->nwin;
+
+		if (w->nwin && w->idx[w->nwin - 1] == k)	/* mostly the last one */
+			return w->c[w->nwin - 1];
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+
+			if (w->idx[mid] < k)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < w->nwin && w->idx[lo] == k)
+			return w->c[lo];
+		if (w->nwin == NT_WIN_N && w->width_ns < 1ull << 60) {
+			win_widen(w);
+			continue;
+		}
+		if (w->nwin == NT_WIN_N)	/* not reached: 512 windows of 36 years each would be full */
+			return w->c[lo < w->nwin ? lo : w->nwin - 1];
+		memmove(&w->idx[lo + 1], &w->idx[lo], (w->nwin - lo) * sizeof(w->idx[0]));
+		memmove(&w->c[lo + 1], &w->c[lo], (w->nwin - lo) * sizeof(w->c[0]));
+		memset(&w->c[lo], 0, sizeof(w->c[lo]));
+		w->idx[lo] = k;
+		w->nwin++;
+		return w->c[lo];
+	}
+}
+
+/* one target I/O (st) into its stream's window; ok: it succeeded (its target stages count) */
+static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uint32_t mask, const uint64_t *vals)
+{
+	static const uint32_t three = 1u << NT_ST_NVMET_TCP_SUB | 1u << NT_ST_TARGET_SUBSYS | 1u << NT_ST_NVMET_TCP_COMP;
+	struct nt_timewin *w = rep->win;
+	uint64_t t = (uint64_t)st->io.start_hi << 32 | st->io.start_lo;
+	struct nt_wcell *c;
+
+	if (!st->stream || st->stream > w->nstreams) {
+		w->unnamed += !st->stream;
+		w->dropped += !!st->stream;
+		return;
+	}
+	if (!w->based) {	/* the first I/O opens the first window */
+		w->based = true;
+		w->base_ns = t;
+		w->width_ns = NT_WIN_MIN_NS;
+	}
+	c = &win_row(w, t)[st->stream - 1];
+	w->s[st->stream - 1].ios++;
+	c->ios++;
+	c->bytes += st->io.bytes;
+	if (ok && (mask & three) == three) {
+		c->tn++;
+		c->tsum += (double)vals[NT_ST_NVMET_TCP_SUB] + (double)vals[NT_ST_TARGET_SUBSYS] +
+			   (double)vals[NT_ST_NVMET_TCP_COMP];
+	}
+	/* its time at the target, window by window: the load it put there (a 128k write at QD32 is there long) */
+	if (mask & 1u << NT_ST_TARGET_RES) {
+		uint64_t cur = t, end = t + vals[NT_ST_TARGET_RES];
+
+		for (int k = 0; cur < end && k < NT_WIN_SPAN; k++) {
+			struct nt_wcell *row = win_row(w, cur);	/* may widen the windows: the width after it */
+			int64_t i = floor_div((int64_t)(cur - w->base_ns), (int64_t)w->width_ns);
+			uint64_t wend = w->base_ns + (uint64_t)((i + 1) * (int64_t)w->width_ns);
+
+			row[st->stream - 1].busy_ns += (wend < end ? wend : end) - cur;
+			cur = wend;
+		}
+	}
+}
+
 #define NO_GROUP UINT32_MAX
 
 static void group_span(struct nt_group *g, uint64_t start, uint64_t end, uint32_t bytes)
@@ -337,6 +498,7 @@ static int summarize(struct nt_report *rep, const struct ntbpf_rec *r, const str
 		s->tag = (uint32_t)(g - rep->groups);
 	}
 	nt_sum_of(r, role, s);
+	s->stream = role == NTBPF_ROLE_TARGET && r->role == role && rep->win ? win_stream(rep, r, h) : 0;
 	if (role == NTBPF_ROLE_TARGET) {
 		uint64_t start = r->t0 + to_wall;
 
@@ -411,6 +573,8 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 		if (d > g->full_resid)
 			g->full_resid = d;
 	}
+	if (st && rep->win)
+		win_add(rep, st, !g->status, mask, vals);
 	if (si)
 		add_depth(g, 0, si->depth, mask, vals, NT_ST_NVME_TCP_SUB);
 	if (st)
@@ -944,8 +1108,11 @@ void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins
 	rep->o = o;
 	rep->ins = ins;
 	rep->nins = nins;
-	if (o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS))
-		rep->names = calloc(1, sizeof(*rep->names));	/* NULL: every I/O's host is "unknown" */
+	/* NULL: every I/O's host is "unknown" (--diagnose names hosts for its windows) */
+	if ((o->group_by & (NT_GB_HOST | NT_GB_SUBSYS | NT_GB_NS)) || o->diagnose)
+		rep->names = calloc(1, sizeof(*rep->names));
+	if (o->diagnose)
+		rep->win = calloc(1, sizeof(*rep->win));	/* NULL: the diagnosis says interference was not checked */
 }
 
 void nt_report_finish(struct nt_report *rep)
@@ -985,6 +1152,7 @@ void nt_report_free(struct nt_report *rep)
 	nt_report_clear_groups(rep);
 	nt_match_free(&rep->m);
 	free(rep->names);
+	free(rep->win);
 	memset(rep, 0, sizeof(*rep));
 }
 

@@ -60,6 +60,53 @@ struct nt_group {
 	uint64_t dep_bn[2][NT_DEP_BUCKETS], dep_bsum[2][NT_DEP_BUCKETS];
 };
 
+/*
+ * --diagnose's time windows (the interference rule, src/diagnose.c): per
+ * stream (one host's I/O to one target namespace, as the target's records
+ * name them: hostnqn, subsysnqn, nsid, and the io CPUs of its queues) and
+ * per window of the run, the I/Os the target saw start, their bytes and
+ * their target stages (nvmet_tcp_submission + target_subsystem +
+ * nvmet_tcp_completion), and how many it had in flight.  Bounded: NT_WIN_STREAMS streams (the I/Os of
+ * others, and of hosts the target's file does not name, are counted, not
+ * compared) and NT_WIN_N windows that hold I/O, at least NT_WIN_MIN_NS wide:
+ * only windows with I/O are kept (in time order), so a stray I/O far from
+ * the rest takes one, and more windows than that double their width,
+ * merging pairs, as often as they need.
+ */
+#define NT_WIN_STREAMS 16
+#define NT_WIN_N 512
+#define NT_WIN_MIN_NS 100000000ull
+#define NT_WIN_SPAN 64		/* an I/O's time in flight is counted in its first 64 windows at most */
+struct nt_wcell {
+	uint32_t ios, tn;	/* the target's I/Os that started in it; of those, the ones that succeeded with the
+				 * three stages */
+	uint64_t bytes;		/* ... their bytes */
+	double tsum;		/* the three stages' sum over the tn, ns */
+	uint64_t busy_ns;	/* the time its I/Os spent at the target in it (arrival to response), summed:
+				 * over the window's width, how many were in flight on average */
+};
+struct nt_timewin {
+	int nstreams, nwin;
+	struct nt_wstream {
+		uint16_t host, subsys;	/* names' indexes (NT_KEY_HOST, NT_KEY_SUBSYS) */
+		uint32_t nsid;		/* 0 unknown */
+		uint64_t cpus;		/* its queues' io CPUs (bit c: CPU c, bit 63: 63 and above) */
+		uint64_t ios;
+	} s[NT_WIN_STREAMS];
+	/* window idx[k] (ascending): [base + idx width, base + (idx + 1) width) on the target's wall clock */
+	uint64_t base_ns, width_ns;	/* base: the first I/O's start */
+	bool based;
+	uint64_t unnamed, dropped;	/* target I/Os not in a stream: their host not named; the streams full */
+	struct {		/* the last record's stream (records come in runs) */
+		const void *h;
+		uint16_t ctrl, qid;
+		uint32_t dev;
+		uint16_t stream;
+	} last;
+	int64_t idx[NT_WIN_N];
+	struct nt_wcell c[NT_WIN_N][NT_WIN_STREAMS];	/* 256 KiB */
+};
+
 struct nt_report;
 struct nt_interval_info;
 
@@ -115,6 +162,7 @@ struct nt_report {
 	struct nt_group *groups;
 	struct nt_matching m;
 	struct nt_keynames *names;	/* --group-by host, subsys, ns (owned; NULL: all "unknown") */
+	struct nt_timewin *win;		/* --diagnose's time windows (owned; NULL without --diagnose) */
 };
 
 /* the report's options from the command line: "ntbpf report", live intervals, record --interval */

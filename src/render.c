@@ -894,6 +894,14 @@ void nt_report_print_json(FILE *out, const struct nt_report *rep)
 			fputs(",\n \"diagnosis_scope\": ", out);
 			nt_put_json(out, scope);
 		}
+		{	/* several hosts: why interference did not fire, what its windows could not hold */
+			char note[1024];
+
+			if (nt_diagnose_interference_note(rep, note, sizeof(note))) {
+				fputs(",\n \"interference_note\": ", out);
+				nt_put_json(out, note);
+			}
+		}
 		fputs(",\n \"time_shares\": ", out);	/* where the time goes, whether a rule fired or not */
 		nt_diagnose_print_shares_json(out, rep);
 		fprintf(out, ",\n \"findings\": [");

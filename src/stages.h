@@ -84,7 +84,7 @@ struct nt_sum {
 	uint16_t mask, stand_in;	/* stages present; of those, from a stand-in boundary */
 	uint32_t tag;
 	uint16_t depth;			/* the record's depth (its queue's requests in flight), 0 unknown */
-	uint16_t spare_;
+	uint16_t stream;		/* the report's: its --diagnose window stream + 1 (src/groups.h), 0 none */
 };
 _Static_assert(NT_ST_NR <= 16, "stage masks are 16 bits");
 extern const int8_t nt_sum_slot[NT_ST_NR];	/* -1: network_transmission (needs both hosts) */

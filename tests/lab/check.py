@@ -288,11 +288,12 @@ def _script_rows(d):
 
 
 def _nearest_rank(vals, pct):
+    assert vals, "no values (a stage missing from every I/O?)"
     v = sorted(vals)
     return v[max(1, -(-len(v) * pct // 100)) - 1]
 
 
-def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
+def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
                       crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None, pairs=()):
     """The measurements behind known_answers (below) and bench/lab-calibration: one row per
     delayed (phase or netem pair) and op: stage, site, op, want (us), d50 and d90 (how far its
@@ -314,14 +315,15 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
     for op, sts, us in (exempt or ()):
         for st in sts:
             ex[(op, st)] = max(us, ex.get((op, st), 0.0))
-    runs = [os.path.join(d, f"fio{i}") for i in range(1, 3 + (2 if netem else 0))]
+    runs = _ka_runs(d, phases, netem)
     for r in runs:
         assert os.path.isdir(r), f"no {r}"
-    rows = [x for x in _script_rows(runs[1]) if str(x.get("device", "")).startswith(DEV_PREFIX)]
-    nph = 1 + len(phases)
+    out = []
+    nph = 1 + len(phases) if phases else 0
+    rows = [x for x in _script_rows(runs[1]) if str(x.get("device", "")).startswith(DEV_PREFIX)] if phases else []
     # `trailing` phases without a wait end the schedule, unchecked: the last I/Os of a run can be
     # slower (6.1: nvme_tcp_completion +3.6 us for the last ~10 reads, whatever the phase)
-    assert len(rows) == every * (nph + trailing), \
+    assert not phases or len(rows) == every * (nph + trailing), \
         f"{len(rows)} I/Os in the schedule run, expected {nph + trailing} phases x {every}"
     # val[p][op][stage][pct]: nearest-rank percentiles over phase p's I/Os of that op
     val = [{op: {st: {} for st in stages} for op in ops} for _ in range(nph)]
@@ -334,8 +336,7 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
                 for pct in (50, 90):
                     val[p][op][st][pct] = _nearest_rank(v, pct)
     delayed = [None] + [ph[1] for ph in phases]
-    spun = _inject_spun(runs[1])
-    out = []
+    spun = _inject_spun(runs[1]) if phases else {}
 
     def row(stage, site, op, want, moved_by, n=None, got=None):
         """moved_by(st, pct) -> us; the row for the delayed stage and the largest other move"""
@@ -373,7 +374,7 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
         # receive in nvmet_tcp_submission, change with the round trip TCP has measured)
         x, y = netem
         pv = []
-        for r in runs[2:4]:
+        for r in runs[-2:]:
             rs = [x for x in _script_rows(r) if str(x.get("device", "")).startswith(DEV_PREFIX)][netem_skip:]
             pv.append({(op, st, pct): _nearest_rank([x[st + "_ns"] / 1000 for x in rs
                                                      if x["op"] == op and x.get(st + "_ns") is not None], pct)
@@ -384,7 +385,12 @@ def known_answer_rows(d, every, phases, netem=None, ops=("read", "write"), tol=0
     return out
 
 
-def known_answers(d, every, phases, netem=None, per_run=(), **kw):
+def _ka_runs(d, phases, netem):
+    """the fio runs of a known-answer boot: a warm-up, the schedule (with phases), netem x, netem y"""
+    return [os.path.join(d, f"fio{i}") for i in range(1, 2 + (1 if phases else 0) + (2 if netem else 0))]
+
+
+def known_answers(d, every=0, phases=(), netem=None, per_run=(), **kw):
     """tests/lab/inject's known answers on one boot: fio run 1 warms the target's memory-backed
     null_blk (its first write to a block allocates the page, and fio writes the same blocks in
     every run); run 2 is a schedule of phases of `every` I/Os each, switched in the kernel as the
@@ -397,16 +403,21 @@ def known_answers(d, every, phases, netem=None, per_run=(), **kw):
     does not see), every other stage by at most 2 us, and the site spun once per I/O of its ops
     (plus the few admin and fabrics commands the target's sites also see).  netem (x_us, y_us):
     runs 3 and 4 put a netem delay of x, then y on the wire: network_transmission moves by
-    crossings x (y - x) (2 for reads, 4 for R2T writes), the others stay.  Every run gets the
+    crossings x (y - x) (2 for reads, 4 for R2T writes), the others stay.  Without phases (an
+    arm64 guest: no injector there) run 2 is netem x and run 3 netem y.  Every run gets the
     checks in per_run."""
-    bad = []
-    for r in [os.path.join(d, f"fio{i}") for i in range(1, 3 + (2 if netem else 0))]:
+    bad, said = [], []
+    for r in _ka_runs(d, phases, netem):
+        got = []
         for name, params in per_run:
             try:
-                CHECKS[name](r, **params)
+                msg = CHECKS[name](r, **params)
+                if name in ("initiator_count_equals_fio", "matched_fraction", "report_same_on_arm64"):
+                    got.append(msg)
             except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
                 bad.append(f"{os.path.basename(r)} {name}: {e}")
-    said = []
+        if got:   # each run's counts, for the log
+            said.append(f"{os.path.basename(r)}: {', '.join(got)}")
     for r in known_answer_rows(d, every, phases, netem, **kw):
         what = (f"{r['site']}: {r['op']} {r['stage']} p50 {r['d50']:+.2f} p90 {r['d90']:+.2f} for "
                 f"{r['want']:+.2f} +-{r['band']:.2f}, largest other {r['other']} {r['other_us']:+.2f}")
@@ -874,6 +885,33 @@ def _report(d, *args, files=None):
     return json.loads(r.stdout)
 
 
+def report_same_on_arm64(d):
+    """the arm64 static binary (make ARCH=arm64 static, under qemu-aarch64-static here) reports the
+    run's files byte for byte as the host's binary does: text, JSON and --diagnose, stdout, stderr
+    and exit status (tests/integration/arm64 does the same on synthetic and demo recordings)"""
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    host = os.path.abspath(os.environ.get("NTBPF_BIN", os.path.join(root, ".output", "ntbpf")))
+    arm = os.path.abspath(os.environ.get("NTBPF_ARM64_BIN", os.path.join(root, ".output", "arm64", "ntbpf-static")))
+    assert os.access(arm, os.X_OK), f"{arm} not built (make ARCH=arm64 static)"
+    import shutil
+    assert shutil.which("qemu-aarch64-static"), "qemu-aarch64-static not installed (make deps)"
+    files = [f for f in ("initiator.ntbpf", "target.ntbpf") if os.path.exists(os.path.join(d, f))]
+    assert files, "no recordings"
+    n = 0
+    for args in (["report"], ["report", "--format", "json"], ["report", "--diagnose"]):
+        a = subprocess.run([host, *args, *files], cwd=d, capture_output=True)
+        b = subprocess.run(["qemu-aarch64-static", arm, *args, *files], cwd=d, capture_output=True)
+        # the JSON names the binary's version (its commit): two builds of one tree may differ there only
+        for r in (a, b):
+            r.stdout = re.sub(rb'"ntbpf_version": "[^"]*"', b'"ntbpf_version": ""', r.stdout)
+        assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr), \
+            f"ntbpf {' '.join(args)}: x86_64 and arm64 differ (exit {a.returncode} / {b.returncode}, " \
+            f"{len(a.stdout)} / {len(b.stdout)} bytes)"
+        n += len(a.stdout)
+    return f"arm64's report, JSON and --diagnose the same ({n} bytes)"
+
+
 def rotated_parts(d, min_parts):
     """record --rotate: every file of each host's series is whole on its own, and each one holding I/O
     lists its queues (io_cpu, both TCP ends) in its own header, not only the series' last file"""
@@ -1070,12 +1108,7 @@ def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     exactly from the initiator's file (its hostnqn from sysfs), within tgt_tol from the target's
     file alone (the hostnqn read from nvmet), and with both files each host's I/Os pair with its
     own target records (ntbpf script's rows: matched >= min_matched of its fio job)."""
-    hosts = {}
-    with open(os.path.join(d, "hosts.txt")) as f:
-        for line in f:
-            if line.split():
-                dev, nqn = line.split()[:2]
-                hosts[dev] = nqn
+    hosts = _hosts(d)
     want = {}
     for j in load(d, "fio.json")["jobs"]:
         assert j["jobname"] in hosts, f"fio job {j['jobname']} is no disk of hosts.txt {hosts}"
@@ -1108,14 +1141,77 @@ def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     return "; ".join(msg)
 
 
-CHECKS = {f.__name__: f for f in (device_stage, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
+def _hosts(d):
+    """hosts.txt (--hosts2): each disk's hostnqn"""
+    hosts = {}
+    with open(os.path.join(d, "hosts.txt")) as f:
+        for line in f:
+            if line.split():
+                dev, nqn = line.split()[:2]
+                hosts[dev] = nqn
+    return hosts
+
+
+def in_run(d, run, checks):
+    """the checks on DIR/fioRUN, one fio run of a boot with several (--fio given more than once)"""
+    r = os.path.join(d, f"fio{run}")
+    said, bad = [], []
+    for name, params in checks:
+        try:
+            said.append(f"{name}: {CHECKS[name](r, **params)}")
+        except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError, OSError) as e:
+            bad.append(f"{name}: {e}")
+    assert not bad, f"fio{run}: " + "; ".join(bad)
+    return f"fio{run}: " + " | ".join(said)
+
+
+def interference_found(d, victim="nvme0n1", cause="nvme1n1", min_windows=3, rate_band=(0.5, 2.0)):
+    """report --diagnose (both files) finds interference with the host of disk `victim` as the
+    victim and the host of disk `cause` as the cause (hosts.txt names each disk's hostnqn): at
+    least min_windows busy and idle windows compared, the victim's target stages x1.5 or more in
+    the busy ones, and the cause's MB/s in its busy windows within rate_band of fio's own bandwidth
+    for the cause's job (fio's bytes over its runtime: an independent measure of the load)"""
+    hosts = _hosts(d)
+    rep = _report(d, "--diagnose")
+    got = [f for f in rep["findings"] if f["kind"] == "interference"]
+    assert got, f"no interference finding: findings {[f['kind'] for f in rep['findings']]}, " \
+                f"note {rep.get('interference_note')}"
+    f = got[0]
+    assert f["victim"] == hosts[victim], f"victim {f['victim']}, want {victim}'s {hosts[victim]}"
+    assert f["cause"] == hosts[cause], f"cause {f['cause']}, want {cause}'s {hosts[cause]}"
+    w, v, c = f["windows"], f["victim_target_us"], f["cause_load"]
+    assert w["busy"] >= min_windows and w["idle"] >= min_windows, f"windows {w}"
+    assert v["busy"] >= 1.5 * v["idle"] > 0, f"victim's target stages {v}"
+    job = [j for j in load(d, "fio.json")["jobs"] if j["jobname"] == cause][0]
+    fio_mbs = sum(job[op]["io_bytes"] for op in ("read", "write")) / max(job["job_runtime"], 1) * 1000 / 1e6
+    lo, hi = rate_band
+    assert lo * fio_mbs <= c["mb_s"] <= hi * fio_mbs, f"cause's {c['mb_s']:.1f} MB/s in its busy windows vs " \
+                                                     f"fio's {fio_mbs:.1f} MB/s"
+    return (f"victim {victim} target stages {v['busy']:.1f} vs {v['idle']:.1f} us in {w['busy']} busy / "
+            f"{w['idle']} idle windows of {w['width_ms']:.0f} ms, longer in {100 * f['separation']:.0f}% of busy-idle window pairs; cause "
+            f"{cause} {c['iops']:.0f} IOPS {c['mb_s']:.1f} MB/s (fio {fio_mbs:.1f} MB/s); on {f['shared']}")
+
+
+def interference_absent(d, says):
+    """report --diagnose finds no interference, and says why (interference_note contains `says`:
+    the reason expected, not a file that names no host)"""
+    rep = _report(d, "--diagnose")
+    got = [f for f in rep["findings"] if f["kind"] == "interference"]
+    note = rep.get("interference_note") or ""
+    assert not got, f"interference found: {got[0]['evidence']}"
+    assert says in note, f"interference_note '{note}' does not say '{says}'"
+    return f"none: {note}"
+
+
+CHECKS = {f.__name__: f for f in (device_stage, report_same_on_arm64, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,
                                   live_netem_step, live_host_stages_sum, live_issue_deferred, hooks_deferred, live_failed_groups, record_failed_status, live_metrics, hooks_state,
                                   records_as_documented, stages_as_documented, sampling_windows, queues_listed, skipped_ends, reconnected,
                                   finding, live_queues, windows_detached, rotated_parts, record_log_says,
-                                  host_groups_equal_fio, nqns_named, time_shares, live_peers_isolated)}
+                                  host_groups_equal_fio, nqns_named, time_shares, live_peers_isolated, in_run,
+                                  interference_found, interference_absent)}
 
 
 def run_checks(d, checks, out=sys.stdout):

@@ -38,11 +38,18 @@ REFUSALS = [
     (["--reset-at", "x", "--out", "/nonexistent"], "--reset-at wants seconds (e.g. 1.5)"),
     (["--reset-at", "1", "--live", "--out", "/nonexistent"], "--reset-at works with one fio under record only"),
     (["--hosts2", "--subsys2-delay", "5ms", "--out", "/nonexistent"],
-     "--hosts2 works with one fio under record or live --peer, on one subsystem"),
+     "--hosts2 works with fio under record or live --peer, on one subsystem"),
+    (["--fio", "rw=read", "--fio-host2", "rw=write", "--out", "/nonexistent"], "--fio-host2 needs --hosts2"),
     (["--target-dev", "ram", "--out", "/nonexistent"], "--target-dev must be nullb or brd"),
     (["--target-dev", "brd", "--device-delay", "1ms", "--out", "/nonexistent"],
      "--device-delay, --device-depth, --write-cache and --subsys2-delay are null_blk's"),
     (["--bad-sectors", "0", "--out", "/nonexistent"], "--bad-sectors wants a sector range A-B"),
+    (["--arch", "sparc", "--out", "/nonexistent"], "--arch must be x86_64 or arm64"),
+    (["--arch", "arm64", "--kernel", "5.10", "--out", "/nonexistent"], "--arch arm64: no arm64 5.10 kernel"),
+    (["--arch", "arm64", "--flavor", "generic", "--out", "/nonexistent"],
+     "--arch arm64 boots Debian's cloud-arm64 flavor only"),
+    (["--arch", "arm64", "--inject", "queue_rq=1us", "--out", "/nonexistent"],
+     "--arch arm64: no arm64 ntbpf-inject; --inject takes network_transmission=DELAY only"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
 ]
@@ -258,6 +265,32 @@ def detach_scenario(kind, detach_arg, what):
                        ("windows_detached", {"what": what, "min_windows": 3})]}
 
 
+# arm64 (tests/lab/run --arch arm64): Debian's cloud-arm64 kernel in qemu-system-aarch64 on the
+# instruction clock, the arm64 static ntbpf, Debian's arm64 fio and tc.  No injector is built for
+# arm64, so its known answer is netem's alone: one boot, three fio runs of the same I/Os (4k random
+# reads mixed with 128k R2T writes at QD1, fio's buffer in a huge page): a warm-up (null_blk's
+# first write to a block allocates its page), then netem KA_NETEM[0] and KA_NETEM[1] on lo.
+# network_transmission moves by crossings x (y - x) (+-3 %), the other stages stay; every run gets
+# BASIC (initiator records = fio's I/Os, matched >= 99 %, exact sums) and the arm64 binary's reports
+# of its files byte-identical to x86_64's.  ARM64_IOS I/Os a run,
+# the first ARM64_SKIP of each netem run left out (TCP settling on the new delay).
+ARM64_IOS = 600
+ARM64_SKIP = 300
+
+
+def known_answers_arm64(kernel, exempt=None, extra=()):
+    fio = ("rw=randrw bs=4k,128k iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0"
+           " iomem=mmaphuge:/dev/hugepages/fio" % ARM64_IOS)
+    args = ["--arch", "arm64", "--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
+            "--fio", fio,
+            "--fio", fio, "--inject", f"network_transmission={KA_NETEM[0]}us",
+            "--fio", fio, "--inject", f"network_transmission={KA_NETEM[1]}us"]
+    return {"name": f"one-{kernel}-arm64-icount-netem-known-answer", "args": args,
+            "checks": [("known_answers", {"netem": KA_NETEM, "netem_skip": ARM64_SKIP,
+                                          "per_run": BASIC + [("report_same_on_arm64", {})],
+                                          "tol": 0.03, **({"exempt": exempt} if exempt else {})})]}
+
+
 SCENARIOS = [
     # known answers for every stage (tests/lab/inject): 6.12's cloud flavor, and every kernel on
     # Debian's generic flavor with header and data digests on (6.1's cloud flavor and 7.2: EXTRA)
@@ -268,6 +301,8 @@ SCENARIOS = [
     known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST + KA_6_1_LATE),
     known_answers_initiator_only("5.10", KA_5_10_STAGES),
+    # arm64 (issue 31): 6.12 in make test, 7.2 in EXTRA
+    known_answers_arm64("6.12"),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
     {"name": "one-6.12-randread-qd1",
      "args": ["--topology", "one", "--kernel", "6.12", "--fio", QD1],
@@ -432,13 +467,34 @@ SCENARIOS = [
                                           "low_us": 4500, "high_us": 6500}),
                         ("device_stage", {"device": "nvme0n1", "stage": "target_subsystem", "pct": 90,
                                           "high_us": 2500})]},
-    # one target, two hosts (issue 33): the initiator guest connects twice under two host NQNs
-    # onto one namespace, 4k reads at QD1 from one and 128k writes at QD4 from the other; both
-    # controllers' queues have the same qids and command ids.  report --group-by host counts each
-    # host's own fio job from either file, and each host's I/Os pair with its own target records.
-    {"name": "one-6.12-two-hosts",
-     "args": ["--topology", "one", "--kernel", "6.12", "--hosts2", "--fio", QD1],
-     "checks": BASIC + [("host_groups_equal_fio", {})]},
+    # one target, two hosts (issue 33): the initiator guest connects twice under two host NQNs onto
+    # one namespace (tests/lab/README.md, "Several initiators": why one guest and not three); both
+    # controllers' queues have the same qids and command ids.  The namespace's device takes one
+    # request at a time and completes it 5 ms later (null_blk hw_queue_depth=1, completion_nsec):
+    # B's writes keep it busy and A's reads wait their turn, interference through the device.
+    # Through the guest's shared vCPUs alone (no delay) it did not repeat: three runs gave A's
+    # target stages x3.8, x1.3 and x1.1 in B's busy windows (the last with A's own rate x3.3: B
+    # keeping the vCPUs out of idle made A's wake-ups faster; B's rate at host load ~10 came and
+    # went, 4 to 75 MB/s from one 100 ms to the next).  One boot, two fio runs, each with both
+    # files in one report.  Run 1: host A (nvme0n1) reads 4k at QD1 for 11 s, host B (nvme1n1)
+    # writes 128k at QD32 from 3 s to 8 s (its region 256 MB: null_blk allocates what is written):
+    # --diagnose must name A the victim of B (interference, docs/diagnose.md).  Run 2, the control:
+    # the same two loads one at a time (A 0-4 s, B 5-8 s): no interference.  On both: per host, the
+    # report's group counts equal that host's fio job (initiator's file exactly, target's within
+    # 1 %), and each host's I/Os pair with its own target records (>= 99 %).  Separate devices
+    # would be no control in one guest: the two hosts' target work shares its two vCPUs whatever
+    # the device, and the rule counts a shared io CPU as interference too.
+    {"name": "one-6.12-two-hosts-interference",
+     "args": ["--topology", "one", "--kernel", "6.12", "--hosts2", "--device-delay", "5ms", "--device-depth", "1",
+              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=11",
+              "--fio-host2", "rw=randwrite bs=128k iodepth=32 size=256m startdelay=3 runtime=5",
+              "--fio", "rw=randread bs=4k iodepth=1 numjobs=1 runtime=4",
+              "--fio-host2", "rw=randwrite bs=128k iodepth=32 size=256m startdelay=5 runtime=3"],
+     "checks": [("in_run", {"run": 1, "checks": BASIC + [("host_groups_equal_fio", {}),
+                                                          ("interference_found", {})]}),
+                ("in_run", {"run": 2, "checks": BASIC + [("host_groups_equal_fio", {}),
+                                                          ("interference_absent",
+                                                           {"says": "did not both vary in time"})]})]},
     # sampling by a hash of each I/O: both hosts keep the same ~1/10 of the I/Os without talking
     {"name": "one-6.12-randread-sample10",
      "args": ["--topology", "one", "--kernel", "6.12", "--sample", "10", "--record-args", "--sample-by io",
@@ -640,4 +696,14 @@ EXTRA = [
                              ops=("write",), others_us=15) + findings(present=("network",))},
     known_answers("6.1", exempt=KA_EXEMPT_6_1),
     known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
+    known_answers_arm64("7.2"),
+    # 6.1 arm64 refuses to attach fentry/fexit (ENOTSUPP, 524: its config lacks
+    # CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) and ntbpf does not yet fall back to kprobes when an
+    # attach fails: --kprobe
+    known_answers_arm64("6.1", extra=("--record-args", "--kprobe")),
+    # two arm64 guests on the host clock (virtio-net-pci on -M virt, the UDP wire): 40 s, 382/382
+    # matched on 2026-11-29
+    {"name": "two-6.12-arm64-randread-qd1",
+     "args": ["--arch", "arm64", "--topology", "two", "--kernel", "6.12", "--fio", QD1],
+     "checks": BASIC + [("report_same_on_arm64", {})]},
 ]

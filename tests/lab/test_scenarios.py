@@ -20,7 +20,10 @@ class Scenarios(unittest.TestCase):
 
     def test_checks_exist_with_their_parameters(self):
         for s in self.all():
-            for name, params in s["checks"]:
+            checks = list(s["checks"])
+            # in_run's checks (one fio run of several) are checks too
+            checks += [c for name, params in s["checks"] if name == "in_run" for c in params.get("checks", ())]
+            for name, params in checks:
                 with self.subTest(scenario=s["name"], check=name):
                     self.assertIn(name, check.CHECKS, f"{s['name']}: no check {name} in check.py's CHECKS")
                     sig = inspect.signature(check.CHECKS[name])

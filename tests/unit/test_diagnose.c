@@ -505,6 +505,332 @@ static void test_where_time_goes(void **state)
 	assert_false(has(last_text, "closest rule"));
 }
 
+/* ---- interference: two hosts on one target (issue 33) ---- */
+
+#define NQN_A "nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001"
+#define NQN_B "nqn.2014-08.org.nvmexpress:uuid:bbbbbbbb-0000-0000-0000-000000000002"
+#define SUBSYS "nqn.2024-01.io.ntbpf:lab"
+#define N2 20000
+
+/*
+ * Host A reads 4k at QD1, one I/O every a_every_us; host B writes 128k,
+ * one every 500 us while it is on: from b_from_ms, on_ms on then off_ms off,
+ * over and over.  Both controllers' queue 1 (the same qid and command ids).
+ * A's target_subsystem takes extra_us more while B is on (the interference).
+ */
+struct two {
+	int span_ms;
+	int a_every_us;
+	int on_ms, off_ms;	/* B's pattern; on_ms 0: B never runs */
+	int b_from_ms;		/* B's first I/O */
+	int a_until_ms;		/* > 0: A stops then (one at a time, with b_from_ms after it) */
+	uint32_t extra_us;	/* A's target_subsystem longer while B is on */
+	int extra_period_ms;	/* > 0: the extra follows its own on/off pattern instead (not B's) */
+	bool b_apart;		/* B's namespace 2 (another device) and io CPU 1 (A's: namespace 1, CPU 0) */
+	bool a_twice;		/* A issues twice as often while B is on (A's own load grows with B's) */
+	bool target_only;	/* the target's file alone */
+	bool init_only;		/* the initiator's file alone */
+	int stray_s;		/* > 0: one more I/O of A this many seconds after the rest */
+	int b_every_us;		/* B's I/O every this many us while on (0: 500) */
+};
+
+static void two_header(struct nt_header *h, int role, const struct two *t)
+{
+	nt_header_init(h, role);
+	snprintf(h->hostname, sizeof(h->hostname), role == NTBPF_ROLE_TARGET ? "bench-target" : "bench-initiator");
+	snprintf(h->boot_id, sizeof(h->boot_id), role == NTBPF_ROLE_TARGET ? "t" : "i");
+	h->mono_ns = 1000000000ull;
+	h->real_ns = 1700000000000000000ull;
+	h->sample = 1;
+	for (int k = 0; k < 2; k++) {
+		struct nt_ctrl_info *c = nt_header_add_ctrl(h);
+		struct nt_queue_info *q;
+
+		assert_non_null(c);
+		c->instance = role == NTBPF_ROLE_TARGET ? -1 : k;
+		c->cntlid = k + 1;
+		snprintf(c->transport, sizeof(c->transport), "tcp");
+		snprintf(c->subsysnqn, sizeof(c->subsysnqn), SUBSYS);
+		snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", k ? NQN_B : NQN_A);
+		q = nt_ctrl_add_queue(c);
+		assert_non_null(q);
+		q->qid = 1;
+		q->io_cpu = k && t->b_apart ? 1 : 0;
+	}
+}
+
+static bool b_on(const struct two *t, uint64_t us)
+{
+	uint64_t ms = us / 1000;
+
+	return t->on_ms && ms >= (uint64_t)t->b_from_ms && (ms - t->b_from_ms) % (t->on_ms + t->off_ms) < (uint64_t)t->on_ms;
+}
+
+/* one I/O of host b (0: A, 1: B) at us into ri/rt, its target stages from the shape */
+static void two_io(struct ntbpf_rec *i, struct ntbpf_rec *g, int b, uint64_t us, uint16_t cid, uint32_t tsub,
+		   const struct two *t)
+{
+	const int64_t off = 7777777;
+	uint64_t t0 = 2000000000ull + us * 1000, sent = t0 + 3000, arr = sent + 10000, pick = arr + 5000,
+		 exec = pick + 5000, done = exec + tsub, rs = done + 5000, back = rs + 10000, nd = back + 7000;
+
+	memset(i, 0, sizeof(*i));
+	memset(g, 0, sizeof(*g));
+	i->role = NTBPF_ROLE_INITIATOR;
+	g->role = NTBPF_ROLE_TARGET;
+	i->flags = g->flags = NTBPF_F_NVME;
+	i->op = g->op = b ? NTBPF_OP_WRITE : NTBPF_OP_READ;
+	i->opcode = g->opcode = b ? 1 : 2;
+	i->bytes = g->bytes = b ? 131072 : 4096;
+	i->dev = 259u << 20 | b;
+	g->dev = b && t->b_apart ? 2 : 1;	/* the target's: its nsid */
+	i->ctrl = b;				/* nvme0, nvme1 */
+	g->ctrl = b + 1;			/* cntlid 1, 2 */
+	i->qid = g->qid = 1;
+	i->port = g->port = 40000 + b;
+	i->cid = g->cid = cid;
+	i->t0 = t0;
+	synth_set(i, EV_I_BLK_START, t0);
+	synth_set(i, EV_I_BLK_ISSUE, t0 + 1100);
+	synth_set(i, EV_I_QUEUE_RQ, t0 + 1000);
+	synth_set(i, EV_I_CMD_SENT, sent);
+	synth_set(i, EV_I_RESP_ARRIVE, back);
+	synth_set(i, EV_I_RESP_PROC, back + 5000);
+	synth_set(i, EV_I_NVME_DONE, nd);
+	synth_set(i, EV_I_BLK_DONE, nd + 1000);
+	g->t0 = arr + off;
+	synth_set(g, EV_T_CMD_ARRIVE, arr + off);
+	synth_set(g, EV_T_CMD_PICKUP, pick + off);
+	synth_set(g, EV_T_REQ_INIT, pick + off + 100);
+	synth_set(g, EV_T_EXEC, exec + off);
+	synth_set(g, EV_T_SUBSYS_DONE, done + off);
+	synth_set(g, EV_T_RESP_QUEUED, done + off + 100);
+	synth_set(g, EV_T_RESP_SENT, rs + off);
+}
+
+/* the findings of a two-host recording of shape t; its text (last_text) and JSON (*json, malloc'd, if json) */
+static int two_hosts(const struct two *t, struct nt_finding *f, char **json)
+{
+	static struct ntbpf_rec ri[N2], rt[N2];
+	struct nt_report_opts o = { .version = "test", .npcts = 1, .pcts = { 50 }, .format = NT_FMT_TEXT,
+				    .group_by = NT_GB_OP | NT_GB_QUEUE, .diagnose = true };
+	struct nt_input in[2];
+	struct nt_report rep;
+	uint64_t a_next = 0, b_next = t->on_ms ? (uint64_t)t->b_from_ms * 1000 : UINT64_MAX;
+	uint16_t cid[2] = { 0, 0 };
+	size_t n = 0;
+	int nf;
+
+	memset(in, 0, sizeof(in));
+	two_header(&in[0].hdr, NTBPF_ROLE_INITIATOR, t);
+	two_header(&in[1].hdr, NTBPF_ROLE_TARGET, t);
+	/* the two hosts' I/Os in the order they start */
+	while (n < N2) {
+		bool a_turn = a_next <= b_next;
+		uint64_t us = a_turn ? a_next : b_next;
+		bool on = b_on(t, us), extra;
+
+		if (us >= (uint64_t)t->span_ms * 1000)
+			break;
+		extra = t->extra_period_ms ? (us / 1000 / t->extra_period_ms) % 2 == 1 : on;
+		if (a_turn) {
+			if (!t->a_until_ms || us < (uint64_t)t->a_until_ms * 1000)
+				two_io(&ri[n], &rt[n], 0, us, cid[0]++ & 0xfff, 20000 + (extra ? t->extra_us * 1000 : 0), t),
+					n++;
+			a_next += t->a_twice && on ? t->a_every_us / 2 : t->a_every_us;
+		} else {
+			if (on)
+				two_io(&ri[n], &rt[n], 1, us, cid[1]++ & 0xfff, 100000, t), n++;
+			b_next += t->b_every_us ? t->b_every_us : 500;
+		}
+	}
+	if (t->stray_s && n < N2) {
+		two_io(&ri[n], &rt[n], 0, (uint64_t)(t->span_ms + 1000 * t->stray_s) * 1000, cid[0]++ & 0xfff, 20000, t);
+		n++;
+	}
+	in[0].path = "init.ntbpf";
+	in[1].path = "tgt.ntbpf";
+	in[0].recs = ri;
+	in[1].recs = rt;
+	in[0].n = in[1].n = n;
+	assert_int_equal(nt_report_build(&rep, t->target_only ? &in[1] : in, t->target_only || t->init_only ? 1 : 2, &o),
+			 0);
+	if (!t->target_only && !t->init_only)
+		assert_int_equal(rep.matched, n);	/* the same qids and cids, told apart by connection */
+	nf = nt_diagnose(&rep, f, NT_MAX_FINDINGS, NULL);
+	free(last_text);
+	last_text = printed(&rep);
+	if (json) {
+		o.format = NT_FMT_JSON;
+		*json = printed(&rep);
+	}
+	if (getenv("NTBPF_TEST_VERBOSE"))
+		printf("%s", last_text);
+	nt_report_free(&rep);
+	nt_header_free(&in[0].hdr);
+	nt_header_free(&in[1].hdr);
+	return nf;
+}
+
+/* B on 200 ms, off 200 ms over 2 s; A every ms, its target_subsystem 60 us longer while B is on */
+static const struct two two_base = { .span_ms = 2000, .a_every_us = 1000, .on_ms = 200, .off_ms = 200,
+				     .b_from_ms = 100, .extra_us = 60 };
+
+static void test_interference(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	const struct nt_finding *x;
+	struct two t = two_base;
+	char *json;
+	int n = two_hosts(&t, f, &json);
+
+	x = find(f, n, "interference");
+	assert_non_null(x);
+	assert_true(x->has_interference);
+	assert_string_equal(x->in.victim, NQN_A);
+	assert_string_equal(x->in.cause, NQN_B);
+	/* 2 s in windows of 100 ms: B busy in half */
+	assert_true(x->in.width_ms == 100);
+	assert_true(x->in.loaded == 10 && x->in.idle >= 9);
+	/* A's target stages: 30 us idle, 90 us while B writes */
+	assert_true(x->in.victim_idle_us > 29.9 && x->in.victim_idle_us < 30.1);
+	assert_true(x->in.victim_loaded_us > 89.9 && x->in.victim_loaded_us < 90.1);
+	/* B's load in its busy windows: 2000 IOPS of 128 KiB */
+	assert_true(x->in.cause_iops > 1900 && x->in.cause_iops <= 2000);
+	assert_true(x->in.cause_mbps > 249 && x->in.cause_mbps < 263);
+	assert_true(x->in.sep > 0.99);	/* every busy window longer than every idle one */
+	assert_true(has(x->in.shared, "namespace 1 of " SUBSYS " and the io CPU 0"));
+	assert_true(has(x->evidence, "host " NQN_A "'s target stages take 90.0 us"));
+	assert_true(has(x->evidence, "where host " NQN_B " was busy, 30.0 us in the"));
+	assert_true(has(x->advice, "another device"));
+	/*
+	 * each host's queues on their own: one queue each (both on CPU 0) is no
+	 * queue_imbalance (with the two hosts' queues taken together: "all 2
+	 * queues' io_work runs on CPU 0")
+	 */
+	assert_null(find(f, n, "queue_imbalance"));
+	/* B is nobody's victim: A never idles */
+	for (int i = 0; i < n; i++)
+		assert_false(!strcmp(f[i].kind, "interference") && !strcmp(f[i].in.victim, NQN_B));
+	/* text and JSON */
+	assert_true(has(last_text, "\n  interference (nvmet_tcp_submission+target_subsystem+nvmet_tcp_completion)\n"
+			"    evidence: host " NQN_A "'s target stages take 90.0 us"));
+	assert_false(has(last_text, "\n  interference: "));	/* no note when it fired */
+	assert_true(has(json, "{\"kind\": \"interference\", \"stage\": \"nvmet_tcp_submission+target_subsystem+"
+			"nvmet_tcp_completion\", \"evidence\": "));
+	assert_true(has(json, "\"victim\": \"" NQN_A "\", \"cause\": \"" NQN_B "\", \"shared\": \"namespace 1 of "));
+	assert_true(has(json, "\"windows\": {\"width_ms\": 100.000, \"busy\": "));
+	assert_true(has(json, "\"victim_target_us\": {\"busy\": 90.000, \"idle\": 30.000}"));
+	assert_false(has(json, "\"interference_note\""));
+	free(json);
+	/* the target's file alone holds all it needs */
+	t.target_only = true;
+	n = two_hosts(&t, f, NULL);
+	x = find(f, n, "interference");
+	assert_non_null(x);
+	assert_string_equal(x->in.victim, NQN_A);
+	/* a smaller effect, still x1.5: fires; below x1.5: not, and the note says by how much */
+	t = two_base;
+	t.extra_us = 16;
+	n = two_hosts(&t, f, NULL);
+	assert_non_null(find(f, n, "interference"));
+	t.extra_us = 14;
+	n = two_hosts(&t, f, &json);
+	assert_null(find(f, n, "interference"));
+	assert_true(has(last_text, "\n  interference: host " NQN_A "'s target stages x1.47 (44.0 vs 30.0 us) in the "
+			"windows where host " NQN_B " was busy (it fires at x1.5 and +5 us)"));
+	assert_true(has(json, "\"interference_note\": \"host " NQN_A "'s target stages x1.47"));
+	free(json);
+}
+
+static void test_interference_controls(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	struct two t = two_base;
+	int n;
+
+	/* no interference: B's load comes and goes, A's target stages stay */
+	t.extra_us = 0;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	assert_true(has(last_text, "\n  interference: host " NQN_A "'s target stages x1.00"));
+	/* one at a time: A reads for 1 s, B writes after it: never busy in A's windows */
+	t = two_base;
+	t.a_until_ms = 1000;
+	t.b_from_ms = 1000;
+	t.off_ms = 0;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	assert_true(has(last_text, "\n  interference: host " NQN_A " had 0 windows of 100 ms while host " NQN_B
+			" was busy and "));
+	assert_true(has(last_text, "the two hosts' loads did not both vary in time"));
+	/* A's stages grow on a pattern of their own (every other 300 ms), not B's */
+	t = two_base;
+	t.extra_period_ms = 300;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	/* apart: B on another namespace and io CPU; A slower while B writes, but they share nothing ntbpf sees */
+	t = two_base;
+	t.b_apart = true;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	assert_true(has(last_text, "\n  interference: no two of the 2 hosts share a namespace or an io CPU"));
+	/* A's own load doubles while B is on: its own, not B's */
+	t = two_base;
+	t.a_twice = true;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	assert_true(has(last_text, "its own rate x2.00 (at most x1.50)"));
+}
+
+static void test_interference_edges(void **state)
+{
+	struct nt_finding f[NT_MAX_FINDINGS];
+	struct two t = two_base;
+	int n;
+
+	/* one host only: no finding, nothing to say */
+	t.on_ms = 0;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	assert_false(has(last_text, "interference"));
+	/* no target records: nothing in the windows (the scope line says the target is not seen) */
+	t = two_base;
+	t.init_only = true;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	assert_false(has(last_text, "interference"));
+	assert_true(has(last_text, "seen from the initiator only"));
+	/* too few windows: 500 ms (5 windows of 100 ms), B on for the middle 200 (half of 2 windows: busy) */
+	t = two_base;
+	t.span_ms = 500;
+	t.b_from_ms = 150;
+	t.on_ms = 200;
+	t.off_ms = 10000;
+	t.a_every_us = 2000;
+	n = two_hosts(&t, f, NULL);
+	assert_null(find(f, n, "interference"));
+	assert_true(has(last_text, "\n  interference: host " NQN_A " had 3 windows of 100 ms while host " NQN_B
+			" was busy and 2 while it was idle"));
+	/* a stray I/O a minute after the rest (the lab's target records the partition scan at connect,
+	 * ~40 s before fio) takes one window: the others stay 100 ms */
+	t = two_base;
+	t.stray_s = 60;
+	n = two_hosts(&t, f, NULL);
+	assert_non_null(find(f, n, "interference"));
+	assert_true(find(f, n, "interference")->in.width_ms == 100);
+	/* a longer run: windows widened to hold it (512 at most: 60 s in 200 ms), the same finding */
+	t = two_base;
+	t.span_ms = 60000;
+	t.a_every_us = 10000;
+	t.b_every_us = 20000;
+	t.on_ms = 5000;
+	t.off_ms = 5000;
+	n = two_hosts(&t, f, NULL);
+	assert_non_null(find(f, n, "interference"));
+	assert_true(find(f, n, "interference")->in.width_ms == 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +844,9 @@ int main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_one_host),
 		cmocka_unit_test(test_where_time_goes),
+		cmocka_unit_test(test_interference),
+		cmocka_unit_test(test_interference_controls),
+		cmocka_unit_test(test_interference_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
