@@ -2,8 +2,8 @@
 /*
  * stages.c - from a record's events to stage durations: the names and summaries of the stage table
  * (include/ntbpf_stages.h), one host's stages (the fast path for the common event sets and the
- * general one), and the ten ntprof stages of a matched pair (nt_stages_compute), which sum to
- * end_to_end exactly.  docs/stages.md defines every stage by its two events.
+ * general one: nt_sum_of), and the stages of a matched pair from its two hosts' (nt_sum_combine),
+ * whose ten ntprof stages sum to end_to_end exactly.  docs/stages.md defines every stage by its two events.
  */
 #include <string.h>
 #include "stages.h"
