@@ -15,6 +15,11 @@
  * nvmet:nvmet_req_init, emitted when the response has been handed to the
  * socket.  Socket arrival times are kept per queue (the first data_ready not
  * yet consumed) and given to the requests that queue's receive pass handles.
+ *
+ * This file: the settings, the maps, the records' life (slots, emit, the
+ * per-CPU rings, the in-kernel histograms), the queues' state, the attach
+ * variants' macros, and the kernel_sendpage stand-in both roles use.  The
+ * hooks of each role are in initiator.bpf.h and target.bpf.h, included here.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,34 +36,20 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* set by user space before load */
-const volatile bool filter_dev = false;		/* only devices in the devs map */
-const volatile __u32 sample = 1;		/* record about 1 in sample I/Os */
-const volatile bool blk_tp_has_q = false;	/* block_rq_* tracepoints take (q, rq) (before v5.11) */
-const volatile bool tgt_emit_at_complete = false; /* no resp_sent hook: emit at nvmet_req_complete */
-/* test knob NTBPF_TEST_REFUSE_RC: the tp_btf_rc_ programs read past the stack, which the verifier refuses */
-const volatile bool test_refuse_rc = false;
-const volatile __u8 rec_role = NTBPF_ROLE_INITIATOR;	/* which kind of queue sk_user_data points to */
-const volatile bool kernel_agg = false;	/* histograms in the kernel instead of per-I/O records */
-const volatile bool kh_by_queue = false;	/* kernel_agg: a group per NVMe queue too, with its depths */
-/* the -d filters (dev_t, kernel encoding): a scan of ndevs constants is cheaper than a hash lookup */
-const volatile __u32 ndevs = 0;
-const volatile __u32 dev_list[NTBPF_MAX_DEVS] = {};
 /*
- * A test knob (NTBPF_TEST_SKIP_END): every Nth run of the program that ends
- * a record (counting the runs that find one) returns at once, as when the
- * kernel skips a program's run and counts no miss (seen on 6.18, and once
- * on 6.1 in the lab).  0, always outside the tests: the verifier drops the
- * check.
+ * Set by user space before load, all at once (struct ntbpf_cfg, include/ntbpf.h; the loader:
+ * src/probes.c).  The test knobs are cfg.test: 0 outside the tests, and the verifier drops
+ * their code unread.
  */
-const volatile __u32 test_skip_end = 0;
-/* NTBPF_TEST_COST=noemit (src/probes.c): records are built and ended, never put on the ring buffer */
-const volatile bool test_no_emit = false;
+const volatile struct ntbpf_cfg cfg = {
+	.sample = 1,
+	.rec_role = NTBPF_ROLE_INITIATOR,
+};
 static __u64 test_skip_n;
 
 static __always_inline bool test_skipped(void)
 {
-	return test_skip_end && ++test_skip_n % test_skip_end == 0;
+	return cfg.test.skip_end && ++test_skip_n % cfg.test.skip_end == 0;
 }
 
 
@@ -239,13 +230,11 @@ struct {
 } stats SEC(".maps");
 
 /*
- * record's per-CPU rings (struct nt_pcr_ctl): pcr_n records per CPU (a
- * power of two), CPU c's at c * pcr_n in pcr_recs.  User space sizes both
- * maps to the CPUs before load; pcr_n 0: no per-CPU rings (live, the
+ * record's per-CPU rings (struct nt_pcr_ctl): cfg.pcr_n records per CPU (a
+ * power of two), CPU c's at c * cfg.pcr_n in pcr_recs.  User space sizes both
+ * maps to the CPUs before load; cfg.pcr_n 0: no per-CPU rings (live, the
  * stream, architectures other than x86), and the verifier skips their code.
  */
-const volatile __u32 pcr_n = 0;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -346,10 +335,10 @@ static __always_inline void ev_set(struct ntbpf_rec *r, __u32 ev, __u64 ts)
  */
 static __always_inline bool sampled_out(__u64 key)
 {
-	if (sample <= 1)
+	if (cfg.sample <= 1)
 		return false;
 	key *= 0x9E3779B97F4A7C15ull;
-	return (key >> 32) % sample != 0;
+	return (key >> 32) % cfg.sample != 0;
 }
 
 static __always_inline __u64 nvme_sample_key(__u64 slba, __u16 qid, __u16 cid)
@@ -377,11 +366,11 @@ static __always_inline __u64 cmd_slba(bool btf, struct nvme_command *cmd)
 
 static __always_inline bool dev_wanted(__u32 dev)
 {
-	if (!filter_dev)
+	if (!cfg.filter_dev)
 		return true;
 #pragma clang loop unroll(disable)
-	for (__u32 i = 0; i < NTBPF_MAX_DEVS && i < ndevs; i++)
-		if (dev_list[i] == dev)
+	for (__u32 i = 0; i < NTBPF_MAX_DEVS && i < cfg.ndevs; i++)
+		if (cfg.dev_list[i] == dev)
 			return true;
 	return false;
 }
@@ -429,7 +418,7 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 	k.op = r->op;
 	k.role = r->role;
 	k.status = r->status;
-	if (kh_by_queue && (r->flags & NTBPF_F_NVME)) {
+	if (cfg.kh_by_queue && (r->flags & NTBPF_F_NVME)) {
 		k.ctrl = r->ctrl;
 		k.qid = r->qid;
 	}
@@ -447,7 +436,7 @@ static __always_inline void kh_record(const struct ntbpf_rec *r, int role)
 		}
 	}
 	h->ios++;
-	if (kh_by_queue && r->depth) {
+	if (cfg.kh_by_queue && r->depth) {
 		h->dep_n++;
 		h->dep_sum += r->depth;
 		h->dep_b[NT_BOUND(nt_kh_bucket(r->depth), NT_KH_DEP_NB)]++;
@@ -486,7 +475,7 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 	__u32 cpu, idx;
 	__u64 h;
 
-	if (!pcr_n)
+	if (!cfg.pcr_n)
 		return false;
 	cpu = bpf_get_smp_processor_id();
 	c = bpf_map_lookup_elem(&pcr_ctl, &cpu);
@@ -498,8 +487,8 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 		return false;
 	}
 	h = c->head;
-	if (h - *(volatile __u64 *)&c->tail < pcr_n) {
-		idx = cpu * pcr_n + ((__u32)h & (pcr_n - 1));
+	if (h - *(volatile __u64 *)&c->tail < cfg.pcr_n) {
+		idx = cpu * cfg.pcr_n + ((__u32)h & (cfg.pcr_n - 1));
 		out = bpf_map_lookup_elem(&pcr_recs, &idx);
 		if (out) {
 			*out = *r;
@@ -513,7 +502,7 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 	 * The reader takes the rings every 100 ms; a ring half full wakes it
 	 * at once, by an 8-byte mark on the shared ring buffer (no record).
 	 */
-	if (done && h + 1 - *(volatile __u64 *)&c->tail == (pcr_n + 1) / 2) {
+	if (done && h + 1 - *(volatile __u64 *)&c->tail == (cfg.pcr_n + 1) / 2) {
 		__u64 mark = 0;
 
 		bpf_ringbuf_output(&events, &mark, sizeof(mark), BPF_RB_FORCE_WAKEUP);
@@ -527,12 +516,12 @@ static __always_inline bool pcr_put(const struct ntbpf_rec *r)
 /* role: NTBPF_ROLE_INITIATOR or _TARGET, a constant at each call; s: rec_find's slot */
 static __always_inline void emit(struct ntbpf_rec *r, struct nt_slot *s, __u64 key, int role)
 {
-	if (test_no_emit) {
+	if (cfg.test.no_emit) {
 		stat_inc(ST_EMITTED);
 		rec_drop(s, key);
 		return;
 	}
-	if (kernel_agg) {
+	if (cfg.kernel_agg) {
 		kh_record(r, role);
 		stat_inc(ST_EMITTED);
 		rec_drop(s, key);
@@ -933,7 +922,7 @@ int BPF_PROG(name, T0 a0, T1 a1)						\
 										\
 	if (p == 1 || (p == 2 && !(run_armed)))					\
 		return 0;							\
-	if ((how) == 2 && test_refuse_rc)					\
+	if ((how) == 2 && cfg.test.refuse_rc)					\
 		asm volatile("r0 = *(u64 *)(r10 + 8)" ::: "r0");		\
 	return NONNULL(a0) && NONNULL(a1) ? handler(how, a0, a1) : 0;		\
 }
@@ -1022,988 +1011,12 @@ int BPF_KRETPROBE(kretprobe_##fn, int ret)					\
 	return handler(false, (T0)a.a[0], r, s, k, a.ts, ret);			\
 }
 
-/* ------------------------------------------------------------------ */
-/* initiator: block layer                                              */
-
-static __always_inline void rec_from_rq(bool btf, struct ntbpf_rec *r, struct request *rq, __u32 dev, __u64 now)
-{
-	__u64 start = RD(btf, rq, start_time_ns);
-
-	r->dev = dev;
-	r->sector = RD(btf, rq, __sector);
-	r->bytes = RD(btf, rq, __data_len);
-	r->op = rq_ntbpf_op(btf, rq);
-	r->opcode = 0xff;
-	r->role = NTBPF_ROLE_INITIATOR;
-	/* start_time_ns is stamped at allocation when iostat or a scheduler needs it */
-	if (start && start <= now) {
-		r->t0 = start;
-		r->ev_mask = 1u << EV_I_BLK_START;
-	} else {
-		r->t0 = now;
-	}
-}
-
-static __always_inline int on_rq_issue(bool btf, struct request *rq)
-{
-	__u64 now, key = (__u64)rq;
-	struct ntbpf_rec *r = rec_get(key);
-	__u32 zero = 0, dev;
-	__u64 *skip;
-
-	/* nvme: created by nvme_setup_cmd a moment ago, on this CPU */
-	if (r && (r->flags & NTBPF_F_NVME) && !(r->ev_mask & (1u << EV_I_BLK_ISSUE))) {
-		ev_set(r, EV_I_BLK_ISSUE, bpf_ktime_get_ns());
-		return 0;
-	}
-	skip = bpf_map_lookup_elem(&skip_rq, &zero);
-	if (skip && *skip == key) {
-		*skip = 0;
-		return 0;
-	}
-	dev = rq_devt(btf, rq);
-	if (!dev_wanted(dev))
-		return 0;
-	now = bpf_ktime_get_ns();
-	if (outside_window(now))
-		return 0;
-	if (sampled_out(RD(btf, rq, __sector))) {
-		stat_inc(ST_FILTERED);
-		return 0;
-	}
-	{
-		struct ntbpf_rec tmp, *nr;
-		struct nt_slot *s;
-		__u16 gone;
-
-		nr = rec_claim(key, now, &s, &tmp, &gone);
-		rec_from_rq(btf, nr, rq, dev, now);
-		ev_set(nr, EV_I_BLK_ISSUE, now);
-		gone |= rec_publish(key, s, nr);
-		/* an NVMe record lost here: nvme_setup_cmd's program did not run for this I/O */
-		if (gone)
-			depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
-	}
-	return 0;
-}
-
-/* struct nvme_request opens every NVMe driver's blk-mq pdu, right behind struct request */
-static __always_inline struct nvme_request *nvme_req_of_rq(struct request *rq)
-{
-	return (void *)rq + bpf_core_type_size(struct request);
-}
-
-static __always_inline int on_rq_complete(bool btf, struct request *rq, int error, unsigned int nr_bytes)
-{
-	__u64 key = (__u64)rq;
-	struct nt_slot *slot;
-	struct ntbpf_rec *r = rec_find(key, &slot);
-
-	if (!r) {
-		/*
-		 * A flush sequence completes the caller's empty request (a
-		 * FLUSH, or a WRITE with PREFLUSH from fsync) without issuing
-		 * it: blk-mq issues its own flush request, which is recorded.
-		 * An untracked completion without data is that, not an I/O
-		 * missed at the start.  Sampling (by a hash, or in windows:
-		 * win_p) leaves requests out on purpose.
-		 */
-		if (sample <= 1 && !win_p && nr_bytes) {
-			__u32 dev = rq_devt(btf, rq);
-
-			/* a path device's head (probe reads) only for nvme disks: major 259, BLOCK_EXT_MAJOR */
-			if (dev_wanted(dev) || ((dev >> 20) == 259 && dev_wanted(nvme_head_devt(btf, rq))))
-				stat_inc(ST_NO_START);
-		}
-		return 0;
-	}
-	/* counted on the runs that find a record: in one guest, the target's disk completes I/Os too */
-	if (test_skipped())
-		return 0;
-	/* a partial completion (nr_bytes < what is left) is followed by another */
-	if (nr_bytes < RD(btf, rq, __data_len)) {
-		r->flags |= NTBPF_F_PARTIAL;
-		return 0;
-	}
-	/*
-	 * An earlier I/O's record on this request: the kernel ran neither that
-	 * I/O's completion program nor this one's issue program (a 6.18 kernel
-	 * was seen to skip a tracepoint's program now and then, counting no
-	 * miss).  Emitted, it would time the two I/Os as one: it is lost, and
-	 * this completion had no start.  The sector is the I/O's own until a
-	 * partial completion moves it, and a zone append's (an "other" op) is
-	 * set by its completion.
-	 */
-	if (!(r->flags & NTBPF_F_PARTIAL) && r->op != NTBPF_OP_OTHER && r->sector != RD(btf, rq, __sector)) {
-		stat_inc(ST_NO_COMPLETE);
-		stat_inc(ST_NO_START);
-		if (r->depth)
-			depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
-		rec_drop(slot, key);
-		return 0;
-	}
-	ev_set(r, EV_I_BLK_DONE, bpf_ktime_get_ns());
-	/*
-	 * An NVMe I/O's status (nvme_complete_rq's, since 5.11): an I/O that
-	 * failed has an error here (nvme_error_status(status)), one that did
-	 * not had status 0 (its success code), so only a failed I/O needs the
-	 * probe read.  A status the NVMe request does not hold: the block
-	 * layer's error.  Where nvme-core has no BTF (not loaded), the type
-	 * check is 0 and the verifier drops the read: this program loads on
-	 * any host.  The in-kernel histograms keep the block layer's error.
-	 */
-	if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && !blk_tp_has_q && error &&
-	    (r->flags & NTBPF_F_NVME))
-		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
-	/*
-	 * Its bios taken (multipath's failover: blk_steal_bios leaves no bio
-	 * and no bytes) and no status yet: where the kernel keeps it (v6.1).
-	 */
-	else if (bpf_core_type_exists(struct nvme_request) && !kernel_agg && btf && !error && !r->status &&
-		 (r->flags & NTBPF_F_NVME) && r->bytes && !nr_bytes && !RD(btf, rq, bio))
-		r->status = BPF_CORE_READ(nvme_req_of_rq(rq), status);
-	if (!r->status)
-		r->status = (__u16)error;
-	/* counted only where hctx->driver_data was the queue (on_setup_cmd): loads, no helper call */
-	if (r->depth)
-		depth_out((__u64)RD(btf, rq, mq_hctx, driver_data));
-	emit(r, slot, key, NTBPF_ROLE_INITIATOR);
-	return 0;
-}
-
-/* block_rq_issue(rq), before v5.11 (q, rq) */
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(tp_btf_block_rq_issue)
-{
-	if (stays_paused() == 1)
-		return 0;
-	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(true, rq) : 0; }
-}
-
-SEC("raw_tp/block_rq_issue")
-int BPF_PROG(raw_tp_block_rq_issue)
-{
-	if (stays_paused() == 1)
-		return 0;
-	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_issue(false, rq) : 0; }
-}
-
-/* block_rq_complete(rq, error, nr_bytes), before v5.11 (q, rq, nr_bytes) */
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(tp_btf_block_rq_complete)
-{
-	if (paused)
-		return 0;
-	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(true, rq, 0, (unsigned int)ctx[2]) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(true, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
-}
-
-SEC("raw_tp/block_rq_complete")
-int BPF_PROG(raw_tp_block_rq_complete)
-{
-	if (paused)
-		return 0;
-	if (blk_tp_has_q)
-		{ struct request *rq = (void *)ctx[1]; return NONNULL(rq) ? on_rq_complete(false, rq, 0, (unsigned int)ctx[2]) : 0; }
-	{ struct request *rq = (void *)ctx[0]; return NONNULL(rq) ? on_rq_complete(false, rq, (int)ctx[1], (unsigned int)ctx[2]) : 0; }
-}
+/* the hooks of each role (one object: the same programs as when they were written here) */
+#include "initiator.bpf.h"
+#include "target.bpf.h"
 
 /* ------------------------------------------------------------------ */
-/* initiator: nvme core and nvme_tcp                                   */
-
-/* struct nvme_tcp_request is the blk-mq pdu, right behind struct request */
-static __always_inline struct request *rq_of_tcp_req(struct nvme_tcp_request *req)
-{
-	return (void *)req - bpf_core_type_size(struct request);
-}
-
-static __always_inline struct nvme_tcp_request *tcp_req_of_rq(struct request *rq)
-{
-	return (void *)rq + bpf_core_type_size(struct request);
-}
-
-/*
- * The request's nvme_tcp queue; 0 where struct nvme_tcp_request has no BTF
- * (no module BTF: 5.10), so that the programs reading it still load (libbpf
- * poisons the failed relocations, and the verifier drops them as dead code):
- * no queue port, no arrival read through the queue's socket there.
- */
-static __always_inline __u64 tcp_queue_of_rq(struct request *rq)
-{
-	if (!bpf_core_type_exists(struct nvme_tcp_request))
-		return 0;
-	return (__u64)BPF_CORE_READ(tcp_req_of_rq(rq), queue);
-}
-
-/*
- * The namespace head's dev_t of path disk 'disk' (nvme_ns_head_devt: four
- * probe reads), kept per path disk: a path disk belongs to one namespace
- * for its life, and diskseq names that life (core_fixes.bpf.h).  One word
- * per entry, diskseq's low 32 bits over the dev_t, so that a reader never
- * sees half of another CPU's write.  Without diskseq (before v5.15) the
- * head is read every time.
- */
-#define NT_HEADC 64
-__u64 headc[NT_HEADC];
-
-static __always_inline __u32 nvme_head_devt_of(bool btf, struct gendisk *disk, void *ns)
-{
-	__u64 seq = disk_seq(btf, disk) & 0xffffffffull, e;
-	__u32 head;
-
-	if (!ns || !seq)
-		return nvme_ns_head_devt(ns);
-	e = headc[seq & (NT_HEADC - 1)];
-	if (e >> 32 == seq)
-		return (__u32)e;
-	head = nvme_ns_head_devt(ns);
-	headc[seq & (NT_HEADC - 1)] = seq << 32 | head;
-	return head;
-}
-
-/* nvme_setup_cmd(req, cmd): inside nvme_tcp_queue_rq, before block_rq_issue */
-static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvme_command *cmd)
-{
-	__u64 now, key = (__u64)rq, q = 0, dq;
-	struct nvme_request *nreq = nvme_req_of_rq(rq);
-	struct blk_mq_hw_ctx *hctx;
-	struct ntbpf_rec tmp, *r;
-	struct nt_slot *slot;
-	struct qstate *s = NULL;
-	void *queuedata = RD(btf, rq, q, queuedata);
-	__u16 gone;
-	struct gendisk *disk = rq_disk(btf, rq);
-	__u32 dev, head = nvme_head_devt_of(btf, disk, queuedata), zero = 0;
-	__u16 qid = 0, cid;
-	__u8 opcode;
-	__u64 *skip, slba;
-
-	opcode = RD(btf, cmd, common.opcode);
-	/* a queue's connect (the fabrics opcode), before any I/O on a new socket: on its hctx's queue */
-	if (opcode == 0x7f)
-		conn_reset((__u64)RD(btf, rq, mq_hctx, driver_data));
-	/* -d nvme0n1 names the head; the I/O runs on the path disk nvme0c0n1 */
-	if (head != NTBPF_NO_DEV && dev_wanted(head)) {
-		dev = head;
-	} else {
-		dev = disk_devt(btf, disk);
-		if (!dev_wanted(dev))
-			return 0;
-		if (head != NTBPF_NO_DEV)
-			dev = head;
-	}
-	/* I/O queues have queuedata; the admin queue (qid 0) does not */
-	hctx = RD(btf, rq, mq_hctx);
-	if (queuedata)
-		qid = RD(btf, hctx, queue_num) + 1;
-	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
-	if (!qid || opcode == 0x7f) {
-		stat_inc(ST_ADMIN_SKIPPED);
-		return 0;
-	}
-	/* an I/O --sample leaves out costs nothing more than this */
-	cid = RD(btf, cmd, common.command_id);
-	slba = cmd_slba(btf, cmd);
-	if (sampled_out(nvme_sample_key(slba, qid, cid))) {
-		stat_inc(ST_FILTERED);
-		skip = bpf_map_lookup_elem(&skip_rq, &zero);
-		if (skip)
-			*skip = key;
-		return 0;
-	}
-	now = bpf_ktime_get_ns();
-	if (outside_window(now)) {
-		skip = bpf_map_lookup_elem(&skip_rq, &zero);	/* nor may block_rq_issue create it */
-		if (skip)
-			*skip = key;
-		return 0;
-	}
-	r = rec_claim(key, now, &slot, &tmp, &gone);
-	rec_from_rq(btf, r, rq, dev, now);
-	r->cid = cid;
-	r->opcode = opcode;
-	r->qid = qid;
-	r->flags |= NTBPF_F_NVME;
-	if (issue_deferred && !(r->ev_mask & (1u << EV_I_BLK_START)))
-		__sync_fetch_and_add(&no_start_stamp, 1);
-	/*
-	 * nvme_tcp's hctx->driver_data is the queue its pdus point to (not so
-	 * for nvme-pci).  A queue with a state here was seen before as
-	 * nvme_tcp's (by this check, or by nvme_tcp_data_ready): no probe read
-	 * of the pdu for it.
-	 */
-	dq = (__u64)RD(btf, hctx, driver_data);
-	if (bpf_core_type_exists(struct nvme_tcp_request) && dq)
-		s = qstate_of(dq);
-	if (s) {
-		q = dq;
-	} else {
-		q = tcp_queue_of_rq(rq);
-		if (q && q == dq)
-			s = qstate_get(q);
-		else
-			q = 0;
-	}
-	/*
-	 * A connection's facts are read at its first I/O: a reconnect gives
-	 * the queue a new socket, and its connect command (conn_reset) comes
-	 * before any I/O on it.  A queue belongs to one controller: its
-	 * instance is read once per connection too.
-	 */
-	if (s && !s->sock) {
-		struct socket *sock = BPF_CORE_READ((struct nvme_tcp_queue *)q, sock);
-
-		s->port = BPF_CORE_READ(sock, sk, __sk_common.skc_num);
-		s->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
-		/* the target gives a reconnecting controller a new cntlid, which pairs the records */
-		if (!kernel_agg)
-			cntlid_note(s->ctrl, BPF_CORE_READ(nreq, ctrl, cntlid), now);
-		q_conn(s, BPF_CORE_READ(sock, sk), qid, BPF_CORE_READ((struct nvme_tcp_queue *)q, io_cpu));
-		s->sock = (__u64)sock;
-	}
-	/* a request belongs to one hctx: a lost record of it counted in dq's depth */
-	if (gone)
-		depth_out(dq);
-	if (s) {
-		r->port = s->port;
-		r->ctrl = s->ctrl;
-		/* the histograms keep depths only by queue */
-		if (!kernel_agg || kh_by_queue)
-			r->depth = depth_in(s);
-	} else {
-		r->ctrl = BPF_CORE_READ(nreq, ctrl, instance);
-	}
-	ev_set(r, EV_I_QUEUE_RQ, now);
-	if (rec_publish(key, slot, r))
-		depth_out(dq);
-	return 0;
-}
-
-/* armed here, the I/O is whole: its earlier events (blk_start) do not need a hook */
-TP_HOOK2(nvme_setup_cmd, on_setup_cmd, struct request *, struct nvme_command *, true)
-
-/*
- * bpf_rdonly_cast (v6.2) makes a kept address a typed pointer to load from
- * directly (a guarded load, ~8 instructions) where a probe read is a helper
- * call (~80 on the lab's clock).  Weak: on a kernel without it the programs
- * that call it are not loaded (their tp_btf_rc_ names; src/hooks.c).
- */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
-/* btf: 0 raw_tp, 1 tp_btf, 2 tp_btf_rc_ (bpf_rdonly_cast) */
-static __always_inline int on_nvme_complete(int btf, struct request *rq)
-{
-	__u64 key = (__u64)rq;
-	struct ntbpf_rec *r = rec_get(key);
-	struct nvme_request *nreq = nvme_req_of_rq(rq);
-
-	if (r) {
-		ev_set(r, EV_I_NVME_DONE, bpf_ktime_get_ns());
-		/*
-		 * block_rq_complete reads it where the I/O failed (its error),
-		 * except before 5.11 (no error there): a probe read here then.
-		 * Through bpf_rdonly_cast (a guarded load, no helper call) every
-		 * I/O's status here: a request native multipath fails over ends
-		 * without an error, its status cleared (nvme_failover_req), so
-		 * only here does it show its path error (docs/stages.md,
-		 * "Multipath").  The in-kernel histograms keep no status.
-		 */
-		if (!kernel_agg && blk_tp_has_q)
-			r->status = BPF_CORE_READ(nreq, status);
-		else if (!kernel_agg && btf == 2 && bpf_core_type_exists(struct nvme_request))
-			r->status = ((struct nvme_request *)bpf_rdonly_cast(nreq,
-						bpf_core_type_id_kernel(struct nvme_request)))->status;
-	}
-	return 0;
-}
-
-TP_HOOK1(nvme_complete_rq, on_nvme_complete, struct request *)
-SEC("tp_btf/nvme_complete_rq")
-int BPF_PROG(tp_btf_rc_nvme_complete_rq, struct request *a0)
-{
-	if (paused)
-		return 0;
-	if (test_refuse_rc)
-		asm volatile("r0 = *(u64 *)(r10 + 8)" ::: "r0");
-	return NONNULL(a0) ? on_nvme_complete(2, a0) : 0;
-}
-
-/* data arrived on a queue's socket: note how far the stream got, and when */
-static __always_inline int on_data_ready(bool btf, struct sock *sk)
-{
-	__u64 q = (__u64)RD(btf, sk, sk_user_data);
-	struct tcp_sock *tp;
-	struct qstate *s;
-	__u32 i, seq;
-
-	if (!q)
-		return 0;
-	s = qstate_get(q);
-	if (!s)
-		return 0;
-	/*
-	 * rcv_nxt is beyond struct sock: fentry has the socket as a BTF pointer,
-	 * which bpf_skc_to_tcp_sock turns into a tcp_sock to load from (a few
-	 * instructions); a kprobe takes a probe read (~50)
-	 */
-	if (btf) {
-		tp = bpf_skc_to_tcp_sock(sk);
-		if (!tp)
-			return 0;
-		seq = tp->rcv_nxt;
-	} else {
-		tp = (void *)sk;
-		seq = BPF_CORE_READ(tp, rcv_nxt);
-	}
-	i = s->head % ARRIVALS;
-	s->a[i].seq = seq;
-	s->a[i].ts = bpf_ktime_get_ns();
-	s->head = i + 1;
-	return 0;
-}
-
-/*
- * When did the byte before stream position 'need' arrive: the oldest noted
- * delivery whose rcv_nxt reached 'need' (sequence arithmetic wraps).  0 if
- * the ring no longer holds it.  The ring is in delivery order (data_ready
- * runs under the socket's lock), so the deliveries that reached 'need' are
- * its newest ones: walk back from the newest and stop at the first that
- * did not (most often after one or two).
- */
-static __always_inline __u64 arrival_of(struct qstate *s, __u32 need)
-{
-	__u32 head = s->head;
-	__u64 best = 0;
-
-	for (int k = 1; k <= ARRIVALS; k++) {
-		struct arrival *e = &s->a[(head - k) & (ARRIVALS - 1)];
-
-		if (!e->ts || (__s32)(e->seq - need) < 0)
-			break;
-		best = e->ts;
-	}
-	return best;
-}
-
-/* arrival of what socket sk is reading now (host: the skb being processed); s: the queue's state */
-static __always_inline __u64 sk_arrival(struct qstate *s, struct sock *sk, __u32 extra)
-{
-	if (!s || !sk)
-		return 0;
-	return arrival_of(s, BPF_CORE_READ((struct tcp_sock *)sk, copied_seq) + extra);
-}
-
-/* sk_arrival through bpf_rdonly_cast: sk is an address kept in the queue's state */
-static __always_inline __u64 sk_arrival_rc(struct qstate *s, struct sock *sk, __u32 extra)
-{
-	struct tcp_sock *tp;
-
-	if (!s || !sk)
-		return 0;
-	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
-	return arrival_of(s, tp->copied_seq + extra);
-}
-
-static __always_inline __u64 queue_arrival(struct qstate *s, struct socket *sock, __u32 extra)
-{
-	if (!s || !sock)
-		return 0;
-	return sk_arrival(s, BPF_CORE_READ(sock, sk), extra);
-}
-
-ENTRY_HOOK1(nvme_tcp_data_ready, on_data_ready, struct sock *)
-
-/*
- * nvme_tcp_recv_skb(desc, skb, offset, len): read_sock hands nvme_tcp the
- * stream bytes [seq + offset, seq + offset + len).  TCP may have coalesced
- * segments that arrived at different times into this skb, so the read
- * position alone can date a response too early: date it by the arrival of
- * the end of the range being handled (late by at most that coalescing).
- */
-static __always_inline int on_recv_skb(bool btf, read_descriptor_t *desc, struct sk_buff *skb,
-				       unsigned int offset, size_t len)
-{
-	__u64 q = (__u64)RD(btf, desc, arg.data);
-	struct qstate *s = qstate_of(q);
-	__u32 seq = 0;
-
-	if (!s)
-		return 0;
-	/* TCP_SKB_CB(skb)->seq: the first word of skb->cb */
-	if (btf)
-		seq = *(__u32 *)skb->cb;
-	else
-		bpf_core_read(&seq, sizeof(seq), &skb->cb);
-	s->chunk_end = seq + offset + (__u32)len;
-	return 0;
-}
-
-SEC("fentry/nvme_tcp_recv_skb")
-int BPF_PROG(fentry_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
-	     size_t len)
-{
-	if (paused)
-		return 0;
-	return on_recv_skb(true, desc, skb, offset, len);
-}
-
-SEC("kprobe/nvme_tcp_recv_skb")
-int BPF_KPROBE(kprobe_nvme_tcp_recv_skb, read_descriptor_t *desc, struct sk_buff *skb, unsigned int offset,
-	       size_t len)
-{
-	if (paused)
-		return 0;
-	return on_recv_skb(false, desc, skb, offset, len);
-}
-
-/* arrival of what the initiator's receive path is handling now */
-static __always_inline __u64 host_arrival(__u64 q)
-{
-	struct qstate *s = qstate_of(q);
-
-	if (!s)
-		return 0;
-	if (s->chunk_end)
-		return arrival_of(s, s->chunk_end);
-	/* without nvme_tcp_recv_skb: the skb at the read position */
-	if (!bpf_core_type_exists(struct nvme_tcp_queue))
-		return 0;
-	return queue_arrival(s, BPF_CORE_READ((struct nvme_tcp_queue *)q, sock), 1);
-}
-
-/*
- * blk_mq_complete_request_remote(rq): nvme_tcp hands a request to blk-mq
- * completion as it processes the response (or the last C2H data PDU with
- * SUCCESS).  The request's queue says when that response arrived.
- */
-static __always_inline int on_complete_remote(bool btf, struct request *rq)
-{
-	__u64 now, key = (__u64)rq, q, arr;
-	struct ntbpf_rec *r = rec_get(key);
-
-	if (!r || !(r->flags & NTBPF_F_NVME) || r->role != NTBPF_ROLE_INITIATOR)
-		return 0;
-	now = bpf_ktime_get_ns();
-	ev_set(r, EV_I_RESP_PROC, now);
-	/*
-	 * Without nvme_tcp's BTF: hctx->driver_data, the same queue (on_setup_cmd
-	 * checks it where it can).  A request it counted in its queue's depth
-	 * is one it found there: two loads instead of a probe read.  So is one
-	 * with a port where live's histograms count no depth (the port is the
-	 * queue state's).
-	 */
-	if (!bpf_core_type_exists(struct nvme_tcp_request) || (btf && (r->depth || (kernel_agg && r->port))))
-		q = (__u64)RD(btf, rq, mq_hctx, driver_data);
-	else
-		q = tcp_queue_of_rq(rq);
-	arr = host_arrival(q);
-	if (arr && arr <= now)
-		ev_set(r, EV_I_RESP_ARRIVE, arr);
-	return 0;
-}
-
-ENTRY_HOOK1(blk_mq_complete_request_remote, on_complete_remote, struct request *)
-
-static __always_inline struct ntbpf_rec *host_rec_of(struct nvme_tcp_request *req)
-{
-	__u64 key = (__u64)rq_of_tcp_req(req);
-	struct ntbpf_rec *r = rec_get(key);
-
-	return (r && r->role == NTBPF_ROLE_INITIATOR) ? r : NULL;
-}
-
-/*
- * cmd_sent is the entry of the nvme_tcp_try_send_cmd_pdu(req) call that
- * sends the command PDU's last byte.  It is stamped at that entry, not at
- * the return: the response can complete the I/O before the sender returns
- * (a softirq on the sender's return from the socket processes it, or another
- * CPU does; seen on 7.2 at QD1), and by then the record has been emitted.
- * A PDU sent in pieces takes several calls: each overwrites the stamp, so the
- * last one, the call that completed the PDU, is what the record keeps.
- */
-static __always_inline int on_cmd_pdu_sent(struct nvme_tcp_request *req, __u64 ts)
-{
-	struct ntbpf_rec *r = host_rec_of(req);
-
-	if (r)
-		ev_set(r, EV_I_CMD_SENT, ts);
-	return 0;
-}
-
-static __always_inline int on_cmd_pdu_send(bool btf, struct nvme_tcp_request *req)
-{
-	struct ntbpf_rec *r = host_rec_of(req);
-
-	if (r)
-		ev_set(r, EV_I_CMD_SENT, bpf_ktime_get_ns());
-	return 0;
-}
-
-/*
- * nvme_tcp_try_send_data(req) sends the data PDU of an R2T: data_sent is
- * the entry of the call that sends its last byte, stamped at entry for the
- * same reason as cmd_sent (the response may complete the write before it
- * returns).  In-capsule data follows its command PDU on the wire like any
- * payload: its transfer is network time, and the target dates the command
- * by its header, so cmd_sent stays at the command PDU.
- */
-static __always_inline int on_data_sent(struct nvme_tcp_request *req, __u64 ts)
-{
-	struct ntbpf_rec *r = host_rec_of(req);
-
-	if (r && (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
-		ev_set(r, EV_I_DATA_SENT, ts);
-	return 0;
-}
-
-static __always_inline int on_data_send(bool btf, struct nvme_tcp_request *req)
-{
-	struct ntbpf_rec *r = host_rec_of(req);
-
-	if (r && (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
-		ev_set(r, EV_I_DATA_SENT, bpf_ktime_get_ns());
-	return 0;
-}
-
-ENTRY_HOOK1(nvme_tcp_try_send_cmd_pdu, on_cmd_pdu_send, struct nvme_tcp_request *)
-ENTRY_HOOK1(nvme_tcp_try_send_data, on_data_send, struct nvme_tcp_request *)
-
-/*
- * The first H2C data PDU of a request goes out after its R2T arrived
- * (nvme_tcp_handle_r2t is inlined on 6.1 and 6.12): stamp the R2T's
- * arrival then.
- */
-static __always_inline int on_send_data_pdu(bool btf, struct nvme_tcp_request *req)
-{
-	struct ntbpf_rec *r = host_rec_of(req);
-	struct nvme_tcp_queue *queue;
-	__u64 arr;
-
-	if (!r || (r->ev_mask & (1u << EV_I_R2T_ARRIVE)))
-		return 0;
-	queue = RD(btf, req, queue);
-	/* the R2T was in what the queue read last */
-	arr = host_arrival((__u64)queue);
-	ev_set(r, EV_I_R2T_ARRIVE, arr ? arr : bpf_ktime_get_ns());
-	return 0;
-}
-
-ENTRY_HOOK1(nvme_tcp_try_send_data_pdu, on_send_data_pdu, struct nvme_tcp_request *)
-
-/* ------------------------------------------------------------------ */
-/* target: nvmet_tcp and nvmet core                                    */
-
-static __always_inline __u64 tgt_queue_of_sq(struct nvmet_sq *sq)
-{
-	if (!sq)
-		return 0;
-	return (__u64)((void *)sq - bpf_core_field_offset(struct nvmet_tcp_queue, nvme_sq));
-}
-
-static __always_inline struct nvmet_req *req_of_tgt_cmd(struct nvmet_tcp_cmd *cmd)
-{
-	return (void *)cmd + bpf_core_field_offset(struct nvmet_tcp_cmd, req);
-}
-
-ENTRY_HOOK1(nvmet_tcp_data_ready, on_data_ready, struct sock *)
-
-/* nvmet_tcp_try_recv_pdu(queue): the last call before nvmet_req_init picked the command up */
-static __always_inline int on_try_recv_pdu(bool btf, struct nvmet_tcp_queue *queue)
-{
-	__u64 q = (__u64)queue;
-	struct qstate *s = qstate_of(q);
-
-	if (s)
-		s->pickup = bpf_ktime_get_ns();
-	return 0;
-}
-
-ENTRY_HOOK1(nvmet_tcp_try_recv_pdu, on_try_recv_pdu, struct nvmet_tcp_queue *)
-
-/* NVMe opcodes (fixed by the specification) to the grouping op */
-static __always_inline __u8 nvme_op(__u8 opcode)
-{
-	switch (opcode) {
-	case 0x02:
-		return NTBPF_OP_READ;
-	case 0x01:
-		return NTBPF_OP_WRITE;
-	case 0x00:
-		return NTBPF_OP_FLUSH;
-	case 0x09:
-		return NTBPF_OP_DISCARD;
-	case 0x08:
-		return NTBPF_OP_WRITE_ZEROES;
-	default:
-		return NTBPF_OP_OTHER;
-	}
-}
-
-/* btf: 0 probe reads (raw_tp), 1 BTF loads (tp_btf), 2 BTF loads and bpf_rdonly_cast (tp_btf_rc_) */
-static __always_inline int on_req_init(int btf, struct nvmet_req *req, struct nvme_command *cmd)
-{
-	__u64 now, key = (__u64)req, q, arr, slba, pick;
-	struct nvmet_sq *sq = RD(btf, req, sq);
-	struct ntbpf_rec tmp, *r;
-	struct nt_slot *slot;
-	struct socket *sock;
-	struct sock *sk;
-	struct qstate *s;
-	__u16 qid = RD(btf, sq, qid), cid, gone;
-	__u8 opcode = RD(btf, cmd, common.opcode);
-
-	/*
-	 * An I/O queue's connect asking for no SQ head updates (cattr bit 2,
-	 * NVME_CONNECT_DISABLE_SQFLOW): user space attaches nvmet_try_send_data
-	 * before the queue's first I/O, mostly
-	 */
-	if (opcode == 0x7f && data_send_deferred && RD(btf, cmd, connect.fctype) == 0x01 &&
-	    RD(btf, cmd, connect.qid) && (RD(btf, cmd, connect.cattr) & (1 << 2)))
-		__sync_fetch_and_add(&sqhd_off_seen, 1);
-	/* a queue's connect, its first command (a queue's memory can serve a later connection) */
-	if (opcode == 0x7f)
-		conn_reset(tgt_queue_of_sq(sq));
-	/* the admin queue, and fabrics commands (connect) on I/O queues, are not I/O */
-	if (!qid || opcode == 0x7f) {
-		stat_inc(ST_ADMIN_SKIPPED);
-		return 0;
-	}
-	cid = RD(btf, cmd, common.command_id);
-	slba = cmd_slba(btf, cmd);
-	if (sampled_out(nvme_sample_key(slba, qid, cid))) {
-		stat_inc(ST_FILTERED);
-		return 0;
-	}
-	q = tgt_queue_of_sq(sq);
-	s = qstate_of(q);
-	/*
-	 * No clock read of its own where nvmet_tcp_try_recv_pdu's program
-	 * noted when it picked this command up: that call is running now (it
-	 * read the header, then handed the PDU to nvmet_req_init), its time a
-	 * few microseconds back.  No stage ends at req_init (docs/stages.md),
-	 * so the record has no req_init event then; it has one where there is
-	 * no cmd_pickup.  The clock read was ~55 instructions per I/O.
-	 */
-	pick = s ? s->pickup : 0;
-	now = pick ? pick : bpf_ktime_get_ns();
-	if (outside_window(now))
-		return 0;
-	r = rec_claim(key, now, &slot, &tmp, &gone);
-	r->role = NTBPF_ROLE_TARGET;
-	r->flags = NTBPF_F_NVME;
-	r->qid = qid;
-	r->cid = cid;
-	r->opcode = opcode;
-	r->op = nvme_op(opcode);
-	r->dev = RD(btf, cmd, common.nsid);
-	r->bytes = RD(btf, cmd, common.dptr.sgl.length);
-	r->sector = slba;
-	r->ctrl = RD(btf, sq, ctrl, cntlid);
-	/* a command belongs to one queue: a lost record of it counted in q's depth */
-	if (gone)
-		depth_out(q);
-	/* a connection's facts are read at its first I/O (after conn_reset) */
-	sock = s && s->sock ? NULL : q ? BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock) : NULL;
-	if (s && !s->sock) {
-		sk = BPF_CORE_READ(sock, sk);
-		s->sock = (__u64)sock;
-		s->sk = (__u64)sk;
-		s->port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-		s->ctrl = r->ctrl;
-		tnqn_note(BPF_CORE_READ(sq, ctrl), r->ctrl);
-		/* nvmet_req_init runs in the queue's io_work */
-		q_conn(s, sk, qid, bpf_get_smp_processor_id());
-		if (data_send_deferred && RD(btf, sq, sqhd_disabled))
-			__sync_fetch_and_add(&sqhd_off_seen, 1);
-	}
-	if (s) {
-		/* the socket's sock, read with it (a socket keeps its sock) */
-		sk = (struct sock *)s->sk;
-		r->port = s->port;
-		r->depth = depth_in(s);
-	} else {
-		sk = sock ? BPF_CORE_READ(sock, sk) : NULL;
-		if (sk)
-			r->port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	}
-	r->t0 = now;
-	/* recvmsg has just read the command header: copied_seq is right behind it */
-	arr = btf == 2 ? sk_arrival_rc(s, sk, 0) : sk_arrival(s, sk, 0);
-	/* a delivery noted before this run: with pick, it may have come after the pickup (below) */
-	if (arr && (pick || arr <= now)) {
-		r->t0 = arr;
-		ev_set(r, EV_T_CMD_ARRIVE, arr);
-	}
-	/*
-	 * The header's tail can arrive while nvmet_tcp_try_recv_pdu is already
-	 * reading it: the PDU is picked up when it has all arrived.
-	 */
-	if (pick)
-		ev_set(r, EV_T_CMD_PICKUP, pick >= r->t0 ? pick : r->t0);
-	else
-		ev_set(r, EV_T_REQ_INIT, now);
-	if (rec_publish(key, slot, r))
-		depth_out(q);
-	return 0;
-}
-
-/* armed here, the command's arrival and pickup were not noted: that I/O is left out */
-TP_HOOK2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *, false)
-TP_RC2(nvmet_req_init, on_req_init, struct nvmet_req *, struct nvme_command *, false)
-
-/* the request goes to the backend; for data that came after an R2T, note when it arrived */
-static __always_inline int on_exec(bool btf, struct nvmet_req *req)
-{
-	__u64 now, key = (__u64)req, q, arr;
-	struct ntbpf_rec *r = rec_get(key);
-
-	if (!r || r->role != NTBPF_ROLE_TARGET)
-		return 0;
-	now = bpf_ktime_get_ns();
-	if (r->ev_mask & (1u << EV_T_R2T_SENT)) {
-		/* all data has been read: copied_seq is right behind its last byte */
-		q = tgt_queue_of_sq(RD(btf, req, sq));
-		if (q) {
-			/* nvmet_req_init read the queue's socket for this request: s->sk is that socket's */
-			struct qstate *s = qstate_of(q);
-
-			arr = s && s->sk ? sk_arrival(s, (struct sock *)s->sk, 0) :
-			      queue_arrival(s, BPF_CORE_READ((struct nvmet_tcp_queue *)q, sock), 0);
-			if (arr && arr <= now)
-				ev_set(r, EV_T_DATA_ARRIVE, arr);
-		}
-	}
-	ev_set(r, EV_T_EXEC, now);
-	return 0;
-}
-
-ENTRY_HOOK1(nvmet_bdev_execute_rw, on_exec, struct nvmet_req *)
-ENTRY_HOOK1(nvmet_bdev_execute_flush, on_exec, struct nvmet_req *)
-ENTRY_HOOK1(nvmet_file_execute_rw, on_exec, struct nvmet_req *)
-ENTRY_HOOK1(nvmet_file_execute_flush, on_exec, struct nvmet_req *)
-
-static __always_inline int on_req_complete(bool btf, struct nvmet_req *req)
-{
-	bool early;
-	__u64 key = (__u64)req;
-	struct nt_slot *slot;
-	struct ntbpf_rec *r = rec_find(key, &slot);
-
-	if (!r || r->role != NTBPF_ROLE_TARGET || (tgt_emit_at_complete && test_skipped()))
-		return 0;
-	ev_set(r, EV_T_SUBSYS_DONE, bpf_ktime_get_ns());
-	r->status = RD(btf, req, cqe, status) >> 1;
-	/* sqhd_off_seen first: no load through the request until such a queue was seen */
-	early = data_send_deferred && sqhd_off_seen && RD(btf, req, sq, sqhd_disabled);
-	if (early)
-		__sync_fetch_and_add(&sqhd_early, 1);
-	if (tgt_emit_at_complete || early) {
-		if (r->depth)
-			depth_out(tgt_queue_of_sq(RD(btf, req, sq)));
-		emit(r, slot, key, NTBPF_ROLE_TARGET);
-	}
-	return 0;
-}
-
-TP_HOOK1(nvmet_req_complete, on_req_complete, struct nvmet_req *)
-
-/*
- * resp_queued is not stamped (nvmet_tcp_queue_response, hooked until 0.4):
- * __nvmet_req_complete calls it in the statement after the
- * nvmet_req_complete trace event, so it added a program run per I/O and
- * nothing to subsys_done.
- */
-
-/* EXIT_HOOK2's gate: cmd's record (*sp: its slot, *key: its key), NULL if it is not recorded */
-static __always_inline struct ntbpf_rec *tgt_rec_of(bool btf, struct nvmet_tcp_cmd *cmd, struct nt_slot **sp,
-						    __u64 *key)
-{
-	struct ntbpf_rec *r;
-
-	*key = (__u64)req_of_tgt_cmd(cmd);
-	r = rec_find(*key, sp);
-	return (r && r->role == NTBPF_ROLE_TARGET) ? r : NULL;
-}
-
-/*
- * nvmet_try_send_data ends a command only where the queue runs without SQ
- * head updates (sqhd_disabled, the host's choice at connect; Linux hosts
- * do not by default): elsewhere both programs return after two loads.
- */
-static __always_inline struct ntbpf_rec *tgt_rec_sqhd_off(bool btf, struct nvmet_tcp_cmd *cmd,
-							  struct nt_slot **sp, __u64 *key)
-{
-	if (!RD(btf, cmd, queue, nvme_sq.sqhd_disabled))
-		return NULL;
-	return tgt_rec_of(btf, cmd, sp, key);
-}
-
-/*
- * nvmet_try_send_r2t(cmd) entered: r2t_sent is the entry of the last call,
- * the one that sends the R2T's last byte (a send cut short is called again,
- * and each call overwrites the stamp), as cmd_sent on the initiator.
- */
-static __always_inline int on_r2t_send(bool btf, struct nvmet_tcp_cmd *cmd)
-{
-	struct nt_slot *s;
-	__u64 k;
-	struct ntbpf_rec *r = tgt_rec_of(btf, cmd, &s, &k);
-
-	if (r)
-		ev_set(r, EV_T_R2T_SENT, bpf_ktime_get_ns());
-	return 0;
-}
-
-/* the response capsule (or the last C2H data PDU carrying SUCCESS) is out: done */
-static __always_inline int on_resp_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
-					struct nt_slot *s, __u64 key, __u64 ts, int ret)
-{
-	if (ret != 1 || test_skipped())
-		return 0;
-	ev_set(r, EV_T_RESP_SENT, ts);
-	if (r->depth)
-		depth_out((__u64)RD(btf, cmd, queue));
-	emit(r, s, key, NTBPF_ROLE_TARGET);
-	return 0;
-}
-
-/*
- * nvmet_try_send_response(cmd) entered: resp_sent is the entry of the first
- * call, and the record is emitted there, in the one program run (no fexit:
- * a run and the trampoline's call of the function fewer per I/O).  A
- * response of 24 bytes (28 with a header digest) goes out whole unless the
- * socket has no room for it; the calls after such a first one find no
- * record, and the wait for room, TCP's, counts as network time.
- */
-static __always_inline int on_resp_send(bool btf, struct nvmet_tcp_cmd *cmd)
-{
-	struct nt_slot *s;
-	__u64 k;
-	struct ntbpf_rec *r = tgt_rec_of(btf, cmd, &s, &k);
-
-	return r ? on_resp_sent(btf, cmd, r, s, k, bpf_ktime_get_ns(), 1) : 0;
-}
-
-/*
- * C2H data with SUCCESS (sqhd disabled: the gate, tgt_rec_sqhd_off, checked
- * it) ends the command without a response capsule
- */
-static __always_inline int on_tgt_data_sent(bool btf, struct nvmet_tcp_cmd *cmd, struct ntbpf_rec *r,
-					    struct nt_slot *s, __u64 key, __u64 ts, int ret)
-{
-	if (ret == 1 && !RD(btf, cmd, queue, data_digest))
-		return on_resp_sent(btf, cmd, r, s, key, ts, ret);
-	return 0;
-}
-
-ENTRY_HOOK1(nvmet_try_send_response, on_resp_send, struct nvmet_tcp_cmd *)
-ENTRY_HOOK1(nvmet_try_send_r2t, on_r2t_send, struct nvmet_tcp_cmd *)
-EXIT_HOOK2(nvmet_try_send_data, on_tgt_data_sent, struct nvmet_tcp_cmd *, bool, tgt_rec_sqhd_off)
+/* both roles: the kernel_sendpage stand-in                            */
 
 /*
  * Kernels before v6.5 (Debian 6.1) inline nvme_tcp_try_send_cmd_pdu and the
@@ -2025,7 +1038,7 @@ static __always_inline int on_sendpage(bool btf, struct socket *sock, __u64 size
 	q = (__u64)RD(btf, sk, sk_user_data);
 	if (!q || !qstate_of(q))
 		return 0;	/* not an NVMe/TCP queue of this host's role */
-	if (rec_role == NTBPF_ROLE_INITIATOR) {
+	if (cfg.rec_role == NTBPF_ROLE_INITIATOR) {
 		struct nvme_tcp_request *req = BPF_CORE_READ((struct nvme_tcp_queue *)q, request);
 		int state;
 

@@ -206,6 +206,44 @@ struct nt_qslot {
 	struct qstate s;
 };
 
+/*
+ * The BPF side's load-time settings: one read-only object (bpf/ntbpf.bpf.c:
+ * `const volatile struct ntbpf_cfg cfg`, in .rodata), filled in one place
+ * by the loader (cfg_of() in src/probes.c) before load.  The verifier reads
+ * each field as a constant, so a setting that is off costs nothing: its code
+ * is dropped unread.  Flags are __u8 (0 or 1); fixed-width types only, no
+ * bitfields.
+ */
+struct ntbpf_test_knobs {
+	/*
+	 * NTBPF_TEST_SKIP_END=N: every Nth run of a program that ends a record (counting the runs
+	 * that find one) returns at once, as when the kernel skips a program's run and counts no
+	 * miss (seen on 6.18, and once on 6.1 in the lab)
+	 */
+	__u32 skip_end;
+	/* NTBPF_TEST_REFUSE_RC=1: the tp_btf_rc_ programs read past the stack, which the verifier refuses */
+	__u8 refuse_rc;
+	/* NTBPF_TEST_COST=noemit: records are built and ended, never put on the ring buffer */
+	__u8 no_emit;
+	__u8 pad[2];
+};
+
+struct ntbpf_cfg {
+	__u32 sample;			/* record about 1 in sample I/Os (1: all) */
+	__u32 pcr_n;			/* records per CPU of record's per-CPU rings (a power of two); 0: none */
+	__u8 rec_role;			/* enum ntbpf_role: which kind of queue sk_user_data points to */
+	__u8 blk_tp_has_q;		/* block_rq_* tracepoints take (q, rq) (before v5.11) */
+	__u8 tgt_emit_at_complete;	/* no resp_sent hook: emit at nvmet_req_complete */
+	__u8 kernel_agg;		/* histograms in the kernel instead of per-I/O records (live) */
+	__u8 kh_by_queue;		/* kernel_agg: a group per NVMe queue too, with its depths */
+	__u8 filter_dev;		/* only the devices of dev_list */
+	__u8 pad[2];
+	/* the -d filters (dev_t, kernel encoding): a scan of ndevs constants is cheaper than a hash lookup */
+	__u32 ndevs;
+	__u32 dev_list[NTBPF_MAX_DEVS];
+	struct ntbpf_test_knobs test;	/* test knobs only: all 0 outside the tests */
+};
+
 /* Counters kept by the BPF side (per-CPU array, index = enum). */
 enum ntbpf_stat {
 	ST_EMITTED = 0,		/* records handed to user space (the ring buffer's counted here, the per-CPU rings' by their heads: nt_probes_stats adds them) */

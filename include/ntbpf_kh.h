@@ -92,7 +92,7 @@ static inline __u32 nt_kh_bucket32(__u32 v)
 /*
  * The requests in flight on a queue (struct ntbpf_rec's depth, < 2^16),
  * with the same buckets: exact under 32, within 1.6 % above.  Kept only
- * when live groups by queue (the BPF side's kh_by_queue).
+ * when live groups by queue (the BPF side's cfg.kh_by_queue).
  */
 #define NT_KH_DEP_NB ((15 - NT_KH_SUB_BITS + 2) * NT_KH_SUB)
 

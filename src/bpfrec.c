@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * bpfrec.c - "ntbpf record": preflight checks, skeleton lifecycle
- * (open -> rodata / autoload -> load -> attach), ring buffer to record file,
- * and a clean stop on Ctrl-C, SIGTERM, --duration or the command's exit.
+ * bpfrec.c - "ntbpf record": the file (or series, --rotate), the probes
+ * (src/probes.c), the command it runs, the sampling windows' thread, and
+ * what each round of the drain loop (src/recorder.c, shared with live) does
+ * with the records: the per-CPU rings and the ring buffer into the file,
+ * and --interval's lines (src/live.c).  A clean stop on Ctrl-C, SIGTERM,
+ * SIGHUP, --duration or the command's exit: the trailer says what was lost.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -28,13 +31,6 @@
 #include "recfile.h"
 #include "sampling.h"
 #include "sysinfo.h"
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
 
 static double tv_s(const struct timeval *t)
 {
@@ -565,139 +561,143 @@ static uint32_t queue_room(const struct nt_header *hdr)
 	return room > (1u << 20) ? 1u << 20 : (uint32_t)room;
 }
 
-int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
-{
+/* one recording: everything nt_record_run's steps share */
+struct rec_run {
+	const struct nt_config *cfg;
 	char err[256];
-	struct nt_devset devs = { 0 };
+	struct nt_devset devs;
 	struct nt_header hdr;
-	struct nt_trailer tr = { 0 };
-	struct rec_state st = { 0 };
-	struct nt_probes pr = { 0 };
-	struct nt_outfile of = { .fd = -1 };
-	struct ring_buffer *rb = NULL;
-	struct pcr_reader pc = { 0 };
-	struct nt_drain_prio dp = { 0 };
-	uint64_t drain_cap = 0;	/* records the fullest ring holds: the per-CPU rings', else the ring buffer's */
-	struct rusage ru_start = { 0 };
-	uint64_t cpu_start = 0;
+	struct nt_trailer tr;
+	struct rec_state st;
+	struct nt_probes pr;
+	struct nt_probe_opts po;
+	struct nt_outfile of;
+	struct ring_buffer *rb;
+	struct pcr_reader pc;
+	struct nt_drain_prio dp;
+	uint64_t drain_cap;	/* records the fullest ring holds: the per-CPU rings', else the ring buffer's */
+	struct rusage ru_start;
+	uint64_t cpu_start;
 	/* --sample N by time: every I/O of the windows; the BPF side samples nothing itself */
-	bool windowed = cfg->sample > 1 && cfg->sample_window_ms, win_running = false;
-	struct windows_run wr = { .pr = &pr, .w = nt_windows_with(cfg->sample, cfg->sample_window_ms,
-								 cfg->sample_detach_all ? fn_gap_ns() : UINT64_MAX),
-				  .verbose = cfg->verbose };
-	struct nt_probe_opts po = { .sample = windowed ? 1 : cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
-				    .bpf_stats = cfg->bpf_stats, .percpu_rings = true,
-				    .verbose = cfg->verbose };
-	int role, rc = 1, go_fd = -1, child_status = 0, knob = 0;
-	pid_t child = -1;
-	uint64_t t_end = 0, last_flush, last_tick, lost_ticked = 0, wbytes;
-	bool child_done = false, loaded = false, opened = false, started = false;
+	bool windowed, win_running;
+	struct windows_run wr;
+	int role, go_fd, child_status, knob;
+	pid_t child;
+	uint64_t t_end, last_flush, lost_ticked;
+	bool child_done, loaded, opened, started;
 	/* the devices' own counts, at the start and the stop: unsampled initiator recordings (nt_dev_not_run) */
-	struct nt_kcount k0 = { 0 }, k1 = { 0 };
+	struct nt_kcount k0, k1;
+};
 
-	nt_header_init(&hdr, 0);
-	role = nt_record_preflight(cfg, "record", &devs);
-	if (role < 0)
-		return 1;
+/* the file, the probes, the command (-- CMD, waiting), the header and the writer: 0, or -1 (said) */
+static int rec_open(struct rec_run *r, int argc, char **argv)
+{
+	const struct nt_config *cfg = r->cfg;
+
 	/* the file (and its lock) first: a second recorder on it stops here */
 	if (cfg->rotate_bytes || cfg->rotate_ns)
-		part_path(st.path, sizeof(st.path), cfg->output, 0);
+		part_path(r->st.path, sizeof(r->st.path), cfg->output, 0);
 	else
-		snprintf(st.path, sizeof(st.path), "%s", cfg->output);
-	if (nt_outfile_open(&of, st.path, err, sizeof(err))) {
-		fprintf(stderr, "ntbpf record: %s\n", err);
-		return 1;
+		snprintf(r->st.path, sizeof(r->st.path), "%s", cfg->output);
+	if (nt_outfile_open(&r->of, r->st.path, r->err, sizeof(r->err))) {
+		fprintf(stderr, "ntbpf record: %s\n", r->err);
+		return -1;
 	}
-	opened = true;
+	r->opened = true;
 
-	po.role = role;
+	r->po.role = r->role;
 	/*
 	 * -d naming NVMe namespaces only: block_rq_issue waits unattached (its
 	 * event ends no stage of an NVMe I/O; nvme_setup_cmd starts the
 	 * record), as in live.  Not with sampling windows, whose thread
 	 * attaches and detaches every hook.
 	 */
-	po.defer_blk_issue = role == NTBPF_ROLE_INITIATOR && !windowed && nt_devs_nvme_only(&devs);
-	po.defer_data_send = !windowed;	/* the target: until a queue runs without SQ head updates */
-	if (nt_probes_load(&pr, &po, err, sizeof(err))) {
-		fprintf(stderr, "ntbpf record: %s\n", err);
-		goto out;
+	r->po.defer_blk_issue = r->role == NTBPF_ROLE_INITIATOR && !r->windowed && nt_devs_nvme_only(&r->devs);
+	r->po.defer_data_send = !r->windowed;	/* the target: until a queue runs without SQ head updates */
+	if (nt_probes_load(&r->pr, &r->po, r->err, sizeof(r->err))) {
+		fprintf(stderr, "ntbpf record: %s\n", r->err);
+		return -1;
 	}
-	loaded = true;
-	if (pr.fallback[0])
-		fprintf(stderr, "ntbpf record: warning: %s\n", pr.fallback);
+	r->loaded = true;
+	if (r->pr.fallback[0])
+		fprintf(stderr, "ntbpf record: warning: %s\n", r->pr.fallback);
 
 	if (cfg->cmd_argv) {
-		child = spawn_child(cfg->cmd_argv, &go_fd);
-		if (child < 0) {
+		r->child = spawn_child(cfg->cmd_argv, &r->go_fd);
+		if (r->child < 0) {
 			fprintf(stderr, "ntbpf record: cannot start '%s': %s\n", cfg->cmd_argv[0], strerror(errno));
-			goto out;
+			return -1;
 		}
 	}
-	if (nt_probes_attach(&pr, err, sizeof(err))) {
-		fprintf(stderr, "ntbpf record: %s\n", err);
-		goto out;
+	if (nt_probes_attach(&r->pr, r->err, sizeof(r->err))) {
+		fprintf(stderr, "ntbpf record: %s\n", r->err);
+		return -1;
 	}
 
-	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
-	hdr.reserve = of.is_stream ? 0 : queue_room(&hdr);	/* a stream is not rewritten: no queue list */
-	st.w = nt_writer_open(of.f, &hdr);
-	if (!st.w) {
-		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", st.path, strerror(errno));
-		goto out;
+	nt_record_header(&r->hdr, cfg, r->role, &r->devs, &r->pr, argc, argv);
+	r->hdr.reserve = r->of.is_stream ? 0 : queue_room(&r->hdr);	/* a stream is not rewritten: no queue list */
+	r->st.w = nt_writer_open(r->of.f, &r->hdr);
+	if (!r->st.w) {
+		fprintf(stderr, "ntbpf record: cannot write %s: %s\n", r->st.path, strerror(errno));
+		return -1;
 	}
-	st.compress = cfg->compress;
-	nt_writer_set_raw(st.w, !cfg->compress);
-	st.hdr_len = nt_writer_bytes(st.w);
-	st.nctrls0 = hdr.nctrls;
+	r->st.compress = cfg->compress;
+	nt_writer_set_raw(r->st.w, !cfg->compress);
+	r->st.hdr_len = nt_writer_bytes(r->st.w);
+	r->st.nctrls0 = r->hdr.nctrls;
 	if (cfg->interval > 0) {
-		st.live = nt_live_new(cfg, &hdr);
-		if (!st.live)
-			goto out;
+		r->st.live = nt_live_new(cfg, &r->hdr);
+		if (!r->st.live)
+			return -1;
 	}
-	knob = nt_test_cost();
-	st.discard = knob == NT_TEST_COST_DISCARD;
-	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
-	if (!rb) {
+	r->knob = nt_test_cost();
+	r->st.discard = r->knob == NT_TEST_COST_DISCARD;
+	return 0;
+}
+
+/* the ring buffer, the per-CPU rings, the file made current, the windows, the start line, the command: 0, or -1 */
+static int rec_go(struct rec_run *r)
+{
+	const struct nt_config *cfg = r->cfg;
+
+	r->rb = ring_buffer__new(nt_probes_ringbuf_fd(&r->pr), on_event, &r->st, NULL);
+	if (!r->rb) {
 		fprintf(stderr, "ntbpf record: cannot set up the ring buffer: %s\n", strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (pr.pcr_recs) {
-		if (nt_probes_pcr_map(&pr, &pc.ctl, &pc.recs)) {
+	if (r->pr.pcr_recs) {
+		if (nt_probes_pcr_map(&r->pr, &r->pc.ctl, &r->pc.recs)) {
 			fprintf(stderr, "ntbpf record: cannot map the per-CPU rings: %s\n", strerror(errno));
-			goto out;
+			return -1;
 		}
-		pc.ncpu = pr.pcr_ncpu;
-		pc.n = pr.pcr_recs;
+		r->pc.ncpu = r->pr.pcr_ncpu;
+		r->pc.n = r->pr.pcr_recs;
 	}
 	/* recording really starts: only now does an existing file become FILE.old (as perf does) */
-	if (nt_outfile_start(&of, err, sizeof(err))) {
-		fprintf(stderr, "ntbpf record: %s\n", err);
-		goto out;
+	if (nt_outfile_start(&r->of, r->err, sizeof(r->err))) {
+		fprintf(stderr, "ntbpf record: %s\n", r->err);
+		return -1;
 	}
-	started = true;
+	r->started = true;
 
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);	/* an ssh drop ends the recording like Ctrl-C */
-	signal(SIGPIPE, SIG_IGN);	/* and a closed stderr must not kill us before the trailer */
-	if (cfg->bpf_stats)
-		getrusage(RUSAGE_SELF, &ru_start);	/* from here on: the cost while recording */
-	if (cfg->bpf_stats)
-		cpu_start = nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	if (windowed) {
-		if (windows_start(&wr)) {
-			fprintf(stderr, "ntbpf record: cannot start the sampling windows' thread: %s\n", strerror(errno));
-			goto out;
-		}
-		win_running = true;
+	nt_recorder_signals(true);
+	if (cfg->bpf_stats) {
+		getrusage(RUSAGE_SELF, &r->ru_start);	/* from here on: the cost while recording */
+		r->cpu_start = nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	}
-	if (windowed && cfg->duration > 0 && cfg->duration * 1e9 < wr.w.p_ns)
+	if (r->windowed) {
+		if (windows_start(&r->wr)) {
+			fprintf(stderr, "ntbpf record: cannot start the sampling windows' thread: %s\n", strerror(errno));
+			return -1;
+		}
+		r->win_running = true;
+	}
+	if (r->windowed && cfg->duration > 0 && cfg->duration * 1e9 < r->wr.w.p_ns)
 		fprintf(stderr, "ntbpf record: warning: --duration %g s is shorter than the sampling period (%g s): "
 			"the recording may hold no window (--sample-window sets their length)\n", cfg->duration,
-			wr.w.p_ns / 1e9);
-	if (role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
-		k0.ok = !nt_dev_iostat("", &devs, &k0.done, &k0.inflight);
+			r->wr.w.p_ns / 1e9);
+	if (r->role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
+		r->k0.ok = !nt_dev_iostat("", &r->devs, &r->k0.done, &r->k0.inflight);
 	/*
 	 * From here this thread drains and writes at --nice (19): its bursts
 	 * give way to the workload (in the lab, at the same nice as fio they
@@ -706,252 +706,316 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	 * it fall behind (src/drainprio.c).  CMD and the windows' thread keep
 	 * theirs.
 	 */
-	nt_drain_prio_start(&dp, cfg->nice);
-	drain_cap = pc.ncpu ? pc.n : nt_probes_ringbuf_recs(&pr);
+	nt_drain_prio_start(&r->dp, cfg->nice);
+	r->drain_cap = r->pc.ncpu ? r->pc.n : nt_probes_ringbuf_recs(&r->pr);
 	/* scripts wait for this line before starting the workload */
-	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s%s%s)\n", nt_role_name(role),
-		cfg->output, pr.nattached, windowed ? window_text(cfg, &wr.w, err, sizeof(err)) : "",
-		pr.deferred ? "; " : "", nt_probes_deferred_text(&pr),
-		child > 0 ? "" : "; Ctrl-C to stop");
-	if (child > 0) {
+	fprintf(stderr, "ntbpf record: recording %s I/O to %s (%d hooks attached%s%s%s%s)\n", nt_role_name(r->role),
+		cfg->output, r->pr.nattached, r->windowed ? window_text(cfg, &r->wr.w, r->err, sizeof(r->err)) : "",
+		r->pr.deferred ? "; " : "", nt_probes_deferred_text(&r->pr),
+		r->child > 0 ? "" : "; Ctrl-C to stop");
+	if (r->child > 0) {
 		/* Ctrl-C reaches the command too (same process group); let it end first */
-		if (write(go_fd, "g", 1) != 1)
-			goto out;
-		close(go_fd);
-		go_fd = -1;
+		if (write(r->go_fd, "g", 1) != 1)
+			return -1;
+		close(r->go_fd);
+		r->go_fd = -1;
 	}
 	if (cfg->duration > 0)
-		t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
-	last_flush = last_tick = st.part_start_ns = nt_clock_ns(CLOCK_MONOTONIC);
-	while (!st.werr) {
-		/* records wait <= 100 ms; a per-CPU ring half full wakes us at once */
-		int n = nt_recorder_poll(rb, 100);
-		uint64_t t, most;
+		r->t_end = nt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(cfg->duration * 1e9);
+	r->last_flush = r->st.part_start_ns = nt_clock_ns(CLOCK_MONOTONIC);
+	return 0;
+}
 
-		most = pcr_drain(&pc, &st);
-		/*
-		 * Without per-CPU rings, what the ring buffer gave; with them,
-		 * records there beyond the CPUs' wake-up marks say a ring was full.
-		 */
-		if (n > (pc.ncpu ? 2 * pc.ncpu : 0))
-			most = pc.ncpu ? pc.n : (uint64_t)n;
-		nt_drain_prio_round(&dp, most, drain_cap);
-		t = nt_clock_ns(CLOCK_MONOTONIC);
+/* the drain loop's round (recorder.h): the per-CPU rings, the drain's nice, the file's upkeep; 1: stop */
+static int rec_round(void *ctx, int n)
+{
+	struct rec_run *r = ctx;
+	const struct nt_config *cfg = r->cfg;
+	uint64_t t, most = pcr_drain(&r->pc, &r->st);
 
-		if (n < 0) {
-			fprintf(stderr, "ntbpf record: ring buffer poll failed: %s\n", strerror(-n));
-			break;
-		}
-		if (st.live && t - last_tick >= (uint64_t)(cfg->interval * 1e9)) {
-			uint64_t s2[ST_NR], lost;
-
-			nt_probes_stats(&pr, s2);
-			lost = nt_lost_sum(s2);
-			nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, lost - lost_ticked);
-			lost_ticked = lost;
-			last_tick = t;
-		}
-		/* the header rewritten at the end then says it is attached */
-		if (pr.deferred && nt_probes_undefer_now(&pr, "record")) {
-			hdr.nhooks = 0;
-			nt_probes_to_header(&pr, &hdr);
-		}
-		if (t - last_flush >= 1000000000ull) {
-			rec_flush(&st);
-			last_flush = t;
-		}
-		if (((cfg->rotate_bytes && nt_writer_bytes(st.w) >= cfg->rotate_bytes) ||
-		     (cfg->rotate_ns && t - st.part_start_ns >= cfg->rotate_ns)) &&
-		    rec_rotate(&st, &of, &hdr, &pr, cfg->output))
-			break;
-		if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
-			child_done = true;
-		if (child_done || (t_end && t >= t_end))
-			break;
-		if (stop_signal && child <= 0)
-			break;
-		if (stop_signal && child > 0) {
-			/* the command got Ctrl-C (or the hangup) too; forward a kill and wait for it to end */
-			if (stop_signal == SIGTERM || stop_signal == SIGHUP)
-				kill(child, stop_signal);
-			stop_signal = 0;
-		}
+	/*
+	 * Without per-CPU rings, what the ring buffer gave; with them,
+	 * records there beyond the CPUs' wake-up marks say a ring was full.
+	 */
+	if (n > (r->pc.ncpu ? 2 * r->pc.ncpu : 0))
+		most = r->pc.ncpu ? r->pc.n : (uint64_t)n;
+	nt_drain_prio_round(&r->dp, most, r->drain_cap);
+	t = nt_clock_ns(CLOCK_MONOTONIC);
+	/* the header rewritten at the end then says it is attached */
+	if (r->pr.deferred && nt_probes_undefer_now(&r->pr, "record")) {
+		r->hdr.nhooks = 0;
+		nt_probes_to_header(&r->pr, &r->hdr);
 	}
-	if (k0.ok)
-		k1.ok = !nt_dev_iostat("", &devs, &k1.done, &k1.inflight);
-	/* stop new events, then drain what the kernel still holds */
-	if (win_running) {
-		windows_stop(&wr);
-		win_running = false;
+	if (t - r->last_flush >= 1000000000ull) {
+		rec_flush(&r->st);
+		r->last_flush = t;
 	}
-	nt_probes_detach(&pr);
-	ring_buffer__consume(rb);
-	pcr_drain(&pc, &st);
-	if (st.live) {
-		uint64_t s2[ST_NR], t = nt_clock_ns(CLOCK_MONOTONIC);
+	if (((cfg->rotate_bytes && nt_writer_bytes(r->st.w) >= cfg->rotate_bytes) ||
+	     (cfg->rotate_ns && t - r->st.part_start_ns >= cfg->rotate_ns)) &&
+	    rec_rotate(&r->st, &r->of, &r->hdr, &r->pr, cfg->output))
+		return 1;
+	if (r->child > 0 && !r->child_done && waitpid(r->child, &r->child_status, WNOHANG) == r->child)
+		r->child_done = true;
+	return r->st.werr || r->child_done || (r->t_end && t >= r->t_end);
+}
 
-		nt_probes_stats(&pr, s2);
-		nt_live_tick(st.live, stdout, (t - last_tick) / 1e9, nt_lost_sum(s2) - lost_ticked);
+/* --interval: live's lines of the records so far */
+static void rec_tick(void *ctx, double secs)
+{
+	struct rec_run *r = ctx;
+	uint64_t s2[ST_NR], lost;
+
+	nt_probes_stats(&r->pr, s2);
+	lost = nt_lost_sum(s2);
+	nt_live_tick(r->st.live, stdout, secs, lost - r->lost_ticked);
+	r->lost_ticked = lost;
+}
+
+/* a stop signal: the recording stops, or, with a command, the command ends first */
+static int rec_on_signal(void *ctx, int sig)
+{
+	struct rec_run *r = ctx;
+
+	if (r->child <= 0)
+		return 1;
+	/* the command got Ctrl-C (or the hangup) too; forward a kill and wait for it to end */
+	if (sig == SIGTERM || sig == SIGHUP)
+		kill(r->child, sig);
+	return 0;
+}
+
+/* stop new events, drain what the kernel still holds, and count what was lost into the trailer */
+static void rec_stop(struct rec_run *r, uint64_t t_last)
+{
+	const struct nt_config *cfg = r->cfg;
+	uint64_t now[ST_NR], all[ST_NR], dropped;	/* this file's; the whole recording's */
+
+	if (r->k0.ok)
+		r->k1.ok = !nt_dev_iostat("", &r->devs, &r->k1.done, &r->k1.inflight);
+	if (r->win_running) {
+		windows_stop(&r->wr);
+		r->win_running = false;
 	}
-	{
-		uint64_t now[ST_NR], dropped = pr.inflight_dropped;
-
-		nt_probes_stats(&pr, now);
-		part_stats(&st, now, dropped, tr.stats, true);
-	}
-	if (k1.ok) {
-		uint64_t all[ST_NR];	/* the whole recording's, not this file's */
-
-		nt_probes_stats(&pr, all);
-		tr.stats[ST_NOT_RUN] = nt_dev_not_run(&k0, &k1, all);
+	nt_probes_detach(&r->pr);
+	ring_buffer__consume(r->rb);
+	pcr_drain(&r->pc, &r->st);
+	if (r->st.live)
+		rec_tick(r, (nt_clock_ns(CLOCK_MONOTONIC) - t_last) / 1e9);
+	dropped = r->pr.inflight_dropped;
+	nt_probes_stats(&r->pr, now);
+	part_stats(&r->st, now, dropped, r->tr.stats, true);
+	if (r->k1.ok) {
+		nt_probes_stats(&r->pr, all);
+		r->tr.stats[ST_NOT_RUN] = nt_dev_not_run(&r->k0, &r->k1, all);
 		if (cfg->verbose)
 			fprintf(stderr, "ntbpf record: the devices' own counts: %" PRIu64 " I/Os completed while recording, %"
 				PRIu64 " in flight at its stop; the programs saw %" PRIu64 " records, %" PRIu64 " lost, %"
-				PRIu64 " in flight at the start, %" PRIu64 " at the stop\n", k1.done - k0.done, k1.inflight,
-				all[ST_EMITTED], all[ST_LOST_RINGBUF] + all[ST_LOST_MAP_FULL] + all[ST_NO_COMPLETE],
-				all[ST_NO_START], all[ST_INFLIGHT_END]);
+				PRIu64 " in flight at the start, %" PRIu64 " at the stop\n", r->k1.done - r->k0.done,
+				r->k1.inflight, all[ST_EMITTED],
+				all[ST_LOST_RINGBUF] + all[ST_LOST_MAP_FULL] + all[ST_NO_COMPLETE], all[ST_NO_START],
+				all[ST_INFLIGHT_END]);
 	}
 	if (cfg->verbose)
 		fprintf(stderr, "ntbpf record: took the records at nice %d%s, at nice %d %" PRIu64 " time%s it fell behind "
-			"(a ring 3/4 full)\n", dp.idle, dp.ok ? "" : " (could not change it)", dp.busy, dp.catchups,
-			dp.catchups == 1 ? "" : "s");
-	if (cfg->verbose && pc.ncpu)
+			"(a ring 3/4 full)\n", r->dp.idle, r->dp.ok ? "" : " (could not change it)", r->dp.busy,
+			r->dp.catchups, r->dp.catchups == 1 ? "" : "s");
+	if (cfg->verbose && r->pc.ncpu)
 		fprintf(stderr, "ntbpf record: per-CPU rings of %u records on %d CPUs: %" PRIu64 " records came through "
-			"them, %" PRIu64 " through the shared ring buffer\n", pc.n, pc.ncpu, pc.taken, st.seen - pc.taken);
-	if (cfg->bpf_stats) {
-		uint64_t ns, runs;
+			"them, %" PRIu64 " through the shared ring buffer\n", r->pc.n, r->pc.ncpu, r->pc.taken,
+			r->st.seen - r->pc.taken);
+}
 
-		struct rusage ru;
-		double u, sy;
+/* --bpf-stats and the test knobs: what the recording cost */
+static void rec_cost(const struct rec_run *r)
+{
+	const uint64_t emitted = r->tr.stats[ST_EMITTED];
+	uint64_t ns, runs;
+	struct rusage ru;
 
-		if (cfg->verbose)
-			nt_probes_run_time_each(&pr, stderr);
-		if (!nt_probes_run_time(&pr, &ns, &runs))
+	if (r->cfg->bpf_stats) {
+		if (r->cfg->verbose)
+			nt_probes_run_time_each(&r->pr, stderr);
+		if (!nt_probes_run_time(&r->pr, &ns, &runs))
 			fprintf(stderr, "ntbpf record: BPF run time %.0f ns per recorded I/O (%" PRIu64 " ns in %" PRIu64
-				" program runs, %.0f ns each)\n", tr.stats[ST_EMITTED] ? (double)ns / tr.stats[ST_EMITTED] : 0.0,
+				" program runs, %.0f ns each)\n", emitted ? (double)ns / emitted : 0.0,
 				ns, runs, runs ? (double)ns / runs : 0.0);
 		/*
 		 * The reader, the encoder and the writing while recording: this
 		 * process only, not CMD, and not the start (BTF, loading and
-		 * verifying the programs), which is before the workload.
-		 */
-		/*
-		 * The total is the scheduler's runtime of the process (exact);
+		 * verifying the programs), which is before the workload.  The
+		 * total is the scheduler's runtime of the process (exact);
 		 * getrusage splits it into user and system by timer ticks only.
 		 */
-		if (!getrusage(RUSAGE_SELF, &ru) && tr.stats[ST_EMITTED]) {
-			double cpu = (nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start) / 1e9;
+		if (!getrusage(RUSAGE_SELF, &ru) && emitted) {
+			double cpu = (nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - r->cpu_start) / 1e9;
+			double u = tv_s(&ru.ru_utime) - tv_s(&r->ru_start.ru_utime);
+			double sy = tv_s(&ru.ru_stime) - tv_s(&r->ru_start.ru_stime);
 
-			u = tv_s(&ru.ru_utime) - tv_s(&ru_start.ru_utime);
-			sy = tv_s(&ru.ru_stime) - tv_s(&ru_start.ru_stime);
 			fprintf(stderr, "ntbpf record: user-space CPU %.0f ns per recorded I/O while recording (%.3f s of CPU; "
 				"by ticks %.3f s user, %.3f s system; %.3f s more to start; %ld context switches, "
-				"%ld involuntary)\n", cpu * 1e9 / tr.stats[ST_EMITTED],
-				cpu, u, sy, tv_s(&ru_start.ru_utime) + tv_s(&ru_start.ru_stime),
-				ru.ru_nvcsw - ru_start.ru_nvcsw, ru.ru_nivcsw - ru_start.ru_nivcsw);
+				"%ld involuntary)\n", cpu * 1e9 / emitted,
+				cpu, u, sy, tv_s(&r->ru_start.ru_utime) + tv_s(&r->ru_start.ru_stime),
+				ru.ru_nvcsw - r->ru_start.ru_nvcsw, ru.ru_nivcsw - r->ru_start.ru_nivcsw);
 		}
 	}
-	if (st.discard)
+	if (r->st.discard)
 		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records taken off the ring buffer and dropped\n",
-			st.discarded);
-	else if (knob == NT_TEST_COST_NOEMIT)
+			r->st.discarded);
+	else if (r->knob == NT_TEST_COST_NOEMIT)
 		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records built and ended, none put on the ring buffer\n",
-			tr.stats[ST_EMITTED]);
-	else if (knob == NT_TEST_COST_EMPTY)
+			emitted);
+	else if (r->knob == NT_TEST_COST_EMPTY)
 		fprintf(stderr, "ntbpf record: test knob: %" PRIu64 " records built (every program run returned at once)\n",
-			tr.stats[ST_EMITTED]);
-	tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
-	if (!st.w) {	/* --rotate could not go on: the files of the series before it are whole */
-		opened = false;
-		rc = 1;
-		goto out;
-	}
-	rec_flush(&st);
-	wbytes = nt_writer_bytes(st.w);	/* a stream (-, a FIFO) has no size to stat: what went into it */
-	if (st.werr) {
-		rec_salvage(&st, &of, &tr, st.path);
-	} else {
-		tr.records = st.written;	/* the writer's own count (in a series, this file's) */
-		tr.lost_user = st.lost_user;
-		rc = nt_writer_close(st.w, &tr);
-		st.w = NULL;
-		if (rc) {
-			st.werr = rc < 0 ? -rc : EIO;
-			fprintf(stderr, "ntbpf record: writing the end of %s failed: %s\n", st.path, strerror(st.werr));
-		} else if (!of.is_stream) {
-			/* with --rotate: the series' last file */
-			record_queues(&pr, &hdr, of.f, st.hdr_len);
-		}
-	}
-	{
-		struct stat sb;
-		uint64_t lost = nt_lost_sum(tr.stats) + tr.lost_user;
-		double size = !fstat(of.fd, &sb) && S_ISREG(sb.st_mode) ? (double)sb.st_size : (double)wbytes;
+			emitted);
+}
 
-		if (nt_outfile_commit(&of, err, sizeof(err))) {
-			fprintf(stderr, "ntbpf record: %s\n", err);
-			st.werr = st.werr ? st.werr : EIO;
-		}
-		opened = false;
-		fprintf(stderr, "ntbpf record: %" PRIu64 " records, %" PRIu64 " lost, %.1f KiB written to %s "
-			"(%.1f bytes/record, %s, %d hooks)\n", st.werr ? st.written : tr.records, lost, size / 1024,
-			st.path, tr.records ? size / tr.records : 0.0, nt_role_name(role), pr.nattached);
-		if (st.part)
-			fprintf(stderr, "ntbpf record: a series of %u files, %s.0000 to %s\n", st.part + 1, cfg->output, st.path);
-		if (tr.stats[ST_NOT_RUN])
-			fprintf(stderr, "ntbpf record: warning: the devices' own counts (/sys/class/block/*/stat) hold %" PRIu64
-				" I/Os that no program run of ntbpf's saw: the kernel did not run them (counted as lost)\n",
-				tr.stats[ST_NOT_RUN]);
-		if (windowed)
-			fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms (between them %s), one "
-				"every %g s; %" PRIu64 " I/Os in flight when a window closed (counted as in flight at "
-				"the end)\n", wr.nwindows, cfg->sample_window_ms, detach_text[nt_windows_detach(&wr.w)],
-				wr.w.p_ns / 1e9, pr.inflight_dropped);
-		if (windowed && wr.reattach_failed)
-			fprintf(stderr, "ntbpf record: warning: %" PRIu64 " times a hook did not attach "
-				"again at a window: its events are missing from that window\n", wr.reattach_failed);
+/* the trailer, the queue list, the file made whole, and the closing lines: the exit status */
+static int rec_finish(struct rec_run *r)
+{
+	const struct nt_config *cfg = r->cfg;
+	struct rec_state *st = &r->st;
+	uint64_t wbytes, lost;
+	struct stat sb;
+	double size;
+	int rc;
+
+	r->tr.end_mono_ns = nt_clock_ns(CLOCK_MONOTONIC);
+	if (!st->w) {	/* --rotate could not go on: the files of the series before it are whole */
+		r->opened = false;
+		return 1;
 	}
-	if (st.werr && child > 0 && !child_done)
+	rec_flush(st);
+	wbytes = nt_writer_bytes(st->w);	/* a stream (-, a FIFO) has no size to stat: what went into it */
+	if (st->werr) {
+		rec_salvage(st, &r->of, &r->tr, st->path);
+	} else {
+		r->tr.records = st->written;	/* the writer's own count (in a series, this file's) */
+		r->tr.lost_user = st->lost_user;
+		rc = nt_writer_close(st->w, &r->tr);
+		st->w = NULL;
+		if (rc) {
+			st->werr = rc < 0 ? -rc : EIO;
+			fprintf(stderr, "ntbpf record: writing the end of %s failed: %s\n", st->path, strerror(st->werr));
+		} else if (!r->of.is_stream) {
+			/* with --rotate: the series' last file */
+			record_queues(&r->pr, &r->hdr, r->of.f, st->hdr_len);
+		}
+	}
+	lost = nt_lost_sum(r->tr.stats) + r->tr.lost_user;
+	size = !fstat(r->of.fd, &sb) && S_ISREG(sb.st_mode) ? (double)sb.st_size : (double)wbytes;
+	if (nt_outfile_commit(&r->of, r->err, sizeof(r->err))) {
+		fprintf(stderr, "ntbpf record: %s\n", r->err);
+		st->werr = st->werr ? st->werr : EIO;
+	}
+	r->opened = false;
+	fprintf(stderr, "ntbpf record: %" PRIu64 " records, %" PRIu64 " lost, %.1f KiB written to %s "
+		"(%.1f bytes/record, %s, %d hooks)\n", st->werr ? st->written : r->tr.records, lost, size / 1024,
+		st->path, r->tr.records ? size / r->tr.records : 0.0, nt_role_name(r->role), r->pr.nattached);
+	if (st->part)
+		fprintf(stderr, "ntbpf record: a series of %u files, %s.0000 to %s\n", st->part + 1, cfg->output, st->path);
+	if (r->tr.stats[ST_NOT_RUN])
+		fprintf(stderr, "ntbpf record: warning: the devices' own counts (/sys/class/block/*/stat) hold %" PRIu64
+			" I/Os that no program run of ntbpf's saw: the kernel did not run them (counted as lost)\n",
+			r->tr.stats[ST_NOT_RUN]);
+	if (r->windowed)
+		fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms (between them %s), one "
+			"every %g s; %" PRIu64 " I/Os in flight when a window closed (counted as in flight at "
+			"the end)\n", r->wr.nwindows, cfg->sample_window_ms, detach_text[nt_windows_detach(&r->wr.w)],
+			r->wr.w.p_ns / 1e9, r->pr.inflight_dropped);
+	if (r->windowed && r->wr.reattach_failed)
+		fprintf(stderr, "ntbpf record: warning: %" PRIu64 " times a hook did not attach "
+			"again at a window: its events are missing from that window\n", r->wr.reattach_failed);
+	if (st->werr && r->child > 0 && !r->child_done)
 		fprintf(stderr, "ntbpf record: '%s' goes on to its end\n", cfg->cmd_argv[0]);
-	rc = st.werr ? 1 : 0;
-out:
-	if (win_running)
-		windows_stop(&wr);
-	if (go_fd >= 0)
-		close(go_fd);	/* child sees EOF and exits 127 without running */
-	if (child > 0 && !child_done) {
+	return st->werr ? 1 : 0;
+}
+
+/* what is still open, the command waited for: the exit status (the command's failure is ours) */
+static int rec_close(struct rec_run *r, int rc)
+{
+	const struct nt_config *cfg = r->cfg;
+
+	if (r->win_running)
+		windows_stop(&r->wr);
+	if (r->go_fd >= 0)
+		close(r->go_fd);	/* child sees EOF and exits 127 without running */
+	if (r->child > 0 && !r->child_done) {
 		/* a recording that failed to start stops the command; one that stopped early does not */
-		if (rc && !started)
-			kill(child, SIGTERM);
-		waitpid(child, &child_status, 0);
-		child_done = true;
+		if (rc && !r->started)
+			kill(r->child, SIGTERM);
+		waitpid(r->child, &r->child_status, 0);
+		r->child_done = true;
 	}
-	if (st.w)
-		nt_writer_close(st.w, &tr);
-	ring_buffer__free(rb);
-	nt_live_free(st.live);
-	if (loaded)
-		nt_probes_destroy(&pr);
-	if (opened) {
+	if (r->st.w)
+		nt_writer_close(r->st.w, &r->tr);
+	ring_buffer__free(r->rb);
+	nt_live_free(r->st.live);
+	if (r->loaded)
+		nt_probes_destroy(&r->pr);
+	if (r->opened) {
 		/* nothing was recorded: the temporary file goes, an existing FILE stays as it was */
-		if (started && nt_outfile_commit(&of, err, sizeof(err)))
-			fprintf(stderr, "ntbpf record: %s\n", err);
-		else if (!started)
-			nt_outfile_abort(&of);
+		if (r->started && nt_outfile_commit(&r->of, r->err, sizeof(r->err)))
+			fprintf(stderr, "ntbpf record: %s\n", r->err);
+		else if (!r->started)
+			nt_outfile_abort(&r->of);
 	}
-	nt_header_free(&hdr);
-	if (child > 0 && (!rc || st.werr)) {
+	nt_header_free(&r->hdr);
+	if (r->child > 0 && (!rc || r->st.werr)) {
 		/* like perf record -- cmd: the command's failure is ours */
-		if (WIFEXITED(child_status) && WEXITSTATUS(child_status)) {
+		if (WIFEXITED(r->child_status) && WEXITSTATUS(r->child_status)) {
 			fprintf(stderr, "ntbpf record: '%s' exited with status %d\n", cfg->cmd_argv[0],
-				WEXITSTATUS(child_status));
-			rc = WEXITSTATUS(child_status);
-		} else if (WIFSIGNALED(child_status) && WTERMSIG(child_status) != SIGINT &&
-			   WTERMSIG(child_status) != SIGTERM && WTERMSIG(child_status) != SIGHUP) {
+				WEXITSTATUS(r->child_status));
+			rc = WEXITSTATUS(r->child_status);
+		} else if (WIFSIGNALED(r->child_status) && WTERMSIG(r->child_status) != SIGINT &&
+			   WTERMSIG(r->child_status) != SIGTERM && WTERMSIG(r->child_status) != SIGHUP) {
 			fprintf(stderr, "ntbpf record: '%s' killed by signal %d\n", cfg->cmd_argv[0],
-				WTERMSIG(child_status));
-			rc = 128 + WTERMSIG(child_status);
+				WTERMSIG(r->child_status));
+			rc = 128 + WTERMSIG(r->child_status);
 		}
 	}
+	return rc;
+}
+
+int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
+{
+	struct rec_run *r = calloc(1, sizeof(*r));
+	struct nt_loop lp = { .cmd = "record", .round = rec_round, .on_signal = rec_on_signal };
+	bool windowed = cfg->sample > 1 && cfg->sample_window_ms;
+	int rc = 1;
+
+	if (!r) {
+		fprintf(stderr, "ntbpf record: out of memory\n");
+		return 1;
+	}
+	r->cfg = cfg;
+	r->of.fd = r->go_fd = r->child = -1;
+	r->windowed = windowed;
+	r->wr = (struct windows_run){ .pr = &r->pr, .w = nt_windows_with(cfg->sample, cfg->sample_window_ms,
+									 cfg->sample_detach_all ? fn_gap_ns() : UINT64_MAX),
+				      .verbose = cfg->verbose };
+	r->po = (struct nt_probe_opts){ .sample = windowed ? 1 : cfg->sample, .devs = &r->devs,
+					.force_kprobe = cfg->force_kprobe, .bpf_stats = cfg->bpf_stats,
+					.percpu_rings = true, .verbose = cfg->verbose };
+	nt_header_init(&r->hdr, 0);
+	r->role = nt_record_preflight(cfg, "record", &r->devs);
+	if (r->role < 0) {
+		free(r);
+		return 1;
+	}
+	if (rec_open(r, argc, argv) || rec_go(r))
+		goto out;
+	lp.rb = r->rb;
+	lp.ctx = r;
+	if (r->st.live) {
+		lp.interval_ns = (uint64_t)(cfg->interval * 1e9);
+		lp.tick = rec_tick;
+	}
+	nt_recorder_loop(&lp);
+	rec_stop(r, lp.t_last);
+	rec_cost(r);
+	rc = rec_finish(r);
+out:
+	rc = rec_close(r, rc);
+	free(r);
 	return rc;
 }

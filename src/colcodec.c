@@ -873,28 +873,19 @@ int nt_coldec_reserve(struct nt_coldec *s, uint32_t nrec)
 #define BLOCK	128	/* records decoded together: 13 KiB, stays in L1 */
 
 /*
- * Every read is bounds-checked; every part of the chunk must be used up
- * exactly.
- *
- * First the column directory, then ev_mask and the extra-slot mask of every
- * record (they tell how many values each ev[] column has, hence where the
- * packed bits of each column start), then the records in blocks of BLOCK,
- * column by column.
+ * nt_cols_decode's first part: the chunk's column directory into cols (*ncols of them), each
+ * column's exceptions and packed bits placed, and every record's stored event slots in
+ * s->slots (*any: the slots some record stores, *all: those every record stores).  NULL, or why not.
  */
-const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const uint8_t *raw,
-			   size_t len, uint32_t nrec, uint32_t file_nev)
+static inline __attribute__((always_inline)) const char *
+dec_directory(struct nt_coldec *s, struct dcol *cols, const uint8_t *raw, size_t len, uint32_t nrec,
+	      uint32_t file_nev, uint32_t *ncolsp, uint32_t *anyp, uint32_t *allp)
 {
-	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
-	uint32_t ours = (uint32_t)((1ull << nslots) - 1);
 	uint32_t fslots = (uint32_t)((1ull << file_nev) - 1);	/* the file's */
-	struct dcol cols[MAX_COLS];
 	struct cur c = { raw, len, false }, bits;
-	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any = 0, all = ~0u, nports = 0;
-	uint32_t at[NT_COLS_MAX_NEV];	/* M_ALT ev[]: t0 + ev[k] of the last, mod 2^32 */
-	uint64_t exc_len = 0, t = 0, next = 0;
-	struct ntbpf_rec tmpl;
+	uint32_t ncols, nk = C_EV0 + file_nev, k, i, any = 0, all = ~0u;
+	uint64_t exc_len = 0;
 	const uint8_t *exc;
-	bool const_mask, port, gen;
 
 	if (file_nev > NT_COLS_MAX_NEV)
 		return "bad record encoding: event slots";
@@ -964,6 +955,131 @@ const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const ui
 			return "bad record encoding: packed bits overrun";
 	if (bits.len)
 		return "bad record encoding: packed bits not used up";
+
+	*ncolsp = ncols;
+	*anyp = any;
+	*allp = all;
+	return NULL;
+}
+
+/*
+ * nt_cols_decode's events of one block of m records r (their stored slots, their previous
+ * event's values last): slot by slot, the previous stored slot's value plus this one, or
+ * (M_T0) the value itself, or (M_ALT) from t0 + ev[k] of the last record (at[k]).  NULL, or why not.
+ */
+static inline __attribute__((always_inline)) const char *
+dec_events(struct dcol *cols, struct ntbpf_rec *r, uint32_t m, const uint32_t *slots, uint32_t *last,
+	   uint32_t *at, uint32_t file_nev, uint32_t any, uint32_t all)
+{
+	uint32_t k, i;
+
+	for (k = 0; k < file_nev; k++) {
+		uint32_t n = 0, j = 0;
+
+		if (!(any >> k & 1))
+			continue;
+		if (cols[C_EV0 + k].mode == M_T0) {	/* the values */
+			if (all >> k & 1) {
+				COL_FOR(C_EV0 + k, m, x, last[i] = x);
+			} else {
+				uint32_t idx[BLOCK];
+
+				for (i = 0; i < m; i++) {
+					idx[j] = i;
+					j += slots[i] >> k & 1;
+				}
+				COL_FOR(C_EV0 + k, j, x, last[idx[i]] = x);
+			}
+			if (k < NTBPF_MAX_EV)
+				for (i = 0; i < m; i++)
+					if (slots[i] >> k & 1)
+						r[i].ev[k] = last[i];
+			continue;
+		}
+		if (cols[C_EV0 + k].mode) {	/* M_ALT: from t0 + ev[k] */
+			uint32_t a = at[k];
+
+			if (all >> k & 1) {
+				COL_FOR(C_EV0 + k, m, x, {
+					a += x;
+					last[i] = a - (uint32_t)r[i].t0;
+				});
+			} else {
+				uint32_t idx[BLOCK];
+
+				for (i = 0; i < m; i++) {
+					idx[j] = i;
+					j += slots[i] >> k & 1;
+				}
+				COL_FOR(C_EV0 + k, j, x, {
+					a += x;
+					last[idx[i]] = a - (uint32_t)r[idx[i]].t0;
+				});
+				n = j;
+			}
+			at[k] = a;
+			if (k < NTBPF_MAX_EV) {
+				if (all >> k & 1)
+					for (i = 0; i < m; i++)
+						r[i].ev[k] = last[i];
+				else
+					for (i = 0; i < m; i++)
+						if (slots[i] >> k & 1)
+							r[i].ev[k] = last[i];
+			}
+			continue;
+		}
+		if (all >> k & 1) {
+			if (k < NTBPF_MAX_EV && !(any >> k >> 1))	/* the last slot */
+				COL_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] + x);
+			else if (k < NTBPF_MAX_EV)
+				COL_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] += x);
+			else
+				COL_FOR(C_EV0 + k, m, x, last[i] += x);
+			continue;
+		}
+		for (i = 0; i < m; i++)
+			n += slots[i] >> k & 1;
+		{
+			uint32_t idx[BLOCK];
+
+			for (i = 0; i < m; i++) {
+				idx[j] = i;
+				j += slots[i] >> k & 1;
+			}
+			COL_FOR(C_EV0 + k, n, x, last[idx[i]] += x);
+			if (k < NTBPF_MAX_EV)
+				for (i = 0; i < n; i++)
+					r[idx[i]].ev[k] = last[idx[i]];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Every read is bounds-checked; every part of the chunk must be used up
+ * exactly.
+ *
+ * First the column directory, then ev_mask and the extra-slot mask of every
+ * record (they tell how many values each ev[] column has, hence where the
+ * packed bits of each column start), then the records in blocks of BLOCK,
+ * column by column.
+ */
+const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const uint8_t *raw,
+			   size_t len, uint32_t nrec, uint32_t file_nev)
+{
+	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
+	uint32_t ours = (uint32_t)((1ull << nslots) - 1);
+	struct dcol cols[MAX_COLS];
+	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any, all, nports = 0;
+	uint32_t at[NT_COLS_MAX_NEV];	/* M_ALT ev[]: t0 + ev[k] of the last, mod 2^32 */
+	uint64_t t = 0, next = 0;
+	struct ntbpf_rec tmpl;
+	const char *err;
+	bool const_mask, port, gen;
+
+	if ((err = dec_directory(s, cols, raw, len, nrec, file_nev, &ncols, &any, &all)))
+		return err;
 
 	/*
 	 * A column with b = 0 holds one value: it goes into a template record
@@ -1076,87 +1192,8 @@ const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const ui
 					nports++;
 				}
 			});
-		/* slot by slot: the previous stored slot's value plus this one */
-		for (k = 0; k < file_nev; k++) {
-			uint32_t n = 0, j = 0;
-
-			if (!(any >> k & 1))
-				continue;
-			if (cols[C_EV0 + k].mode == M_T0) {	/* the values */
-				if (all >> k & 1) {
-					COL_FOR(C_EV0 + k, m, x, last[i] = x);
-				} else {
-					uint32_t idx[BLOCK];
-
-					for (i = 0; i < m; i++) {
-						idx[j] = i;
-						j += slots[i] >> k & 1;
-					}
-					COL_FOR(C_EV0 + k, j, x, last[idx[i]] = x);
-				}
-				if (k < NTBPF_MAX_EV)
-					for (i = 0; i < m; i++)
-						if (slots[i] >> k & 1)
-							r[i].ev[k] = last[i];
-				continue;
-			}
-			if (cols[C_EV0 + k].mode) {	/* M_ALT: from t0 + ev[k] */
-				uint32_t a = at[k];
-
-				if (all >> k & 1) {
-					COL_FOR(C_EV0 + k, m, x, {
-						a += x;
-						last[i] = a - (uint32_t)r[i].t0;
-					});
-				} else {
-					uint32_t idx[BLOCK];
-
-					for (i = 0; i < m; i++) {
-						idx[j] = i;
-						j += slots[i] >> k & 1;
-					}
-					COL_FOR(C_EV0 + k, j, x, {
-						a += x;
-						last[idx[i]] = a - (uint32_t)r[idx[i]].t0;
-					});
-					n = j;
-				}
-				at[k] = a;
-				if (k < NTBPF_MAX_EV) {
-					if (all >> k & 1)
-						for (i = 0; i < m; i++)
-							r[i].ev[k] = last[i];
-					else
-						for (i = 0; i < m; i++)
-							if (slots[i] >> k & 1)
-								r[i].ev[k] = last[i];
-				}
-				continue;
-			}
-			if (all >> k & 1) {
-				if (k < NTBPF_MAX_EV && !(any >> k >> 1))	/* the last slot */
-					COL_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] + x);
-				else if (k < NTBPF_MAX_EV)
-					COL_FOR(C_EV0 + k, m, x, r[i].ev[k] = last[i] += x);
-				else
-					COL_FOR(C_EV0 + k, m, x, last[i] += x);
-				continue;
-			}
-			for (i = 0; i < m; i++)
-				n += slots[i] >> k & 1;
-			{
-				uint32_t idx[BLOCK];
-
-				for (i = 0; i < m; i++) {
-					idx[j] = i;
-					j += slots[i] >> k & 1;
-				}
-				COL_FOR(C_EV0 + k, n, x, last[idx[i]] += x);
-				if (k < NTBPF_MAX_EV)
-					for (i = 0; i < n; i++)
-						r[idx[i]].ev[k] = last[idx[i]];
-			}
-		}
+		if ((err = dec_events(cols, r, m, slots, last, at, file_nev, any, all)))
+			return err;
 		if (ncols > nk + 2)	/* depth (files before it have none: 0) */
 			COL_FOR(nk + 2, m, x, r[i].depth = x);
 		for (k = nk + 3; k < ncols; k++)

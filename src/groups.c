@@ -687,22 +687,10 @@ static void count_matched(struct nt_report *rep)
 	rep->unmatched_tgt = rep->m.n_tgt - rep->m.matched - out_tgt;
 }
 
-int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
-		    const struct nt_report_opts *o)
+void nt_report_count(struct nt_report *rep, const struct nt_input *ins, int nins)
 {
-	nt_report_begin(rep, ins, nins, o);
 	count_lost(rep, ins, nins);
-	if (nt_match_build(&rep->m, ins, nins))
-		return -1;
 	count_matched(rep);
-	for (size_t k = 0; k < rep->m.n_init; k++)
-		if (nt_report_add(rep, rep->m.init[k], rep->m.partner[k]))
-			return -1;
-	for (size_t k = 0; k < rep->m.n_tgt; k++)
-		if (!rep->m.tgt_matched[k] && nt_report_add(rep, NULL, rep->m.tgt[k]))
-			return -1;
-	nt_report_finish(rep);
-	return 0;
 }
 
 /*
@@ -1133,11 +1121,31 @@ out:
 		}
 	}
 	if (!rc) {
-		count_lost(rep, ins, n);
-		count_matched(rep);
+		nt_report_count(rep, ins, n);
 		nt_report_finish(rep);
 	}
 	return rc;
+}
+
+void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->version = NTBPF_VERSION;
+	o->npcts = cfg->npcts;
+	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
+	memcpy(o->pct_labels, cfg->pct_labels, sizeof(o->pct_labels));
+	o->format = cfg->format;
+	o->group_by = cfg->group_by;
+	o->hist = cfg->hist;
+	/* the rules look at each queue: --diagnose groups by queue too */
+	o->diagnose = cfg->cmd == NT_CMD_REPORT && cfg->diagnose;
+	if (o->diagnose)
+		o->group_by |= NT_GB_QUEUE;
+	/* -v of record and live is about libbpf, not the report */
+	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
+	o->window_ns = (uint64_t)(cfg->pair_window * 1e9);
+	o->since = cfg->since;
+	o->until = cfg->until;
 }
 
 void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins, const struct nt_report_opts *o)

@@ -7,8 +7,9 @@
  *   nt_report_build_files()  read record files (src/input.h), pair I/Os across
  *                      hosts (src/match.h), group, fill histograms, collect
  *                      what could not be seen ("ntbpf report")
- *   nt_report_build()  the same from records in memory
- *   nt_report_begin(), _add(), _finish()  one I/O at a time (ntbpf live)
+ *   nt_report_begin(), _add(), _finish()  one I/O at a time (ntbpf live),
+ *                      nt_report_count() the head's counts of matching
+ *   nt_report_opts_of()  the report's options from the command line
  *
  * Below every renderer (src/render.h, src/html.h, src/diagnose.h) and the
  * report command (src/report.h), which print what is built here.
@@ -182,10 +183,11 @@ struct nt_report {
 	} pathc[8];
 };
 
-int nt_report_build(struct nt_report *rep, const struct nt_input *ins, int nins,
-		    const struct nt_report_opts *o);
+/* the report's options from the command line: "ntbpf report", live intervals, record --interval */
+void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o);
+
 /*
- * The same from record files, read once: keeps ~100 bytes per record (what
+ * The report from record files, read once: keeps ~100 bytes per record (what
  * matching and the stages need), not the records.  ins[i] gets file i's
  * header, count and status (recs stays NULL); a file cut short gets a
  * warning on warn.  0; -1 with a one-line cause in err (a file not readable
@@ -200,6 +202,8 @@ int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *con
  * ins name the devices (headers) and may be NULL.
  */
 void nt_report_begin(struct nt_report *rep, const struct nt_input *ins, int nins, const struct nt_report_opts *o);
+/* what the inputs' trailers say was lost, and what rep->m paired: into the head's counts */
+void nt_report_count(struct nt_report *rep, const struct nt_input *ins, int nins);
 int nt_report_add(struct nt_report *rep, const struct ntbpf_rec *init, const struct ntbpf_rec *tgt);
 /* a delta of one in-kernel histogram (ntbpf live without per-I/O records) */
 int nt_report_add_kh(struct nt_report *rep, const struct nt_kh_key *k, const uint64_t *buckets, uint64_t count,

@@ -3,8 +3,9 @@
  * hooks - every kernel hook ntbpf wants, and how it can attach on a kernel
  * described by its facts (struct nt_facts): tracepoints as tp_btf else
  * raw_tp; functions as fentry/fexit else kprobe/kretprobe.  Each variant is
- * a program in bpf/ntbpf.bpf.c named "<variant>_<name>" (an exit hook loads
- * two: fentry+fexit or kprobe+kretprobe).
+ * a program of bpf/ntbpf.bpf.c's object (the hooks are in
+ * bpf/initiator.bpf.h and bpf/target.bpf.h) named "<variant>_<name>" (an
+ * exit hook loads two: fentry+fexit or kprobe+kretprobe).
  *
  * Pure: the facts come from facts.c on a live system, or from a text file
  * (tests/unit/facts-*.txt, captured with the hidden "ntbpf probe --facts").

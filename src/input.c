@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * input.c - reading record files for the report and the tests: a file's
+ * input.c - reading record files for the report: a file's
  * header, records, status and trailer (src/recfile.c decodes them).
  */
 #include <errno.h>
@@ -121,47 +121,6 @@ int nt_vec_grow(struct nt_vec *a)
 	a->v = p;
 	a->cap = ncap;
 	return 0;
-}
-
-static int keep_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
-{
-	struct nt_vec *v = ctx;
-	struct ntbpf_rec *p = nt_vec_push(v);
-
-	if (!p)
-		return -1;
-	*p = *r;
-	in->recs = v->v;
-	return 0;
-}
-
-int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen)
-{
-	struct nt_vec v = { .sz = sizeof(struct ntbpf_rec) };
-	int rc = nt_input_scan(in, f, name, err, errlen, keep_record, &v);
-
-	if (rc) {
-		free(v.v);
-		in->recs = NULL;
-	}
-	return rc;
-}
-
-int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	char sub[200];
-	int rc;
-
-	if (!f) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	rc = nt_input_load_stream(in, f, path, sub, sizeof(sub));
-	if (rc)
-		snprintf(err, errlen, "%s: %s", path, sub);
-	fclose(f);
-	return rc;
 }
 
 void nt_input_free(struct nt_input *in)

@@ -14,7 +14,7 @@
 struct nt_input {
 	const char *path;
 	struct nt_header hdr;
-	struct ntbpf_rec *recs;	/* nt_input_load only */
+	struct ntbpf_rec *recs;	/* records held in memory (live's intervals; the tests), else NULL */
 	size_t n;
 	enum nt_read_status status;
 	char status_msg[256];	/* why not OK */
@@ -22,10 +22,7 @@ struct nt_input {
 	struct nt_trailer trailer;
 };
 
-/* 0, or -1 with a one-line cause in err (file not loaded at all) */
-int nt_input_load(struct nt_input *in, const char *path, char *err, size_t errlen);
-/* the same from an already open stream (tests) */
-int nt_input_load_stream(struct nt_input *in, FILE *f, const char *name, char *err, size_t errlen);
+/* the header's arrays and recs (where the caller put them there with malloc: the tests' loader) */
 void nt_input_free(struct nt_input *in);
 
 /*

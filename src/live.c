@@ -18,7 +18,8 @@
 #include <time.h>
 #include "live.h"
 #include "match.h"
-#include "report.h"
+#include "groups.h"
+#include "render.h"
 #include "stream.h"
 
 #define POOL_AGE_MAX 3	/* intervals a target record waits for its initiator partner */

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * liverun.c - "ntbpf live": the probes, the interval loop, and (--serve) the
- * record stream to its peers (one, or with a key per host one per host each).  Aggregation and the peer side are in live.c.
+ * liverun.c - "ntbpf live": the probes, what each round and each interval of
+ * the drain loop (src/recorder.c, shared with record) does: the lines (from
+ * the records, or from the in-kernel histograms), --metrics, and (--serve)
+ * the record stream to its peers (one, or with a key per host one per host
+ * each).  Aggregation and the peer side are in live.c.
  */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
@@ -194,13 +197,6 @@ static void print_tick(const struct tick_src *k, double secs, uint64_t lost)
 		nt_live_tick(k->st->l, stdout, secs, lost);
 }
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
 /* --metrics: the lost records by cause, before each interval is handed over */
 static void metrics_lost(struct nt_metrics *mx, const uint64_t *s)
 {
@@ -238,206 +234,242 @@ static void live_stats(struct nt_probes *pr, const struct nt_devset *devs, const
 	stats[ST_NOT_RUN] = *not_run;
 }
 
-int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
-{
+/* one run of live: everything nt_live_run's steps share */
+struct live_run {
+	const struct nt_config *cfg;
 	char err[256];
-	struct nt_devset devs = { 0 };
+	struct nt_devset devs;
 	struct nt_header hdr;
-	struct nt_probes pr = { 0 };
-	struct nt_probe_opts po = { .sample = cfg->sample, .devs = &devs, .force_kprobe = cfg->force_kprobe,
-				    .bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
-				    .kernel_agg = !cfg->serve && !cfg->peer && !cfg->records,
-				    /* host, subsys and ns are named by the queue's controller */
-				    .kh_by_queue = !!(cfg->group_by & NT_GB_CTRL_KEYS) };
-	struct kh_state *kh = NULL;
+	struct nt_probes pr;
+	struct nt_probe_opts po;
+	struct kh_state *kh;
 	struct nt_report_opts ko;
-	struct nt_input local = { .path = "live" };
-	struct nt_key key = { 0 };
-	struct nt_keyset keys = { 0 };
-	struct stat sb;
-	struct live_state st = { 0 };
-	struct ring_buffer *rb = NULL;
-	struct nt_metrics *mx = NULL;
-	struct nt_metrics_server *mxs = NULL;
-	uint64_t stats[ST_NR], lost_before = 0, t_next, t_last, cpu_start, not_run = 0;
-	struct nt_kcount k0 = { 0 };	/* the devices' own counts at the start (unsampled initiator) */
+	struct nt_input local;
+	struct nt_key key;
+	struct nt_keyset keys;
+	struct live_state st;
+	struct ring_buffer *rb;
+	struct nt_metrics *mx;
+	struct nt_metrics_server *mxs;
+	uint64_t stats[ST_NR], lost_before, cpu_start, not_run;
+	struct nt_kcount k0;	/* the devices' own counts at the start (unsampled initiator) */
 	struct tick_src tk;
-	int role, rc = 1, ticks = 0;
-	bool loaded = false;
+	int role;
+	bool loaded;
+};
 
-	nt_header_init(&hdr, 0);
+/* --key, --serve: the key (or a key per host) and the server, before the probes load: 0, or -1 (said) */
+static int live_serve(struct live_run *r)
+{
+	const struct nt_config *cfg = r->cfg;
+	struct stat sb;
+
 	/* --serve --key DIR: a key per host, each peer sent its own host's records only (stream.h) */
 	if (cfg->serve && cfg->key && !stat(cfg->key, &sb) && S_ISDIR(sb.st_mode)) {
-		if (nt_keyset_load(cfg->key, &keys, err, sizeof(err))) {
-			fprintf(stderr, "ntbpf live: %s\n", err);
-			return 1;
-		}
-	} else if (cfg->key && nt_key_load(cfg->key, &key, err, sizeof(err))) {
-		fprintf(stderr, "ntbpf live: %s\n", err);
-		return 1;
+		if (nt_keyset_load(cfg->key, &r->keys, r->err, sizeof(r->err)))
+			goto fail;
+	} else if (cfg->key && nt_key_load(cfg->key, &r->key, r->err, sizeof(r->err))) {
+		goto fail;
 	}
 	/* a bad address or a missing key fails before the probes load (hdr is filled before the first poll) */
-	if (cfg->serve && keys.n) {
+	if (cfg->serve && r->keys.n)
 		/* the hosts are looked up once the probes are loaded (nt_probes_tnqn): till then, nobody's */
-		st.srv = nt_stream_server_new_hosts(cfg->serve, &keys, NULL, NULL, &hdr, stderr, err, sizeof(err));
-		if (!st.srv) {
-			fprintf(stderr, "ntbpf live: %s\n", err);
-			goto out;
-		}
-	} else if (cfg->serve) {
-		st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &key : NULL, &hdr, stderr, err, sizeof(err));
-		if (!st.srv) {
-			fprintf(stderr, "ntbpf live: %s\n", err);
-			goto out;
-		}
-	}
-	role = nt_record_preflight(cfg, "live", &devs);
-	if (role < 0)
-		goto out;
-	if (cfg->peer && role != NTBPF_ROLE_INITIATOR) {
-		fprintf(stderr, "ntbpf live: --peer is for the initiator (this host records as %s)\n", nt_role_name(role));
-		goto out;
-	}
-	if (cfg->serve && role != NTBPF_ROLE_TARGET) {
-		fprintf(stderr, "ntbpf live: --serve is for the target (this host records as %s)\n", nt_role_name(role));
-		goto out;
-	}
-	po.role = role;
-	/* on NVMe namespaces only, block_rq_issue waits until an I/O lacks its start stamp (probes.h) */
-	po.defer_blk_issue = role == NTBPF_ROLE_INITIATOR && nt_devs_nvme_only(&devs);
-	po.defer_data_send = true;	/* the target: until a queue runs without SQ head updates */
-	if (nt_probes_load(&pr, &po, err, sizeof(err)) || (loaded = true, nt_probes_attach(&pr, err, sizeof(err)))) {
-		fprintf(stderr, "ntbpf live: %s\n", err);
-		goto out;
-	}
-	nt_record_header(&hdr, cfg, role, &devs, &pr, argc, argv);
-	if (keys.n)
-		nt_stream_server_set_host_of(st.srv, nt_probes_tnqn, &pr);
-	st.l = nt_live_new(cfg, &hdr);
-	if (!st.l || (po.kernel_agg && !(kh = kh_init())))
-		goto out;
-	nt_report_opts_of(cfg, &ko);
-	local.hdr = hdr;
-	if (cfg->metrics) {
-		/* every interval's report also updates the endpoint (src/metrics.c) */
-		mx = nt_metrics_new(nt_role_name(role));
-		if (!mx)
-			goto out;
-		nt_metrics_set_hooks(mx, pr.nattached);
-		if (cfg->peer)
-			nt_metrics_set_peer(mx, 0);
-		ko.on_interval = nt_metrics_on_interval;
-		ko.on_interval_ctx = mx;
-		nt_live_on_interval(st.l, nt_metrics_on_interval, mx);
-		mxs = nt_metrics_serve(mx, cfg->metrics, cfg->metrics_remote, err, sizeof(err));
-		if (!mxs) {
-			fprintf(stderr, "ntbpf live: %s\n", err);
-			goto out;
-		}
-	}
-	if (cfg->peer && nt_live_peer(st.l, cfg->peer, cfg->key ? &key : NULL, err, sizeof(err))) {
-		fprintf(stderr, "ntbpf live: %s\n", err);
-		goto out;
-	}
+		r->st.srv = nt_stream_server_new_hosts(cfg->serve, &r->keys, NULL, NULL, &r->hdr, stderr, r->err,
+						       sizeof(r->err));
+	else if (cfg->serve)
+		r->st.srv = nt_stream_server_new(cfg->serve, cfg->key ? &r->key : NULL, &r->hdr, stderr, r->err,
+						 sizeof(r->err));
+	if (!cfg->serve || r->st.srv)
+		return 0;
+fail:
+	fprintf(stderr, "ntbpf live: %s\n", r->err);
+	return -1;
+}
 
-	rb = ring_buffer__new(nt_probes_ringbuf_fd(&pr), on_event, &st, NULL);
-	if (!rb) {
-		fprintf(stderr, "ntbpf live: cannot set up the ring buffer: %s\n", strerror(errno));
-		goto out;
+/* the probes, the header, the intervals (records or in-kernel histograms): 0, or -1 (said, unless out of memory) */
+static int live_load(struct live_run *r, int argc, char **argv)
+{
+	const struct nt_config *cfg = r->cfg;
+
+	r->role = nt_record_preflight(cfg, "live", &r->devs);
+	if (r->role < 0)
+		return -1;
+	if (cfg->peer && r->role != NTBPF_ROLE_INITIATOR) {
+		fprintf(stderr, "ntbpf live: --peer is for the initiator (this host records as %s)\n", nt_role_name(r->role));
+		return -1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
+	if (cfg->serve && r->role != NTBPF_ROLE_TARGET) {
+		fprintf(stderr, "ntbpf live: --serve is for the target (this host records as %s)\n", nt_role_name(r->role));
+		return -1;
+	}
+	r->po.role = r->role;
+	/* on NVMe namespaces only, block_rq_issue waits until an I/O lacks its start stamp (probes.h) */
+	r->po.defer_blk_issue = r->role == NTBPF_ROLE_INITIATOR && nt_devs_nvme_only(&r->devs);
+	r->po.defer_data_send = true;	/* the target: until a queue runs without SQ head updates */
+	if (nt_probes_load(&r->pr, &r->po, r->err, sizeof(r->err)) ||
+	    (r->loaded = true, nt_probes_attach(&r->pr, r->err, sizeof(r->err)))) {
+		fprintf(stderr, "ntbpf live: %s\n", r->err);
+		return -1;
+	}
+	nt_record_header(&r->hdr, cfg, r->role, &r->devs, &r->pr, argc, argv);
+	if (r->keys.n)
+		nt_stream_server_set_host_of(r->st.srv, nt_probes_tnqn, &r->pr);
+	r->st.l = nt_live_new(cfg, &r->hdr);
+	if (!r->st.l || (r->po.kernel_agg && !(r->kh = kh_init())))
+		return -1;
+	nt_report_opts_of(cfg, &r->ko);
+	r->local.hdr = r->hdr;
+	return 0;
+}
+
+/* --metrics (every interval's report also updates the endpoint, src/metrics.c), --peer: 0, or -1 */
+static int live_outputs(struct live_run *r)
+{
+	const struct nt_config *cfg = r->cfg;
+
+	if (cfg->metrics) {
+		r->mx = nt_metrics_new(nt_role_name(r->role));
+		if (!r->mx)
+			return -1;
+		nt_metrics_set_hooks(r->mx, r->pr.nattached);
+		if (cfg->peer)
+			nt_metrics_set_peer(r->mx, 0);
+		r->ko.on_interval = nt_metrics_on_interval;
+		r->ko.on_interval_ctx = r->mx;
+		nt_live_on_interval(r->st.l, nt_metrics_on_interval, r->mx);
+		r->mxs = nt_metrics_serve(r->mx, cfg->metrics, cfg->metrics_remote, r->err, sizeof(r->err));
+		if (!r->mxs) {
+			fprintf(stderr, "ntbpf live: %s\n", r->err);
+			return -1;
+		}
+	}
+	if (cfg->peer && nt_live_peer(r->st.l, cfg->peer, cfg->key ? &r->key : NULL, r->err, sizeof(r->err))) {
+		fprintf(stderr, "ntbpf live: %s\n", r->err);
+		return -1;
+	}
+	r->rb = ring_buffer__new(nt_probes_ringbuf_fd(&r->pr), on_event, &r->st, NULL);
+	if (!r->rb) {
+		fprintf(stderr, "ntbpf live: cannot set up the ring buffer: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* the drain loop's round (recorder.h): the stream's peers, the deferred hooks */
+static int live_round(void *ctx, int n)
+{
+	struct live_run *r = ctx;
+
+	if (r->st.srv)
+		nt_stream_server_poll(r->st.srv);
+	if (nt_probes_undefer_now(&r->pr, "live") && r->mx)
+		nt_metrics_set_hooks(r->mx, r->pr.nattached);
+	return 0;
+}
+
+/* an interval's end: the stream's tick, the counters, the lines */
+static void live_tick(void *ctx, double secs)
+{
+	struct live_run *r = ctx;
+
+	/* the records so far before the server looks their controllers' hosts up (stream.h) */
+	if (r->keys.n)
+		ring_buffer__consume(r->rb);
+	nt_stream_server_tick(r->st.srv);
+	live_stats(&r->pr, &r->devs, &r->k0, &r->not_run, r->stats);
+	metrics_lost(r->mx, r->stats);
+	print_tick(&r->tk, secs, nt_lost_sum(r->stats) - r->lost_before);
+	r->lost_before = nt_lost_sum(r->stats);
+}
+
+/* --bpf-stats: what live cost */
+static void live_cost(struct live_run *r)
+{
+	uint64_t ns, runs;
+
+	nt_probes_stats(&r->pr, r->stats);
+	if (!nt_probes_run_time(&r->pr, &ns, &runs))
+		fprintf(stderr, "ntbpf live: BPF run time %.0f ns per I/O (%" PRIu64 " I/Os, %s)\n",
+			r->stats[ST_EMITTED] ? (double)ns / r->stats[ST_EMITTED] : 0.0, r->stats[ST_EMITTED],
+			r->po.kernel_agg ? "histograms in the kernel" : "per-I/O records");
+	if (r->stats[ST_EMITTED]) {
+		double cpu = (double)(nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - r->cpu_start);
+
+		fprintf(stderr, "ntbpf live: user-space CPU %.0f ns per I/O (%.3f s of CPU)\n",
+			cpu / r->stats[ST_EMITTED], cpu / 1e9);
+	}
+	if (r->cfg->verbose)
+		nt_probes_run_time_each(&r->pr, stderr);
+}
+
+int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
+{
+	struct live_run *r = calloc(1, sizeof(*r));
+	struct nt_loop lp = { .cmd = "live", .round = live_round, .tick = live_tick,
+			      .interval_ns = (uint64_t)(cfg->interval * 1e9), .count = cfg->count };
+	int rc = 1;
+
+	if (!r) {
+		fprintf(stderr, "ntbpf live: out of memory\n");
+		return 1;
+	}
+	r->cfg = cfg;
+	r->local.path = "live";
+	r->po = (struct nt_probe_opts){ .sample = cfg->sample, .devs = &r->devs, .force_kprobe = cfg->force_kprobe,
+					.bpf_stats = cfg->bpf_stats, .verbose = cfg->verbose,
+					.kernel_agg = !cfg->serve && !cfg->peer && !cfg->records,
+					/* host, subsys and ns are named by the queue's controller */
+					.kh_by_queue = !!(cfg->group_by & NT_GB_CTRL_KEYS) };
+	nt_header_init(&r->hdr, 0);
+	if (live_serve(r) || live_load(r, argc, argv) || live_outputs(r))
+		goto out;
+	nt_recorder_signals(false);
 	/* --bpf-stats: the process's exact runtime from here on, as record measures it */
-	cpu_start = cfg->bpf_stats ? nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) : 0;
+	r->cpu_start = cfg->bpf_stats ? nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) : 0;
 	fprintf(stderr, "ntbpf live: %s, %d hooks attached%s%s%s, every %g s%s%s%s%s%s%s%s; Ctrl-C to stop\n",
-		nt_role_name(role), pr.nattached, pr.deferred ? " (" : "", nt_probes_deferred_text(&pr),
-		pr.deferred ? ")" : "",
+		nt_role_name(r->role), r->pr.nattached, r->pr.deferred ? " (" : "", nt_probes_deferred_text(&r->pr),
+		r->pr.deferred ? ")" : "",
 		cfg->interval, cfg->serve ? ", serving on " : "",
 		cfg->serve ? cfg->serve : "", cfg->metrics ? ", metrics at http://" : "",
-		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "", cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
-		po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
-	nt_report_interval_header(stdout, &ko);	/* CSV: the header line, once */
-	if (role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
-		k0.ok = !nt_dev_iostat("", &devs, &k0.done, &k0.inflight);
-	tk = (struct tick_src){ .cfg = cfg, .pr = &pr, .hdr = &hdr, .local = &local, .st = &st, .kh = kh,
-				.ko = &ko, .kernel_agg = po.kernel_agg };
-	t_last = nt_clock_ns(CLOCK_MONOTONIC);
-	t_next = t_last + (uint64_t)(cfg->interval * 1e9);
-	while (!stop_signal) {
-		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
-		int n = nt_recorder_poll(rb, t < t_next ? (int)((t_next - t) / 1000000 > 100 ? 100 : (t_next - t) / 1000000) : 0);
-
-		if (n < 0) {
-			fprintf(stderr, "ntbpf live: ring buffer poll failed: %s\n", strerror(-n));
-			goto out;
-		}
-		if (st.srv)
-			nt_stream_server_poll(st.srv);
-		if (nt_probes_undefer_now(&pr, "live") && mx)
-			nt_metrics_set_hooks(mx, pr.nattached);
-		t = nt_clock_ns(CLOCK_MONOTONIC);
-		if (t < t_next)
-			continue;
-		/* the records so far before the server looks their controllers' hosts up (stream.h) */
-		if (keys.n)
-			ring_buffer__consume(rb);
-		nt_stream_server_tick(st.srv);
-		live_stats(&pr, &devs, &k0, &not_run, stats);
-		metrics_lost(mx, stats);
-		print_tick(&tk, (t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
-		lost_before = nt_lost_sum(stats);
-		t_last = t;
-		t_next += (uint64_t)(cfg->interval * 1e9);
-		if (t_next < t)
-			t_next = t + (uint64_t)(cfg->interval * 1e9);
-		if (cfg->count && ++ticks >= cfg->count)
-			break;
-	}
-	if (stop_signal) {
+		cfg->metrics ? cfg->metrics : "", cfg->metrics ? "/metrics" : "",
+		cfg->peer ? ", merging the target's records (lines lag one interval)" : "",
+		r->po.kernel_agg ? ", histograms in the kernel (percentiles within 1.6 %)" : "");
+	nt_report_interval_header(stdout, &r->ko);	/* CSV: the header line, once */
+	if (r->role == NTBPF_ROLE_INITIATOR && cfg->sample <= 1)
+		r->k0.ok = !nt_dev_iostat("", &r->devs, &r->k0.done, &r->k0.inflight);
+	r->tk = (struct tick_src){ .cfg = cfg, .pr = &r->pr, .hdr = &r->hdr, .local = &r->local, .st = &r->st,
+				   .kh = r->kh, .ko = &r->ko, .kernel_agg = r->po.kernel_agg };
+	lp.rb = r->rb;
+	lp.ctx = r;
+	if (nt_recorder_loop(&lp))
+		goto out;
+	if (nt_recorder_stop_signal()) {
 		/* the partial interval, so that the intervals add up to the whole run */
-		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
+		double secs = (nt_clock_ns(CLOCK_MONOTONIC) - lp.t_last) / 1e9;
 
-		ring_buffer__consume(rb);
-		nt_stream_server_tick(st.srv);
-		live_stats(&pr, &devs, &k0, &not_run, stats);
-		metrics_lost(mx, stats);
-		print_tick(&tk, (t - t_last) / 1e9, nt_lost_sum(stats) - lost_before);
+		ring_buffer__consume(r->rb);
+		live_tick(r, secs);
 		if (cfg->peer) {
 			/* and the interval held back for the target's records */
 			sleep(1);
-			nt_live_tick(st.l, stdout, (t - t_last) / 1e9, 0);
+			nt_live_tick(r->st.l, stdout, secs, 0);
 		}
 	}
-	if (cfg->bpf_stats) {
-		uint64_t ns, runs;
-
-		nt_probes_stats(&pr, stats);
-		if (!nt_probes_run_time(&pr, &ns, &runs))
-			fprintf(stderr, "ntbpf live: BPF run time %.0f ns per I/O (%" PRIu64 " I/Os, %s)\n",
-				stats[ST_EMITTED] ? (double)ns / stats[ST_EMITTED] : 0.0, stats[ST_EMITTED],
-				po.kernel_agg ? "histograms in the kernel" : "per-I/O records");
-		if (stats[ST_EMITTED]) {
-			double cpu = (double)(nt_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start);
-
-			fprintf(stderr, "ntbpf live: user-space CPU %.0f ns per I/O (%.3f s of CPU)\n",
-				cpu / stats[ST_EMITTED], cpu / 1e9);
-		}
-		if (cfg->verbose)
-			nt_probes_run_time_each(&pr, stderr);
-	}
+	if (cfg->bpf_stats)
+		live_cost(r);
 	rc = 0;
 out:
-	nt_metrics_server_stop(mxs);
-	nt_metrics_free(mx);
-	kh_free(kh);
-	ring_buffer__free(rb);
-	nt_stream_server_free(st.srv);
-	nt_keyset_free(&keys);
-	nt_live_free(st.l);
-	explicit_bzero(&key, sizeof(key));
-	if (loaded)
-		nt_probes_destroy(&pr);
-	nt_header_free(&hdr);
+	nt_metrics_server_stop(r->mxs);
+	nt_metrics_free(r->mx);
+	kh_free(r->kh);
+	ring_buffer__free(r->rb);
+	nt_stream_server_free(r->st.srv);
+	nt_keyset_free(&r->keys);
+	nt_live_free(r->st.l);
+	explicit_bzero(&r->key, sizeof(r->key));
+	if (r->loaded)
+		nt_probes_destroy(&r->pr);
+	nt_header_free(&r->hdr);
+	free(r);
 	return rc;
 }

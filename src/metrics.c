@@ -25,7 +25,8 @@
 #include <unistd.h>
 #include "hist.h"
 #include "metrics.h"
-#include "report.h"
+#include "groups.h"
+#include "render.h"
 #include "stages.h"
 #include "stream.h"
 #include "sysinfo.h"

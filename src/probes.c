@@ -311,6 +311,36 @@ int nt_probes_pcr_map(struct nt_probes *p, struct nt_pcr_ctl **ctl, const struct
 	return 0;
 }
 
+/*
+ * The BPF side's settings (struct ntbpf_cfg, include/ntbpf.h), every one of them here: the
+ * options, what this kernel offers, and the test knobs (cfg.test: 0 outside the tests).
+ */
+static struct ntbpf_cfg cfg_of(const struct nt_probes *p, const struct nt_probe_opts *o)
+{
+	struct ntbpf_cfg c = {
+		.sample = o->sample ? o->sample : 1,
+		.pcr_n = p->pcr_recs,
+		.rec_role = p->role,
+		.blk_tp_has_q = nt_blk_tp_has_q(&p->facts),
+		.tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p),
+		.kernel_agg = o->kernel_agg,
+		.kh_by_queue = o->kernel_agg && o->kh_by_queue,
+		.filter_dev = o->devs && o->devs->n > 0,
+		.test = {
+			.skip_end = test_skip_end(),
+			.refuse_rc = test_refuse_rc(),
+			.no_emit = !o->kernel_agg && nt_test_cost() == NT_TEST_COST_NOEMIT,
+		},
+	};
+
+	if (o->devs) {
+		c.ndevs = o->devs->n < NTBPF_MAX_DEVS ? o->devs->n : NTBPF_MAX_DEVS;
+		for (uint32_t i = 0; i < c.ndevs; i++)
+			c.dev_list[i] = o->devs->devt[i];
+	}
+	return c;
+}
+
 /* open, set rodata and autoload, load: 0; 1 if the load failed (lb names why); -1 on any other error */
 static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
 {
@@ -320,23 +350,8 @@ static int try_load(struct nt_probes *p, const struct nt_probe_opts *o, char *er
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		return -1;
 	}
-	skel->rodata->filter_dev = o->devs && o->devs->n > 0;
-	if (o->devs) {
-		skel->rodata->ndevs = o->devs->n < NTBPF_MAX_DEVS ? o->devs->n : NTBPF_MAX_DEVS;
-		for (int i = 0; i < (int)skel->rodata->ndevs; i++)
-			skel->rodata->dev_list[i] = o->devs->devt[i];
-	}
-	skel->rodata->sample = o->sample ? o->sample : 1;
-	skel->rodata->blk_tp_has_q = nt_blk_tp_has_q(&p->facts);
-	skel->rodata->rec_role = p->role;
-	skel->rodata->kernel_agg = o->kernel_agg;
-	skel->rodata->kh_by_queue = o->kernel_agg && o->kh_by_queue;
-	skel->rodata->tgt_emit_at_complete = p->role == NTBPF_ROLE_TARGET && !tgt_has_resp_sent(p);
-	skel->rodata->test_skip_end = test_skip_end();
-	skel->rodata->test_refuse_rc = test_refuse_rc();
-	skel->rodata->test_no_emit = !o->kernel_agg && nt_test_cost() == NT_TEST_COST_NOEMIT;
+	skel->rodata->cfg = cfg_of(p, o);
 	if (p->pcr_recs) {
-		skel->rodata->pcr_n = p->pcr_recs;
 		if (bpf_map__set_max_entries(skel->maps.pcr_ctl, p->pcr_ncpu) ||
 		    bpf_map__set_max_entries(skel->maps.pcr_recs, (uint32_t)p->pcr_ncpu * p->pcr_recs)) {
 			snprintf(err, errlen, "cannot size the per-CPU rings: %s", strerror(errno));

@@ -10,9 +10,8 @@
  * The byte-level format is specified in docs/record-format.md.  Every
  * multi-byte integer on disk is little endian and is encoded with shifts
  * (bytebuf.h), never by copying host memory, so a file moves between hosts
- * of any byte order.  One format version is written, NT_FILE_VERSION; it
- * and NT_FILE_VERSION_MIN are read; others are refused with a one-line
- * cause.
+ * of any byte order.  One format version is written and read,
+ * NT_FILE_VERSION; others are refused with a one-line cause.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -591,9 +590,9 @@ static int read_header(FILE *f, struct nt_header *h, uint64_t *off, char *err, s
 			 h->version, NT_FILE_VERSION);
 		return hdr_fail(h, NULL, err, errlen, NULL);
 	}
-	if (h->version < NT_FILE_VERSION_MIN) {	/* earlier formats: ntbpf's first days */
-		snprintf(err, errlen, "record file version %u not supported (this ntbpf reads versions %u to %u)",
-			 h->version, NT_FILE_VERSION_MIN, NT_FILE_VERSION);
+	if (h->version < NT_FILE_VERSION) {	/* earlier formats: the ntbpf that wrote them reads them */
+		snprintf(err, errlen, "record file version %u is older than this ntbpf reads (%u): record again, "
+			 "or read it with the ntbpf that wrote it", h->version, NT_FILE_VERSION);
 		return hdr_fail(h, NULL, err, errlen, NULL);
 	}
 	plen = get32(fx + 12);

@@ -8,12 +8,12 @@
  *            (each with only the event slots it has), a Fletcher check; or
  *            "CHNK" (record -z), the records as bit-packed columns with a
  *            prediction chosen per column (colcodec.c), zlib, CRC32; or
- *            "RECS" (version 4's default, read only), the records as they are
+ *            "RECS" (uncoded, as version 4 wrote them: read, never written)
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *
- * One format version, NT_FILE_VERSION, is written; it and the ones before
- * down to NT_FILE_VERSION_MIN (without RECP, or RECS, chunks) are read; a
- * file of another is refused with a one-line cause.  Pure functions over stdio
+ * One format version, NT_FILE_VERSION, is written and read; a file of
+ * another is refused with a one-line cause (an older one: record again, or
+ * read it with the ntbpf that wrote it).  Pure functions over stdio
  * streams; no BPF, no root.
  */
 #ifndef NTBPF_RECFILE_H
@@ -26,8 +26,7 @@
 #include "chunk.h"
 #include "ntbpf.h"
 
-#define NT_FILE_VERSION 5	/* written and read: 4 and RECP chunks (packed uncoded records) */
-#define NT_FILE_VERSION_MIN 3	/* read too (3: no RECS chunks, 4: RECS, no RECP); 1 and 2 (ntbpf's first days) are refused */
+#define NT_FILE_VERSION 5	/* written and read, alone: 4 and RECP chunks (packed uncoded records) */
 
 struct nt_hook_info {
 	char name[64];		/* e.g. "block:block_rq_issue", "nvme_tcp:nvme_tcp_queue_rq" */

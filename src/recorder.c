@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * recorder.c - what "ntbpf record" and "ntbpf live" share: the checks before
- * loading (root, BTF, role, devices), the header of a recording, and the
- * ring-buffer round.  Their own loops are in bpfrec.c and liverun.c.
+ * loading (root, BTF, role, devices), the header of a recording, the stop
+ * signal and the drain loop (nt_recorder_loop).  What each does with the
+ * records, each round and each interval is in bpfrec.c and liverun.c.
  */
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,4 +89,63 @@ int nt_recorder_poll(struct ring_buffer *rb, int timeout_ms)
 	if (n >= 0)
 		n = ring_buffer__consume(rb);
 	return n == -EINTR ? 0 : n;
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+void nt_recorder_signals(bool hangup)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (hangup)
+		signal(SIGHUP, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int nt_recorder_stop_signal(void)
+{
+	return stop_signal;
+}
+
+int nt_recorder_loop(struct nt_loop *lp)
+{
+	uint64_t t_next;
+	int ticks = 0;
+
+	lp->t_last = nt_clock_ns(CLOCK_MONOTONIC);
+	t_next = lp->interval_ns ? lp->t_last + lp->interval_ns : UINT64_MAX;
+	for (;;) {
+		/* records wait <= 100 ms (a per-CPU ring half full wakes us at once), and an interval's end none */
+		uint64_t t = nt_clock_ns(CLOCK_MONOTONIC);
+		int n = nt_recorder_poll(lp->rb, t >= t_next ? 0 : t_next - t >= 100000000 ? 100 :
+						  (int)((t_next - t) / 1000000)), stop;
+
+		if (n < 0) {
+			fprintf(stderr, "ntbpf %s: ring buffer poll failed: %s\n", lp->cmd, strerror(-n));
+			return -1;
+		}
+		stop = lp->round ? lp->round(lp->ctx, n) : 0;
+		t = nt_clock_ns(CLOCK_MONOTONIC);
+		if (t >= t_next) {
+			lp->tick(lp->ctx, (t - lp->t_last) / 1e9);
+			lp->t_last = t;
+			t_next += lp->interval_ns;
+			if (t_next < t)
+				t_next = t + lp->interval_ns;
+			if (lp->count && ++ticks >= lp->count)
+				return 0;
+		}
+		if (stop)
+			return 0;
+		if (stop_signal) {
+			if (!lp->on_signal || lp->on_signal(lp->ctx, stop_signal))
+				return 0;
+			stop_signal = 0;
+		}
+	}
 }

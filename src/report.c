@@ -35,27 +35,6 @@ void nt_report_print(FILE *out, const struct nt_report *rep)
 	}
 }
 
-void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->version = NTBPF_VERSION;
-	o->npcts = cfg->npcts;
-	memcpy(o->pcts, cfg->pcts, sizeof(o->pcts));
-	memcpy(o->pct_labels, cfg->pct_labels, sizeof(o->pct_labels));
-	o->format = cfg->format;
-	o->group_by = cfg->group_by;
-	o->hist = cfg->hist;
-	/* the rules look at each queue: --diagnose groups by queue too */
-	o->diagnose = cfg->cmd == NT_CMD_REPORT && cfg->diagnose;
-	if (o->diagnose)
-		o->group_by |= NT_GB_QUEUE;
-	/* -v of record and live is about libbpf, not the report */
-	o->verbose = cfg->cmd == NT_CMD_REPORT && cfg->verbose;
-	o->window_ns = (uint64_t)(cfg->pair_window * 1e9);
-	o->since = cfg->since;
-	o->until = cfg->until;
-}
-
 /* the report into out, or (-o FILE) into FILE: 0600, an existing FILE kept as FILE.old; 0 or -1 */
 static int write_report(const struct nt_config *cfg, const char *buf, size_t len, FILE *out, FILE *err)
 {

@@ -17,9 +17,6 @@
 /* the report in its options' format: text, JSON, CSV, or HTML's tables (without the charts) */
 void nt_report_print(FILE *out, const struct nt_report *rep);
 
-/* the report's options from the command line: "ntbpf report", live intervals, record --interval */
-void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o);
-
 /*
  * -o output against the inputs: refused (-1, "PROG: ..." one line in msg)
  * when it is one of them (same device and inode) or an ntbpf record file;

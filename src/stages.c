@@ -2,8 +2,8 @@
 /*
  * stages.c - from a record's events to stage durations: the names and summaries of the stage table
  * (include/ntbpf_stages.h), one host's stages (the fast path for the common event sets and the
- * general one), and the ten ntprof stages of a matched pair (nt_stages_compute), which sum to
- * end_to_end exactly.  docs/stages.md defines every stage by its two events.
+ * general one: nt_sum_of), and the stages of a matched pair from its two hosts' (nt_sum_combine),
+ * whose ten ntprof stages sum to end_to_end exactly.  docs/stages.md defines every stage by its two events.
  */
 #include <string.h>
 #include "stages.h"
@@ -79,20 +79,6 @@ const char *nt_ev_name(uint8_t role, int ev)
 	return "?";
 }
 
-int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns)
-{
-	__u64 v;
-	int rc = nt_span_value(r, s, &v);
-
-	if (rc > 0)
-		*ns = v;
-	return rc;
-}
-
-/*
- * Every stage one host's record gives.  Returns the mask of stages set in
- * vals; *stand_in gets those computed with a stand-in boundary.
- */
 /* the events the fast paths need for every stage of role but blk_device: unrolled, a constant */
 static inline __attribute__((always_inline)) __u32 fast_need(int role)
 {
@@ -171,17 +157,6 @@ static inline __u32 nt_host_raw(const struct ntbpf_rec *r, __u64 raw[NT_ST_NR], 
 		nt_r2t_move(r->role, adj, !!(mask & (1u << xs)), &raw[xs], !!(mask & (1u << ys)), &raw[ys]);
 	}
 	*stand_in = si;
-	return mask;
-}
-
-/* the same into vals[], set where bit s of the result is */
-__u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in)
-{
-	__u64 raw[NT_ST_NR] = { 0 };
-	__u32 mask = nt_host_raw(r, raw, stand_in);
-
-	for (__u32 left = mask; left; left &= left - 1)
-		vals[__builtin_ctz(left)] = raw[__builtin_ctz(left)];
 	return mask;
 }
 
@@ -289,16 +264,4 @@ uint32_t nt_sum_combine(const struct nt_sum *si, const struct nt_sum *st, uint64
 		}
 	}
 	return mask;
-}
-
-uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec *tgt,
-			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net)
-{
-	struct nt_sum si, st;
-
-	if (init)
-		nt_sum_of(init, NTBPF_ROLE_INITIATOR, &si);
-	if (tgt)
-		nt_sum_of(tgt, NTBPF_ROLE_TARGET, &st);
-	return nt_sum_combine(init ? &si : NULL, tgt ? &st : NULL, vals, stand_in, neg_net);
 }

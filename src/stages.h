@@ -20,22 +20,12 @@ const char *nt_stage_summary(int s);	/* one line for --help and the docs */
 int nt_stage_by_name(const char *name);	/* -1 if unknown */
 const char *nt_ev_name(uint8_t role, int ev);	/* "blk_start", "cmd_arrive", ... */
 
-/* single-host stage s of r: see nt_span_value() */
-int nt_stage_value(const struct ntbpf_rec *r, int s, uint64_t *ns);
-
 /* the ten stages that tile end_to_end (column TEN) */
 #define NT_X_TEN(id, name, role, from, to, afrom, ato, slot, ten, ...) | ((ten) ? 1u << NT_ST_##id : 0u)
 #define NT_TEN_MASK (0u NT_STAGES(NT_X_TEN))
 
 /* the stage in row k of the report's table (column ROW) */
 extern const int8_t nt_stage_at_row[NT_ST_NR];
-
-/*
- * nt_stage_of() for every stage of r, each span read once (the report's
- * per-record path).  vals[s] is set where bit s of the result is set;
- * *stand_in gets the stages computed from a stand-in boundary.
- */
-__u32 nt_host_stages(const struct ntbpf_rec *r, __u64 vals[NT_ST_NR], __u32 *stand_in);
 
 /*
  * one in-kernel histogram as the report takes it: a group (op, size, device,
@@ -111,15 +101,5 @@ void nt_sum_of(const struct ntbpf_rec *r, uint8_t role, struct nt_sum *s);
  */
 uint32_t nt_sum_combine(const struct nt_sum *si, const struct nt_sum *st, uint64_t vals[NT_ST_NR], uint32_t *stand_in,
 			bool *neg_net);
-
-/*
- * All stages of one I/O: init and/or tgt may be NULL (one side only).
- * vals[s] is valid where bit s of the returned mask is set.  stand_in gets the
- * mask of stages computed from a stand-in boundary.  network_transmission is
- * remote - target_residence when both sides are given; *neg_net is set when
- * that came out negative (then it is left out).
- */
-uint32_t nt_stages_compute(const struct ntbpf_rec *init, const struct ntbpf_rec *tgt,
-			   uint64_t vals[NT_ST_NR], uint32_t *stand_in, bool *neg_net);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * stream - the live record stream, both ends: "live --serve" on the target
- * (server) and "live --peer" on the initiator (client).
+ * (server, streamsrv.c) and "live --peer" on the initiator (client,
+ * streamcli.c); the key and the handshake they share are stream.c's.
  *
  * At connect, a challenge-response with HMAC-SHA256 over a shared key
  * (--key FILE) authenticates both ends:

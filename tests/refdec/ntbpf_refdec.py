@@ -8,8 +8,8 @@ that the C reader can be held to the spec by an implementation that shares no
 code with it (tests/refdec/test_refdec.py).  It reads what the spec says a reader
 reads and refuses what it says a reader refuses, and stops where the spec says
 the C reader stops: every record of every whole chunk before the first problem,
-never one of a bad or partial chunk.  Versions 3 and 4 (which ntbpf still
-reads) and all others are refused: this decoder is of the current version.
+never one of a bad or partial chunk.  Every other version is refused, as
+ntbpf refuses it: both read version 5 alone.
 
     ntbpf_refdec.py FILE            header, records (one a line) and the status, as text
     ntbpf_refdec.py --lines FILE    the canonical "key value" lines the test compares
@@ -194,12 +194,9 @@ def read_header(b, res):
     ver = u16(b, 8)
     if ver > VERSION:
         raise Refused("header", "record file version %d is newer than this ntbpf (%d)" % (ver, VERSION))
-    if ver in (3, 4):
-        raise Refused("header", "record file version %d: ntbpf reads it, this reference decoder reads "
-                      "version %d only" % (ver, VERSION))
     if ver != VERSION:
-        raise Refused("header", "record file version %d not supported (this ntbpf reads versions 3 to %d)"
-                      % (ver, VERSION))
+        raise Refused("header", "record file version %d is older than this ntbpf reads (%d): record again, "
+                      "or read it with the ntbpf that wrote it" % (ver, VERSION))
     if len(b) < 16:
         raise Refused("header", "file ends inside the header")
     plen = u32(b, 12)

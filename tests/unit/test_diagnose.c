@@ -18,6 +18,7 @@
 
 #include "diagnose.h"
 #include "report.h"
+#include "testapi.h"
 #include "../../bench/synth.h"
 
 #define N 2000

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include "report.h"
 #include "golden.h"
+#include "testapi.h"
 #include "../../bench/synth.h"
 
 /*

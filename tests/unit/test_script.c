@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "script.h"
 #include "report.h"
+#include "testapi.h"
 #include "../../bench/synth.h"
 
 enum { N = 20000 };
