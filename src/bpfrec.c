@@ -981,7 +981,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 	struct rec_run *r = calloc(1, sizeof(*r));
 	struct nt_loop lp = { .cmd = "record", .round = rec_round, .on_signal = rec_on_signal };
 	bool windowed = cfg->sample > 1 && cfg->sample_window_ms;
-	int rc = 1;
+	int rc = 1, polled;
 
 	if (!r) {
 		fprintf(stderr, "ntbpf record: out of memory\n");
@@ -1010,10 +1010,13 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		lp.interval_ns = (uint64_t)(cfg->interval * 1e9);
 		lp.tick = rec_tick;
 	}
-	nt_recorder_loop(&lp);
+	/* a poll that failed (said) ends the recording: the file is made whole, the exit status 1 */
+	polled = nt_recorder_loop(&lp);
 	rec_stop(r, lp.t_last);
 	rec_cost(r);
 	rc = rec_finish(r);
+	if (polled && !rc)
+		rc = 1;
 out:
 	rc = rec_close(r, rc);
 	free(r);
