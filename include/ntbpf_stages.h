@@ -16,7 +16,10 @@
  *   enum nt_stage, nt_spans[]           here (also compiled into the BPF side)
  *   nt_kh_slot_stage()                  include/ntbpf_kh.h (BPF and user space)
  *   names, summaries, nt_sum_slot[],
- *   the report's row order, the ten     src/stages.c
+ *   the report's row order, the ten,
+ *   the sets of stages by host and
+ *   layer, the depth stages, the
+ *   block-only stages, joined names     src/stages.c, src/stages.h
  *   the stage list in "report --help"   src/cli.c
  * Columns:
  *   ID      enum nt_stage is NT_ST_<ID>; rows are in pipeline order
@@ -29,39 +32,52 @@
  *           (struct nt_kh_gval); -1: none
  *   TEN     one of the ten stages that tile end_to_end
  *   ROW     its row in the report's table
+ *   LAYER   what spends its time (NT_LAYER_*, below): on ROLE's host's CPU
+ *           (block layer, NVMe/TCP driver, TCP stack), a device, the wire,
+ *           or none of its own (a sum of other stages)
+ *   DEPTH   the stage that waits behind ROLE's host's requests in flight
+ *           (a record's depth): one per host (--diagnose relates the two)
  *   HELP    one line: what it spans
  * Only ID, ROLE, FROM..ATO and SLOT reach the BPF side; the other columns
  * are never expanded there.  The two exceptions (blk_device, writes through
  * R2T) are below the table, each coded once.
  */
+#define NT_LAYER_SUM 0		/* none of its own: a sum of other stages */
+#define NT_LAYER_BLK 1		/* the block layer, on ROLE's CPU */
+#define NT_LAYER_NVME 2		/* nvme_tcp, or nvmet_tcp and the nvmet core, on ROLE's CPU */
+#define NT_LAYER_NSTACK 3	/* the TCP stack until the driver takes the PDU, on ROLE's CPU */
+#define NT_LAYER_DEVICE 4	/* a device (the target's namespace; blk_device: driver and device) */
+#define NT_LAYER_WIRE 5		/* the network between the two hosts */
+#define NT_LAYERS_CPU (1u << NT_LAYER_BLK | 1u << NT_LAYER_NVME | 1u << NT_LAYER_NSTACK)
+
 #define NT_STAGES(X) \
-	X(BLK_SUB, blk_submission, NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_QUEUE_RQ, -1, EV_I_BLK_ISSUE, 0, 1, 0, \
+	X(BLK_SUB, blk_submission, NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_QUEUE_RQ, -1, EV_I_BLK_ISSUE, 0, 1, 0, NT_LAYER_BLK, 0, \
 	  "request allocated in blk-mq -> handed to the nvme_tcp driver (block_rq_issue stands in on other drivers)") \
-	X(NVME_TCP_SUB, nvme_tcp_submission, NTBPF_ROLE_INITIATOR, EV_I_QUEUE_RQ, EV_I_CMD_SENT, -1, -1, 1, 1, 1, \
+	X(NVME_TCP_SUB, nvme_tcp_submission, NTBPF_ROLE_INITIATOR, EV_I_QUEUE_RQ, EV_I_CMD_SENT, -1, -1, 1, 1, 1, NT_LAYER_NVME, 1, \
 	  "nvme_tcp_queue_rq -> command PDU handed to the socket") \
-	X(NSTACK_SUB, nstack_submission, NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_CMD_PICKUP, -1, -1, 0, 1, 2, \
+	X(NSTACK_SUB, nstack_submission, NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_CMD_PICKUP, -1, -1, 0, 1, 2, NT_LAYER_NSTACK, 0, \
 	  "command PDU arrives at the target socket -> nvmet_tcp picks it up") \
-	X(NVMET_TCP_SUB, nvmet_tcp_submission, NTBPF_ROLE_TARGET, EV_T_CMD_PICKUP, EV_T_EXEC, -1, -1, 1, 1, 3, \
+	X(NVMET_TCP_SUB, nvmet_tcp_submission, NTBPF_ROLE_TARGET, EV_T_CMD_PICKUP, EV_T_EXEC, -1, -1, 1, 1, 3, NT_LAYER_NVME, 0, \
 	  "nvmet_tcp picks the PDU up -> request handed to the target backend") \
-	X(TARGET_SUBSYS, target_subsystem, NTBPF_ROLE_TARGET, EV_T_EXEC, EV_T_SUBSYS_DONE, -1, -1, 2, 1, 4, \
+	X(TARGET_SUBSYS, target_subsystem, NTBPF_ROLE_TARGET, EV_T_EXEC, EV_T_SUBSYS_DONE, -1, -1, 2, 1, 4, NT_LAYER_DEVICE, 1, \
 	  "request handed to the backend -> nvmet core completes it") \
-	X(NVMET_TCP_COMP, nvmet_tcp_completion, NTBPF_ROLE_TARGET, EV_T_SUBSYS_DONE, EV_T_RESP_SENT, -1, -1, 3, 1, 5, \
+	X(NVMET_TCP_COMP, nvmet_tcp_completion, NTBPF_ROLE_TARGET, EV_T_SUBSYS_DONE, EV_T_RESP_SENT, -1, -1, 3, 1, 5, NT_LAYER_NVME, 0, \
 	  "nvmet core completion -> response (and C2H data) handed to the socket") \
-	X(NETWORK, network_transmission, 0, 0, 0, -1, -1, -1, 1, 6, \
+	X(NETWORK, network_transmission, 0, 0, 0, -1, -1, -1, 1, 6, NT_LAYER_WIRE, 0, \
 	  "remote (initiator) - target_residence (target): the wire and both TCP stacks") \
-	X(NSTACK_COMP, nstack_completion, NTBPF_ROLE_INITIATOR, EV_I_RESP_ARRIVE, EV_I_RESP_PROC, -1, -1, 2, 1, 7, \
+	X(NSTACK_COMP, nstack_completion, NTBPF_ROLE_INITIATOR, EV_I_RESP_ARRIVE, EV_I_RESP_PROC, -1, -1, 2, 1, 7, NT_LAYER_NSTACK, 0, \
 	  "response arrives at the initiator socket -> nvme_tcp processes it") \
-	X(NVME_TCP_COMP, nvme_tcp_completion, NTBPF_ROLE_INITIATOR, EV_I_RESP_PROC, EV_I_NVME_DONE, -1, -1, 3, 1, 8, \
+	X(NVME_TCP_COMP, nvme_tcp_completion, NTBPF_ROLE_INITIATOR, EV_I_RESP_PROC, EV_I_NVME_DONE, -1, -1, 3, 1, 8, NT_LAYER_NVME, 0, \
 	  "nvme_tcp processes the response -> nvme request completed") \
-	X(BLK_COMP, blk_completion, NTBPF_ROLE_INITIATOR, EV_I_NVME_DONE, EV_I_BLK_DONE, -1, -1, 4, 1, 9, \
+	X(BLK_COMP, blk_completion, NTBPF_ROLE_INITIATOR, EV_I_NVME_DONE, EV_I_BLK_DONE, -1, -1, 4, 1, 9, NT_LAYER_BLK, 0, \
 	  "nvme request completed -> block request completed") \
-	X(BLK_DEVICE, blk_device, NTBPF_ROLE_INITIATOR, EV_I_BLK_ISSUE, EV_I_BLK_DONE, -1, -1, 5, 0, 10, \
+	X(BLK_DEVICE, blk_device, NTBPF_ROLE_INITIATOR, EV_I_BLK_ISSUE, EV_I_BLK_DONE, -1, -1, 5, 0, 10, NT_LAYER_DEVICE, 0, \
 	  "block_rq_issue -> block_rq_complete, on devices without nvme_tcp hooks (driver + device)") \
-	X(REMOTE, remote, NTBPF_ROLE_INITIATOR, EV_I_CMD_SENT, EV_I_RESP_ARRIVE, -1, -1, 6, 0, 12, \
+	X(REMOTE, remote, NTBPF_ROLE_INITIATOR, EV_I_CMD_SENT, EV_I_RESP_ARRIVE, -1, -1, 6, 0, 12, NT_LAYER_SUM, 0, \
 	  "command sent -> response arrives, seen from the initiator (network + target)") \
-	X(TARGET_RES, target_residence, NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_RESP_SENT, -1, -1, 4, 0, 13, \
+	X(TARGET_RES, target_residence, NTBPF_ROLE_TARGET, EV_T_CMD_ARRIVE, EV_T_RESP_SENT, -1, -1, 4, 0, 13, NT_LAYER_SUM, 0, \
 	  "command arrives at the target -> response handed to the socket") \
-	X(E2E, end_to_end, NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_BLK_DONE, EV_I_BLK_ISSUE, -1, 7, 0, 11, \
+	X(E2E, end_to_end, NTBPF_ROLE_INITIATOR, EV_I_BLK_START, EV_I_BLK_DONE, EV_I_BLK_ISSUE, -1, 7, 0, 11, NT_LAYER_SUM, 0, \
 	  "request allocated in blk-mq -> block request completed")
 
 enum nt_stage {

@@ -188,14 +188,23 @@ static bool depth_ends(const struct agg *a, int side, double *lo, double *hi, in
 	return true;
 }
 
-static double share(const struct agg *a, double denom, const int *stages, int n)
+/* the share of denom of the sum of mask's stages' means (summed in pipeline order) */
+static double share(const struct agg *a, double denom, uint32_t mask)
 {
-	double s = 0;
+	double sum = 0;
 
-	for (int i = 0; i < n; i++)
-		s += a->mean[stages[i]];
-	return s / denom;
+	for (int s = 0; s < NT_ST_NR; s++)
+		if (mask & (1u << s))
+			sum += a->mean[s];
+	return sum / denom;
 }
+
+/* the stages each host's CPU runs (the stage table's roles and layers) */
+#define INIT_CPU nt_stages_where(NTBPF_ROLE_INITIATOR, NT_LAYERS_CPU)
+/* the stage that waits behind each host's depth: the initiator's queue, the target's device */
+#define DEPTH_I nt_depth_stage(NTBPF_ROLE_INITIATOR)
+#define DEPTH_T nt_depth_stage(NTBPF_ROLE_TARGET)
+#define TGT_CPU nt_stages_where(NTBPF_ROLE_TARGET, NT_LAYERS_CPU)
 
 #define US(ns) ((ns) / 1000.0)
 
@@ -358,7 +367,7 @@ static double if_growth(const struct nt_interference *e)
 static void if_finding(struct nt_finding *x, const struct nt_interference *e)
 {
 	x->kind = "interference";
-	x->stage = "nvmet_tcp_submission+target_subsystem+nvmet_tcp_completion";
+	nt_stage_join(x->stage, sizeof(x->stage), NT_WIN_STAGES, "+");
 	x->has_interference = true;
 	x->in = *e;
 	snprintf(x->evidence, sizeof(x->evidence), "host %s's target stages take %.1f us (median of the windows' "
@@ -527,203 +536,268 @@ static int hosts_of(const struct agg *a, int role, double *most)
 	return nh;
 }
 
+/* the denominator as nt_diagnose takes it, and its name; false: too few I/Os or nothing to compare with */
+static bool denom_of(const struct agg *a, double *denom, const char **dn)
+{
+	*denom = a->n[NT_ST_E2E] ? a->mean[NT_ST_E2E] : a->mean[NT_ST_TARGET_RES];
+	*dn = nt_stage_name(a->n[NT_ST_E2E] ? NT_ST_E2E : NT_ST_TARGET_RES);
+	return a->ios >= NT_DIAG_MIN_IOS && *denom > 0;
+}
+
+/* what the rules share: the aggregate, the denominator and its name, the findings so far */
+struct dctx {
+	const struct agg *a;
+	double denom;
+	const char *dn;
+	struct nt_finding *f;
+	int max, n;
+};
+
+/* "%.1f + %.1f ... of %.1f us": the means of mask's stages (pipeline order) and the denominator's */
+static void put_means(char *buf, size_t len, const struct agg *a, uint32_t mask, double denom)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int s = 0; s < NT_ST_NR && at < len; s++)
+		if (mask & (1u << s))
+			at += snprintf(buf + at, len - at, "%s%.1f", at ? " + " : "", US(a->mean[s]));
+	if (at < len)
+		snprintf(buf + at, len - at, " of %.1f us", US(denom));
+}
+
+/*
+ * too_few_queues: submission waits while many requests share each queue.
+ * Growth with depth is evidence, not a condition: a queue that stays full
+ * all run long (seed 004's 2 jobs x QD16 on one queue) has every request at
+ * a high depth, and the wait does not grow within it.  true: it fired.
+ */
+static bool rule_too_few_queues(struct dctx *c, int nq_init)
+{
+	const struct agg *a = c->a;
+	int s = nt_depth_stage(NTBPF_ROLE_INITIATOR), len, dlo, dhi;
+	double sh = a->mean[s] / c->denom, lo, hi;
+	struct nt_finding *x;
+
+	if (!(sh >= NT_DIAG_SUBMIT_SHARE && a->dep_n[0] && a->dep_sum[0] / a->dep_n[0] >= NT_DIAG_DEPTH &&
+	      (x = next(c->f, c->max, &c->n))))
+		return false;
+	x->kind = "too_few_queues";
+	snprintf(x->stage, sizeof(x->stage), "%s", nt_stage_name(s));
+	len = snprintf(x->evidence, sizeof(x->evidence), "%s is %.0f%% of %s (mean %.1f of %.1f us) with a mean "
+		       "depth of %.1f requests per queue (%d I/O queue%s)", nt_stage_name(s), 100 * sh, c->dn,
+		       US(a->mean[s]), US(c->denom), a->dep_sum[0] / a->dep_n[0], nq_init, nq_init == 1 ? "" : "s");
+	if (depth_ends(a, 0, &lo, &hi, &dlo, &dhi) && lo > 0 && len > 0 && (size_t)len < sizeof(x->evidence))
+		snprintf(x->evidence + len, sizeof(x->evidence) - len, "; it averages %.1f us at depth %d+ vs "
+			 "%.1f us at depth %d-%d (x%.1f%s)", US(hi), dhi, US(lo), dlo, 2 * dlo - 1, hi / lo,
+			 hi >= NT_DIAG_GROWTH * lo ? ": it grows with the depth" : "");
+	x->advice = "more I/O queues: nvme connect -i N (nr_io_queues), at least as many as the CPUs "
+		    "submitting I/O; or less outstanding I/O per queue";
+	return true;
+}
+
+/* queue_imbalance for the queues of role of one host (hk: its first queue); true: it fired */
+static bool imbalance_of_host(struct dctx *c, int role, int hk, int nh)
+{
+	const struct agg *a = c->a;
+	int ws = nt_depth_stage(NTBPF_ROLE_INITIATOR);
+	uint64_t tot = 0, top = 0, dn = 0;
+	double wtot = 0, wtop = 0, ds = 0, dhot = 0, drest = 0, sh = a->mean[ws] / c->denom;
+	int ktop = -1, kw = -1, cpu = -2, nq = 0;
+	bool one_cpu = true;
+	const char *host = a->q[hk].host;
+	char who[300] = "";
+	struct nt_finding *x;
+
+	if (nh > 1)
+		snprintf(who, sizeof(who), "host %s: ", *host ? host : "unknown");
+	for (int k = 0; k < a->nq; k++) {
+		if (a->q[k].role != role || strcmp(a->q[k].host, host))
+			continue;
+		nq++;
+		tot += a->q[k].ios;
+		wtot += a->q[k].wait;
+		dn += a->q[k].dep_n;
+		ds += a->q[k].dep_sum;
+		if (a->q[k].ios > top) {
+			top = a->q[k].ios;
+			ktop = k;
+		}
+		if (a->q[k].wait > wtop) {
+			wtop = a->q[k].wait;
+			kw = k;
+		}
+		if (a->q[k].io_cpu < 0 || (cpu != -2 && a->q[k].io_cpu != cpu))
+			one_cpu = false;
+		cpu = a->q[k].io_cpu;
+	}
+	if (kw >= 0 && a->q[kw].dep_n && dn > a->q[kw].dep_n) {
+		dhot = a->q[kw].dep_sum / a->q[kw].dep_n;
+		drest = (ds - a->q[kw].dep_sum) / (dn - a->q[kw].dep_n);
+	}
+	if (nq >= 2 && tot && (double)top / tot >= NT_DIAG_IMBALANCE / nq && (x = next(c->f, c->max, &c->n))) {
+		x->kind = "queue_imbalance";
+		snprintf(x->stage, sizeof(x->stage), "-");
+		snprintf(x->evidence, sizeof(x->evidence), "%squeue %u carries %.0f%% of the I/Os of %d queues "
+			 "(%" PRIu64 " of %" PRIu64 "; even: %.0f%%)", who, a->q[ktop].qid, 100.0 * top / tot, nq,
+			 top, tot, 100.0 / nq);
+		x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
+			    "numjobs), or check the queue map (nvme connect -i)";
+	} else if (nq >= 2 && wtot > 0 && sh >= 0.1 && wtop / wtot >= NT_DIAG_IMBALANCE / nq &&
+		   drest > 0 && dhot >= NT_DIAG_IMBALANCE * drest && (x = next(c->f, c->max, &c->n))) {
+		x->kind = "queue_imbalance";
+		snprintf(x->stage, sizeof(x->stage), "%s", nt_stage_name(ws));
+		snprintf(x->evidence, sizeof(x->evidence), "%squeue %u holds %.0f%% of the %s wait of %d queues "
+			 "(even: %.0f%%), with a mean depth of %.1f requests against %.1f on the others", who,
+			 a->q[kw].qid, 100 * wtop / wtot, nt_stage_name(ws), nq, 100.0 / nq, dhot, drest);
+		x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
+			    "numjobs), or check the queue map (nvme connect -i)";
+	} else if (nq >= 2 && one_cpu && (x = next(c->f, c->max, &c->n))) {
+		x->kind = "queue_imbalance";
+		snprintf(x->stage, sizeof(x->stage), "-");
+		snprintf(x->evidence, sizeof(x->evidence), "%sall %d queues' io_work runs on CPU %d", who, nq, cpu);
+		x->advice = "let the queues' io_work use several CPUs (nvme_tcp wq_unbound=N, the NIC's RSS and "
+			    "irq affinity on the target)";
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/*
+ * queue_imbalance: one queue (or one io_cpu) carries most I/Os, or most
+ * of the wait because it holds more of the outstanding I/O.  A queue
+ * that waits longer at the depth of the others waits for its io_cpu,
+ * not for its share of the load (the lab's split control: 2 jobs, one
+ * per queue, depth 1 each, and the target's work on queue 1's CPU).
+ * The initiator's queues, else the target's; each host's on their own,
+ * named where there are several; the first that fires.
+ */
+static void rule_queue_imbalance(struct dctx *c, int nq_init)
+{
+	const struct agg *a = c->a;
+	int role = nq_init ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
+	int nh = hosts_of(a, role, NULL);
+
+	for (int hk = 0; hk < a->nq; hk++)
+		if (a->q[hk].role == role && first_of_host(a, hk) == hk && imbalance_of_host(c, role, hk, nh))
+			break;
+}
+
+/* target_device: the target's backend, its depth stage */
+static void rule_target_device(struct dctx *c)
+{
+	const struct agg *a = c->a;
+	int s = nt_depth_stage(NTBPF_ROLE_TARGET), len, dlo, dhi;
+	double sh = a->mean[s] / c->denom, lo, hi;
+	struct nt_finding *x;
+
+	if (!(sh >= NT_DIAG_DOMINANT && (x = next(c->f, c->max, &c->n))))
+		return;
+	x->kind = "target_device";
+	snprintf(x->stage, sizeof(x->stage), "%s", nt_stage_name(s));
+	len = snprintf(x->evidence, sizeof(x->evidence), "%s is %.0f%% of %s (mean %.1f of %.1f us)", nt_stage_name(s),
+		       100 * sh, c->dn, US(a->mean[s]), US(c->denom));
+	if (depth_ends(a, 1, &lo, &hi, &dlo, &dhi) && len > 0 && (size_t)len < sizeof(x->evidence))
+		snprintf(x->evidence + len, sizeof(x->evidence) - len, "; %.1f us at target depth %d+ vs %.1f us "
+			 "at depth %d-%d (x%.1f%s)", US(hi), dhi, US(lo), dlo, 2 * dlo - 1, lo > 0 ? hi / lo : 0,
+			 lo > 0 && hi >= NT_DIAG_GROWTH * lo ? ": it queues in the device" : "");
+	x->advice = "the target's namespace device is slow for this load: check it on the target (iostat -x), "
+		    "spread I/O over more namespaces or devices, or lower the queue depth";
+}
+
+/* target_cpu: the stages the target's CPU runs (its TCP stack and nvmet_tcp) */
+static void rule_target_cpu(struct dctx *c)
+{
+	uint32_t m = TGT_CPU;
+	double sh = share(c->a, c->denom, m);
+	char means[200];
+	struct nt_finding *x;
+
+	if (!(sh >= NT_DIAG_DOMINANT && (x = next(c->f, c->max, &c->n))))
+		return;
+	x->kind = "target_cpu";
+	nt_stage_join(x->stage, sizeof(x->stage), m, "+");
+	put_means(means, sizeof(means), c->a, m, c->denom);
+	snprintf(x->evidence, sizeof(x->evidence), "the target's TCP and nvmet_tcp stages are %.0f%% of %s (means %s)",
+		 100 * sh, c->dn, means);
+	x->advice = "the target's CPUs: more CPUs for nvmet_tcp's io_work (the NIC's RSS queues and irq "
+		    "affinity), fewer other tasks on them, more host queues to spread the connections";
+}
+
+/* network: the wire and both network stacks' queues */
+static void rule_network(struct dctx *c)
+{
+	const struct agg *a = c->a;
+	double sh = a->mean[NT_ST_NETWORK] / c->denom, base;
+	struct nt_finding *x;
+
+	if (!(sh >= NT_DIAG_DOMINANT && (x = next(c->f, c->max, &c->n))))
+		return;
+	base = a->min[NT_ST_NETWORK] == UINT64_MAX ? 0 : (double)a->min[NT_ST_NETWORK];
+	x->kind = "network";
+	snprintf(x->stage, sizeof(x->stage), "%s", nt_stage_name(NT_ST_NETWORK));
+	snprintf(x->evidence, sizeof(x->evidence), "%s is %.0f%% of %s (mean %.1f of %.1f us); its minimum, the base "
+		 "round trip, is %.1f us%s", nt_stage_name(NT_ST_NETWORK), 100 * sh, c->dn, US(a->mean[NT_ST_NETWORK]),
+		 US(c->denom), US(base), base > 0 && a->mean[NT_ST_NETWORK] >= 2 * base ?
+		 ": the mean is more than twice that, packets queue on the way" : ": the round trip itself is long");
+	x->advice = "the network path: its round trip (distance, netem, a slow hop), NIC queues and "
+		    "offloads, congestion (ss -ti, tc -s qdisc)";
+}
+
+/* initiator_cpu: the stages the initiator's CPU runs, submission not explained by queue depth */
+static void rule_initiator_cpu(struct dctx *c)
+{
+	uint32_t m = INIT_CPU;
+	double sh = share(c->a, c->denom, m);
+	char means[200];
+	struct nt_finding *x;
+
+	if (!(sh >= NT_DIAG_DOMINANT && (x = next(c->f, c->max, &c->n))))
+		return;
+	x->kind = "initiator_cpu";
+	nt_stage_join(x->stage, sizeof(x->stage), m, "+");
+	put_means(means, sizeof(means), c->a, m, c->denom);
+	snprintf(x->evidence, sizeof(x->evidence), "the initiator's own stages are %.0f%% of %s (means %s)", 100 * sh,
+		 c->dn, means);
+	x->advice = "the initiator's CPUs: keep the workload off the queues' io_cpu (fio cpus_allowed; the "
+		    "queue: lines of --group-by queue name each io_cpu), or nvme_tcp wq_unbound=Y";
+}
+
 int nt_diagnose(const struct nt_report *rep, struct nt_finding *f, int max, const char **why)
 {
 	static struct agg a;	/* large: not on the stack */
-	static const int host[] = { NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_COMP, NT_ST_NVME_TCP_COMP,
-				    NT_ST_BLK_COMP };
-	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
-	double denom, lo, hi, sh;
-	int n = 0, dlo, dhi, nq_init = 0, nq, role;
-	const char *dn;
-	bool tfq = false;
-	struct nt_finding *x;
+	static char whybuf[128];
+	struct dctx c = { .a = &a, .f = f, .max = max };
+	int nq_init = 0;
+	bool tfq;
 
 	if (why)
 		*why = "";
 	aggregate(rep, &a);
 	/* end_to_end where the initiator was recorded, else the target's residence: named as what it is */
-	denom = a.n[NT_ST_E2E] ? a.mean[NT_ST_E2E] : a.mean[NT_ST_TARGET_RES];
-	dn = a.n[NT_ST_E2E] ? "end_to_end" : "target_residence";
-	if (a.ios < NT_DIAG_MIN_IOS || denom <= 0) {
-		if (why)
-			*why = a.ios < NT_DIAG_MIN_IOS ? "too few I/Os to diagnose (fewer than 100 that succeeded)"
-						       : "no end_to_end or target_residence to compare the stages with";
+	if (!denom_of(&a, &c.denom, &c.dn)) {
+		if (why && a.ios < NT_DIAG_MIN_IOS) {
+			*why = "too few I/Os to diagnose (fewer than 100 that succeeded)";
+		} else if (why) {
+			snprintf(whybuf, sizeof(whybuf), "no %s or %s to compare the stages with", nt_stage_name(NT_ST_E2E),
+				 nt_stage_name(NT_ST_TARGET_RES));
+			*why = whybuf;
+		}
 		return 0;
 	}
 	for (int k = 0; k < a.nq; k++)
 		nq_init += a.q[k].role == NTBPF_ROLE_INITIATOR;
-
-	/*
-	 * too_few_queues: submission waits while many requests share each
-	 * queue.  Growth with depth is evidence, not a condition: a queue that
-	 * stays full all run long (seed 004's 2 jobs x QD16 on one queue) has
-	 * every request at a high depth, and the wait does not grow within it.
-	 */
-	sh = a.mean[NT_ST_NVME_TCP_SUB] / denom;
-	if (sh >= NT_DIAG_SUBMIT_SHARE && a.dep_n[0] && a.dep_sum[0] / a.dep_n[0] >= NT_DIAG_DEPTH &&
-	    (x = next(f, max, &n))) {
-		int len;
-
-		tfq = true;
-		x->kind = "too_few_queues";
-		x->stage = "nvme_tcp_submission";
-		len = snprintf(x->evidence, sizeof(x->evidence), "nvme_tcp_submission is %.0f%% of %s (mean "
-			       "%.1f of %.1f us) with a mean depth of %.1f requests per queue (%d I/O queue%s)",
-			       100 * sh, dn, US(a.mean[NT_ST_NVME_TCP_SUB]), US(denom), a.dep_sum[0] / a.dep_n[0], nq_init,
-			       nq_init == 1 ? "" : "s");
-		if (depth_ends(&a, 0, &lo, &hi, &dlo, &dhi) && lo > 0 && len > 0 && (size_t)len < sizeof(x->evidence))
-			snprintf(x->evidence + len, sizeof(x->evidence) - len, "; it averages %.1f us at depth %d+ vs "
-				 "%.1f us at depth %d-%d (x%.1f%s)", US(hi), dhi, US(lo), dlo, 2 * dlo - 1, hi / lo,
-				 hi >= NT_DIAG_GROWTH * lo ? ": it grows with the depth" : "");
-		x->advice = "more I/O queues: nvme connect -i N (nr_io_queues), at least as many as the CPUs "
-			    "submitting I/O; or less outstanding I/O per queue";
-	}
-
-	/*
-	 * queue_imbalance: one queue (or one io_cpu) carries most I/Os, or most
-	 * of the wait because it holds more of the outstanding I/O.  A queue
-	 * that waits longer at the depth of the others waits for its io_cpu,
-	 * not for its share of the load (the lab's split control: 2 jobs, one
-	 * per queue, depth 1 each, and the target's work on queue 1's CPU).
-	 */
-	role = nq_init ? NTBPF_ROLE_INITIATOR : NTBPF_ROLE_TARGET;
-	for (int hk = 0, fired = 0, nh = hosts_of(&a, role, NULL); hk < a.nq && !fired; hk++) {
-		uint64_t tot = 0, top = 0, dn = 0;
-		double wtot = 0, wtop = 0, ds = 0, dhot = 0, drest = 0;
-		int ktop = -1, kw = -1, cpu = -2;
-		bool one_cpu = true;
-		const char *host = a.q[hk].host;
-		char who[300] = "";
-
-		/* each host's queues on their own (hk: a host's first queue); several hosts: named */
-		if (a.q[hk].role != role || first_of_host(&a, hk) != hk)
-			continue;
-		if (nh > 1)
-			snprintf(who, sizeof(who), "host %s: ", *host ? host : "unknown");
-		nq = 0;
-		for (int k = 0; k < a.nq; k++) {
-			if (a.q[k].role != role || strcmp(a.q[k].host, host))
-				continue;
-			nq++;
-			tot += a.q[k].ios;
-			wtot += a.q[k].wait;
-			dn += a.q[k].dep_n;
-			ds += a.q[k].dep_sum;
-			if (a.q[k].ios > top) {
-				top = a.q[k].ios;
-				ktop = k;
-			}
-			if (a.q[k].wait > wtop) {
-				wtop = a.q[k].wait;
-				kw = k;
-			}
-			if (a.q[k].io_cpu < 0 || (cpu != -2 && a.q[k].io_cpu != cpu))
-				one_cpu = false;
-			cpu = a.q[k].io_cpu;
-		}
-		if (kw >= 0 && a.q[kw].dep_n && dn > a.q[kw].dep_n) {
-			dhot = a.q[kw].dep_sum / a.q[kw].dep_n;
-			drest = (ds - a.q[kw].dep_sum) / (dn - a.q[kw].dep_n);
-		}
-		if (nq >= 2 && tot && (double)top / tot >= NT_DIAG_IMBALANCE / nq && (x = next(f, max, &n))) {
-			fired = 1;
-			x->kind = "queue_imbalance";
-			x->stage = "-";
-			snprintf(x->evidence, sizeof(x->evidence), "%squeue %u carries %.0f%% of the I/Os of %d queues "
-				 "(%" PRIu64 " of %" PRIu64 "; even: %.0f%%)", who, a.q[ktop].qid, 100.0 * top / tot, nq,
-				 top, tot, 100.0 / nq);
-			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
-				    "numjobs), or check the queue map (nvme connect -i)";
-		} else if (nq >= 2 && wtot > 0 && sh >= 0.1 && wtop / wtot >= NT_DIAG_IMBALANCE / nq &&
-			   drest > 0 && dhot >= NT_DIAG_IMBALANCE * drest && (x = next(f, max, &n))) {
-			fired = 1;
-			x->kind = "queue_imbalance";
-			x->stage = "nvme_tcp_submission";
-			snprintf(x->evidence, sizeof(x->evidence), "%squeue %u holds %.0f%% of the nvme_tcp_submission "
-				 "wait of %d queues (even: %.0f%%), with a mean depth of %.1f requests against %.1f on "
-				 "the others", who, a.q[kw].qid, 100 * wtop / wtot, nq, 100.0 / nq, dhot, drest);
-			x->advice = "spread the submitting threads over CPUs mapped to other queues (fio cpus_allowed, "
-				    "numjobs), or check the queue map (nvme connect -i)";
-		} else if (nq >= 2 && one_cpu && (x = next(f, max, &n))) {
-			fired = 1;
-			x->kind = "queue_imbalance";
-			x->stage = "-";
-			snprintf(x->evidence, sizeof(x->evidence), "%sall %d queues' io_work runs on CPU %d", who, nq, cpu);
-			x->advice = "let the queues' io_work use several CPUs (nvme_tcp wq_unbound=N, the NIC's RSS and "
-				    "irq affinity on the target)";
-		}
-	}
-
-	/* target_device: the target's backend */
-	sh = a.mean[NT_ST_TARGET_SUBSYS] / denom;
-	if (sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
-		int len;
-
-		x->kind = "target_device";
-		x->stage = "target_subsystem";
-		len = snprintf(x->evidence, sizeof(x->evidence), "target_subsystem is %.0f%% of %s (mean %.1f "
-			       "of %.1f us)", 100 * sh, dn, US(a.mean[NT_ST_TARGET_SUBSYS]), US(denom));
-		if (depth_ends(&a, 1, &lo, &hi, &dlo, &dhi) && len > 0 && (size_t)len < sizeof(x->evidence))
-			snprintf(x->evidence + len, sizeof(x->evidence) - len, "; %.1f us at target depth %d+ vs %.1f us "
-				 "at depth %d-%d (x%.1f%s)", US(hi), dhi, US(lo), dlo, 2 * dlo - 1, lo > 0 ? hi / lo : 0,
-				 lo > 0 && hi >= NT_DIAG_GROWTH * lo ? ": it queues in the device" : "");
-		x->advice = "the target's namespace device is slow for this load: check it on the target (iostat -x), "
-			    "spread I/O over more namespaces or devices, or lower the queue depth";
-	}
-
-	/* target_cpu: nvmet_tcp's own stages */
-	sh = share(&a, denom, tcpu, 3);
-	if (sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
-		x->kind = "target_cpu";
-		x->stage = "nstack_submission+nvmet_tcp_submission+nvmet_tcp_completion";
-		snprintf(x->evidence, sizeof(x->evidence), "the target's TCP and nvmet_tcp stages are %.0f%% of "
-			 "%s (means %.1f + %.1f + %.1f of %.1f us)", 100 * sh, dn, US(a.mean[NT_ST_NSTACK_SUB]),
-			 US(a.mean[NT_ST_NVMET_TCP_SUB]), US(a.mean[NT_ST_NVMET_TCP_COMP]), US(denom));
-		x->advice = "the target's CPUs: more CPUs for nvmet_tcp's io_work (the NIC's RSS queues and irq "
-			    "affinity), fewer other tasks on them, more host queues to spread the connections";
-	}
-
-	/* network: the wire and both network stacks' queues */
-	sh = a.mean[NT_ST_NETWORK] / denom;
-	if (sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
-		double base = a.min[NT_ST_NETWORK] == UINT64_MAX ? 0 : (double)a.min[NT_ST_NETWORK];
-
-		x->kind = "network";
-		x->stage = "network_transmission";
-		snprintf(x->evidence, sizeof(x->evidence), "network_transmission is %.0f%% of %s (mean %.1f of "
-			 "%.1f us); its minimum, the base round trip, is %.1f us%s", 100 * sh, dn, US(a.mean[NT_ST_NETWORK]),
-			 US(denom), US(base), base > 0 && a.mean[NT_ST_NETWORK] >= 2 * base ?
-			 ": the mean is more than twice that, packets queue on the way" :
-			 ": the round trip itself is long");
-		x->advice = "the network path: its round trip (distance, netem, a slow hop), NIC queues and "
-			    "offloads, congestion (ss -ti, tc -s qdisc)";
-	}
-
-	/* initiator_cpu: the initiator's own stages, submission not explained by queue depth */
-	sh = share(&a, denom, host, 5);
-	if (!tfq && sh >= NT_DIAG_DOMINANT && (x = next(f, max, &n))) {
-		x->kind = "initiator_cpu";
-		x->stage = "blk_submission+nvme_tcp_submission+nstack_completion+nvme_tcp_completion+blk_completion";
-		snprintf(x->evidence, sizeof(x->evidence), "the initiator's own stages are %.0f%% of %s "
-			 "(means %.1f + %.1f + %.1f + %.1f + %.1f of %.1f us)", 100 * sh, dn, US(a.mean[NT_ST_BLK_SUB]),
-			 US(a.mean[NT_ST_NVME_TCP_SUB]), US(a.mean[NT_ST_NSTACK_COMP]), US(a.mean[NT_ST_NVME_TCP_COMP]),
-			 US(a.mean[NT_ST_BLK_COMP]), US(denom));
-		x->advice = "the initiator's CPUs: keep the workload off the queues' io_cpu (fio cpus_allowed; the "
-			    "queue: lines of --group-by queue name each io_cpu), or nvme_tcp wq_unbound=Y";
-	}
-
+	tfq = rule_too_few_queues(&c, nq_init);
+	rule_queue_imbalance(&c, nq_init);
+	rule_target_device(&c);
+	rule_target_cpu(&c);
+	rule_network(&c);
+	if (!tfq)
+		rule_initiator_cpu(&c);
 	/* interference: a host's target stages grow with another's load on its namespace or io CPU */
-	interference(rep, f, max, &n);
-	return n;
-}
-
-/* the denominator as nt_diagnose takes it, and its name; false: too few I/Os or nothing to compare with */
-static bool denom_of(const struct agg *a, double *denom, const char **dn)
-{
-	*denom = a->n[NT_ST_E2E] ? a->mean[NT_ST_E2E] : a->mean[NT_ST_TARGET_RES];
-	*dn = a->n[NT_ST_E2E] ? "end_to_end" : "target_residence";
-	return a->ios >= NT_DIAG_MIN_IOS && *denom > 0;
+	interference(rep, f, max, &c.n);
+	return c.n;
 }
 
 static int share_cmp(const void *x, const void *y)
@@ -751,9 +825,9 @@ int nt_diagnose_shares(const struct nt_report *rep, struct nt_share *out, int ma
 		if (!part || !a.n[s] || (!a.n[NT_ST_E2E] && s == NT_ST_TARGET_RES))
 			continue;
 		out[n] = (struct nt_share){ .stage = s, .share = a.mean[s] / denom, .mean_ns = a.mean[s] };
-		if (s == NT_ST_NVME_TCP_SUB && a.dep_n[0])
+		if (s == DEPTH_I && a.dep_n[0])
 			out[n].depth = a.dep_sum[0] / a.dep_n[0];
-		if (s == NT_ST_TARGET_SUBSYS && a.dep_n[1])
+		if (s == DEPTH_T && a.dep_n[1])
 			out[n].depth = a.dep_sum[1] / a.dep_n[1];
 		n++;
 	}
@@ -764,9 +838,6 @@ int nt_diagnose_shares(const struct nt_report *rep, struct nt_share *out, int ma
 int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 {
 	static struct agg a;
-	static const int host[] = { NT_ST_BLK_SUB, NT_ST_NVME_TCP_SUB, NT_ST_NSTACK_COMP, NT_ST_NVME_TCP_COMP,
-				    NT_ST_BLK_COMP };
-	static const int tcpu[] = { NT_ST_NSTACK_SUB, NT_ST_NVMET_TCP_SUB, NT_ST_NVMET_TCP_COMP };
 	double denom, best = -1, sh, d;
 	const char *dn;
 	int role, nq = 0;
@@ -777,13 +848,13 @@ int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 	if (!denom_of(&a, &denom, &dn))
 		return 0;
 	/* each rule's distance from firing: its measure over its threshold (the smaller where it needs two) */
-	if (a.n[NT_ST_NVME_TCP_SUB]) {
-		sh = a.mean[NT_ST_NVME_TCP_SUB] / denom;
+	if (a.n[DEPTH_I]) {
+		sh = a.mean[DEPTH_I] / denom;
 		d = a.dep_n[0] ? a.dep_sum[0] / a.dep_n[0] : 0;
 		best = sh / NT_DIAG_SUBMIT_SHARE < d / NT_DIAG_DEPTH ? sh / NT_DIAG_SUBMIT_SHARE : d / NT_DIAG_DEPTH;
-		snprintf(buf, len, "too_few_queues: nvme_tcp_submission is %.0f%% of %s (it fires at %.0f%%) at a mean "
-			 "depth of %.1f requests per queue (it fires at %.0f)", 100 * sh, dn, 100 * NT_DIAG_SUBMIT_SHARE,
-			 d, NT_DIAG_DEPTH);
+		snprintf(buf, len, "too_few_queues: %s is %.0f%% of %s (it fires at %.0f%%) at a mean depth of %.1f "
+			 "requests per queue (it fires at %.0f)", nt_stage_name(DEPTH_I), 100 * sh, dn,
+			 100 * NT_DIAG_SUBMIT_SHARE, d, NT_DIAG_DEPTH);
 	}
 	/* the initiator's queues, else the target's; each host's on their own */
 	for (int k = 0; k < a.nq && !nq; k++)
@@ -795,22 +866,22 @@ int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 		snprintf(buf, len, "queue_imbalance: the busiest of %d queues carries %.0f%% of the I/Os (it fires at "
 			 "%.0f%%)", (int)most[1], 100.0 * most[2], 100 * NT_DIAG_IMBALANCE / most[1]);
 	}
-	if (a.n[NT_ST_TARGET_SUBSYS] && (sh = a.mean[NT_ST_TARGET_SUBSYS] / denom) / NT_DIAG_DOMINANT > best) {
+	if (a.n[DEPTH_T] && (sh = a.mean[DEPTH_T] / denom) / NT_DIAG_DOMINANT > best) {
 		best = sh / NT_DIAG_DOMINANT;
-		snprintf(buf, len, "target_device: target_subsystem is %.0f%% of %s (it fires at %.0f%%)", 100 * sh, dn,
-			 100 * NT_DIAG_DOMINANT);
+		snprintf(buf, len, "target_device: %s is %.0f%% of %s (it fires at %.0f%%)", nt_stage_name(DEPTH_T),
+			 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
 	}
-	if (a.n[NT_ST_NVMET_TCP_SUB] && (sh = share(&a, denom, tcpu, 3)) / NT_DIAG_DOMINANT > best) {
+	if (a.n[NT_ST_NVMET_TCP_SUB] && (sh = share(&a, denom, TGT_CPU)) / NT_DIAG_DOMINANT > best) {
 		best = sh / NT_DIAG_DOMINANT;
 		snprintf(buf, len, "target_cpu: the target's TCP and nvmet_tcp stages are %.0f%% of %s (it fires at "
 			 "%.0f%%)", 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
 	}
 	if (a.n[NT_ST_NETWORK] && (sh = a.mean[NT_ST_NETWORK] / denom) / NT_DIAG_DOMINANT > best) {
 		best = sh / NT_DIAG_DOMINANT;
-		snprintf(buf, len, "network: network_transmission is %.0f%% of %s (it fires at %.0f%%)", 100 * sh, dn,
-			 100 * NT_DIAG_DOMINANT);
+		snprintf(buf, len, "network: %s is %.0f%% of %s (it fires at %.0f%%)", nt_stage_name(NT_ST_NETWORK),
+			 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
 	}
-	if (a.n[NT_ST_E2E] && (sh = share(&a, denom, host, 5)) / NT_DIAG_DOMINANT > best) {
+	if (a.n[NT_ST_E2E] && (sh = share(&a, denom, INIT_CPU)) / NT_DIAG_DOMINANT > best) {
 		best = sh / NT_DIAG_DOMINANT;
 		snprintf(buf, len, "initiator_cpu: the initiator's own stages are %.0f%% of %s (it fires at %.0f%%)",
 			 100 * sh, dn, 100 * NT_DIAG_DOMINANT);
@@ -821,26 +892,27 @@ int nt_diagnose_closest(const struct nt_report *rep, char *buf, size_t len)
 int nt_diagnose_scope(const struct nt_report *rep, char *buf, size_t len)
 {
 	static struct agg a;
+	char unseen[200];
 
 	buf[0] = '\0';
 	if ((rep->n_init && rep->n_tgt) || (!rep->n_init && !rep->n_tgt))
 		return 0;
 	aggregate(rep, &a);
+	/* not seen: the ten the other host measures, and network_transmission, which needs both */
+	nt_stage_join(unseen, sizeof(unseen), NT_TEN_MASK & ~nt_stages_where(rep->n_init ? NTBPF_ROLE_INITIATOR :
+									     NTBPF_ROLE_TARGET, ~0u), ", ");
 	if (!rep->n_init) {
-		snprintf(buf, len, "seen from the target only: shares are of target_residence, the target's part of "
-			 "each I/O, not of end_to_end (a finding says what dominates the target's part, not "
-			 "the I/O); not seen: blk_submission, nvme_tcp_submission, "
-			 "network_transmission, nstack_completion, nvme_tcp_completion, blk_completion (give the "
-			 "initiator's file too)");
+		snprintf(buf, len, "seen from the target only: shares are of %s, the target's part of each I/O, not of "
+			 "%s (a finding says what dominates the target's part, not the I/O); not seen: %s (give the "
+			 "initiator's file too)", nt_stage_name(NT_ST_TARGET_RES), nt_stage_name(NT_ST_E2E), unseen);
 	} else if (a.n[NT_ST_REMOTE] && a.mean[NT_ST_E2E] > 0) {
-		snprintf(buf, len, "seen from the initiator only: not seen apart: nstack_submission, "
-			 "nvmet_tcp_submission, target_subsystem, nvmet_tcp_completion, network_transmission; together "
-			 "they are remote, %.0f%% of end_to_end (mean %.1f of %.1f us; give the target's file too to "
-			 "split it)", 100 * a.mean[NT_ST_REMOTE] / a.mean[NT_ST_E2E], US(a.mean[NT_ST_REMOTE]),
-			 US(a.mean[NT_ST_E2E]));
+		snprintf(buf, len, "seen from the initiator only: not seen apart: %s; together they are %s, %.0f%% of %s "
+			 "(mean %.1f of %.1f us; give the target's file too to split it)", unseen,
+			 nt_stage_name(NT_ST_REMOTE), 100 * a.mean[NT_ST_REMOTE] / a.mean[NT_ST_E2E],
+			 nt_stage_name(NT_ST_E2E), US(a.mean[NT_ST_REMOTE]), US(a.mean[NT_ST_E2E]));
 	} else {
-		snprintf(buf, len, "seen from the initiator only: not seen: the target's stages and "
-			 "network_transmission (give the target's file too)");
+		snprintf(buf, len, "seen from the initiator only: not seen: the target's stages and %s (give the target's "
+			 "file too)", nt_stage_name(NT_ST_NETWORK));
 	}
 	return 1;
 }
@@ -872,7 +944,7 @@ void nt_diagnose_print_text(FILE *out, const struct nt_report *rep)
 			fprintf(out, "%s %s %.0f%% (%.1f us", i ? "," : "", nt_stage_name(sh[i].stage), 100 * sh[i].share,
 				US(sh[i].mean_ns));
 			if (sh[i].depth > 0)
-				fprintf(out, sh[i].stage == NT_ST_TARGET_SUBSYS ? "; mean target depth %.1f" :
+				fprintf(out, sh[i].stage == DEPTH_T ? "; mean target depth %.1f" :
 					"; mean depth %.1f per queue", sh[i].depth);
 			fputc(')', out);
 		}
@@ -894,7 +966,7 @@ void nt_diagnose_print_text(FILE *out, const struct nt_report *rep)
 void nt_diagnose_print_shares_json(FILE *out, const struct nt_report *rep)
 {
 	struct nt_share sh[NT_ST_NR];
-	const char *dn = "end_to_end";
+	const char *dn = nt_stage_name(NT_ST_E2E);
 	char closest[512];
 	int k = nt_diagnose_shares(rep, sh, NT_ST_NR, &dn);
 

@@ -31,7 +31,7 @@ struct nt_interference {
 struct nt_finding {
 	const char *kind;	/* too_few_queues, queue_imbalance, target_device, target_cpu, network, initiator_cpu,
 				 * interference */
-	const char *stage;	/* the dominant stage (or stages) it is about */
+	char stage[192];	/* the dominant stage (or stages, joined by "+") it is about; "-" */
 	char evidence[1024];	/* numbers from this run */
 	const char *advice;	/* the knob */
 	bool has_interference;

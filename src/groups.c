@@ -441,7 +441,7 @@ static struct nt_wcell *win_row(struct nt_timewin *w, uint64_t t)
 /* one target I/O (st) into its stream's window; ok: it succeeded (its target stages count) */
 static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uint32_t mask, const uint64_t *vals)
 {
-	static const uint32_t three = 1u << NT_ST_NVMET_TCP_SUB | 1u << NT_ST_TARGET_SUBSYS | 1u << NT_ST_NVMET_TCP_COMP;
+	const uint32_t three = NT_WIN_STAGES;
 	struct nt_timewin *w = rep->win;
 	uint64_t t = (uint64_t)st->io.start_hi << 32 | st->io.start_lo;
 	struct nt_wcell *c;
@@ -461,9 +461,12 @@ static void win_add(struct nt_report *rep, const struct nt_sum *st, bool ok, uin
 	c->ios++;
 	c->bytes += st->io.bytes;
 	if (ok && (mask & three) == three) {
+		double sum = 0;
+
+		for (uint32_t left = three; left; left &= left - 1)
+			sum += (double)vals[__builtin_ctz(left)];
 		c->tn++;
-		c->tsum += (double)vals[NT_ST_NVMET_TCP_SUB] + (double)vals[NT_ST_TARGET_SUBSYS] +
-			   (double)vals[NT_ST_NVMET_TCP_COMP];
+		c->tsum += sum;
 	}
 	/* its time at the target, window by window: the load it put there (a 128k write at QD32 is there long) */
 	if (mask & 1u << NT_ST_TARGET_RES) {
@@ -595,9 +598,9 @@ static int add_pair(struct nt_report *rep, const struct nt_sum *si, const struct
 	if (st && rep->win)
 		win_add(rep, st, !g->status, mask, vals);
 	if (si)
-		add_depth(g, 0, si->depth, mask, vals, NT_ST_NVME_TCP_SUB);
+		add_depth(g, 0, si->depth, mask, vals, nt_depth_stage(NTBPF_ROLE_INITIATOR));
 	if (st)
-		add_depth(g, 1, st->depth, mask, vals, NT_ST_TARGET_SUBSYS);
+		add_depth(g, 1, st->depth, mask, vals, nt_depth_stage(NTBPF_ROLE_TARGET));
 	rep->stages_seen |= mask;
 	for (uint32_t left = mask; left; left &= left - 1) {
 		int s = __builtin_ctz(left);

@@ -77,6 +77,8 @@ struct nt_group {
  * merging pairs, as often as they need.
  */
 #define NT_WIN_STREAMS 16
+/* the target stages windows sum: nvmet's own (nvmet_tcp and the device; the stage table's layers) */
+#define NT_WIN_STAGES nt_stages_where(NTBPF_ROLE_TARGET, 1u << NT_LAYER_NVME | 1u << NT_LAYER_DEVICE)
 #define NT_WIN_N 512
 #define NT_WIN_MIN_NS 100000000ull
 #define NT_WIN_SPAN 64		/* an I/O's time in flight is counted in its first 64 windows at most */

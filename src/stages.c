@@ -5,6 +5,7 @@
  * general one: nt_sum_of), and the stages of a matched pair from its two hosts' (nt_sum_combine),
  * whose ten ntprof stages sum to end_to_end exactly.  docs/stages.md defines every stage by its two events.
  */
+#include <stdio.h>
 #include <string.h>
 #include "stages.h"
 
@@ -12,7 +13,7 @@
 static const struct {
 	const char *name, *summary;
 } names[NT_ST_NR] = {
-#define NT_X_NAME(id, name_, role, from, to, afrom, ato, slot, ten, row, help) \
+#define NT_X_NAME(id, name_, role, from, to, afrom, ato, slot, ten, row, layer, depth, help) \
 	[NT_ST_##id] = { #name_, help },
 	NT_STAGES(NT_X_NAME)
 #undef NT_X_NAME
@@ -31,7 +32,7 @@ NT_STAGES(NT_X_TSLOT)
 #undef NT_X_TSLOT
 
 const int8_t nt_stage_at_row[NT_ST_NR] = {
-#define NT_X_ROW(id, name, role, from, to, afrom, ato, slot, ten, row, help) [row] = NT_ST_##id,
+#define NT_X_ROW(id, name, role, from, to, afrom, ato, slot, ten, row, ...) [row] = NT_ST_##id,
 	NT_STAGES(NT_X_ROW)
 #undef NT_X_ROW
 };
@@ -68,6 +69,27 @@ int nt_stage_by_name(const char *name)
 		if (!strcmp(names[s].name, name))
 			return s;
 	return -1;
+}
+
+/* one per host, and on its host */
+_Static_assert(__builtin_popcount(NT_DEPTH_MASK) == 2, "one depth stage per host");
+
+int nt_stage_join(char *buf, size_t len, uint32_t mask, const char *sep)
+{
+	size_t at = 0;
+	int k;
+
+	if (len)
+		buf[0] = '\0';
+	for (int s = 0; s < NT_ST_NR; s++) {
+		if (!(mask & (1u << s)))
+			continue;
+		k = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, "%s%s", at ? sep : "", names[s].name);
+		if (k < 0)
+			return k;
+		at += (size_t)k;
+	}
+	return (int)at;
 }
 
 const char *nt_ev_name(uint8_t role, int ev)

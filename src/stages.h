@@ -10,6 +10,7 @@
 #define NTBPF_STAGES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "ntbpf.h"
 #include "ntbpf_stages.h"
@@ -23,6 +24,65 @@ const char *nt_ev_name(uint8_t role, int ev);	/* "blk_start", "cmd_arrive", ... 
 /* the ten stages that tile end_to_end (column TEN) */
 #define NT_X_TEN(id, name, role, from, to, afrom, ato, slot, ten, ...) | ((ten) ? 1u << NT_ST_##id : 0u)
 #define NT_TEN_MASK (0u NT_STAGES(NT_X_TEN))
+
+/* each stage's role (2 bits) and layer (4 bits) packed by stage (columns ROLE, LAYER) */
+#define NT_X_ROLES(id, name, role, ...) | ((uint64_t)(role) << (2 * NT_ST_##id))
+#define NT_X_LAYERS(id, name, role, from, to, afrom, ato, slot, ten, row, layer, ...) \
+	| ((uint64_t)(layer) << (4 * NT_ST_##id))
+#define NT_ROLES_PACKED (0ull NT_STAGES(NT_X_ROLES))
+#define NT_LAYERS_PACKED (0ull NT_STAGES(NT_X_LAYERS))
+_Static_assert(NT_ST_NR * 4 <= 64, "layers are packed 4 bits a stage");
+
+static inline int nt_stage_role(int s)
+{
+	return (int)(NT_ROLES_PACKED >> (2 * s) & 3);
+}
+
+static inline int nt_stage_layer(int s)
+{
+	return (int)(NT_LAYERS_PACKED >> (4 * s) & 15);
+}
+
+/*
+ * The stages of role (0: network; -1: any) whose layer is in layers (a
+ * mask of 1u << NT_LAYER_*; ~0u: any): nt_stages_where(NTBPF_ROLE_TARGET,
+ * NT_LAYERS_CPU) is what the target's CPU runs.  Of constant arguments, a
+ * constant.
+ */
+static inline __attribute__((always_inline)) uint32_t nt_stages_where(int role, uint32_t layers)
+{
+	uint32_t m = 0;
+
+#pragma GCC unroll 16
+	for (int s = 0; s < NT_ST_NR; s++)
+		if ((role < 0 || nt_stage_role(s) == role) && (layers >> nt_stage_layer(s) & 1))
+			m |= 1u << s;
+	return m;
+}
+
+/* the stage that waits behind a host's requests in flight (column DEPTH): one per host */
+#define NT_X_DEPTH(id, name, role, from, to, afrom, ato, slot, ten, row, layer, depth, ...) \
+	| ((depth) ? 1u << NT_ST_##id : 0u)
+#define NT_DEPTH_MASK (0u NT_STAGES(NT_X_DEPTH))
+
+static inline __attribute__((always_inline)) int nt_depth_stage(int role)
+{
+	return __builtin_ctz(NT_DEPTH_MASK & nt_stages_where(role, ~0u));
+}
+
+/*
+ * The stages a record with the block layer's events alone yields (a block
+ * device other than NVMe/TCP): both ends, or their stand-ins, among
+ * NT_BLK_ONLY_EVS (include/ntbpf_stages.h).
+ */
+#define NT_EV_BLK_ONLY(ev) ((ev) >= 0 && (NT_BLK_ONLY_EVS >> ((ev) & 31) & 1))
+#define NT_X_BLK_ONLY(id, name, role, from, to, afrom, ato, ...) \
+	| ((role) == NTBPF_ROLE_INITIATOR && (NT_EV_BLK_ONLY(from) || NT_EV_BLK_ONLY(afrom)) && \
+	   (NT_EV_BLK_ONLY(to) || NT_EV_BLK_ONLY(ato)) ? 1u << NT_ST_##id : 0u)
+#define NT_BLK_ONLY_MASK (0u NT_STAGES(NT_X_BLK_ONLY))
+
+/* the names of mask's stages in pipeline order, sep between, into buf; as snprintf */
+int nt_stage_join(char *buf, size_t len, uint32_t mask, const char *sep);
 
 /* the stage in row k of the report's table (column ROW) */
 extern const int8_t nt_stage_at_row[NT_ST_NR];
