@@ -17,7 +17,10 @@
 
 #define SKB 240		/* sketch bins: 8 per power of two of a 32-bit ns value */
 
-/* the stages charted: the ten, blk_device (alone where nothing finer is known) and end_to_end, in row order */
+/*
+ * the stages charted, in row order: the ten, and what a block-only record
+ * yields (blk_device, alone where nothing finer is known, and end_to_end)
+ */
 static int chart_stages(int *cs)
 {
 	int n = 0;
@@ -25,7 +28,7 @@ static int chart_stages(int *cs)
 	for (int k = 0; k < NT_ST_NR; k++) {
 		int s = nt_stage_at_row[k];
 
-		if ((NT_TEN_MASK & (1u << s)) || s == NT_ST_BLK_DEVICE || s == NT_ST_E2E)
+		if ((NT_TEN_MASK | NT_BLK_ONLY_MASK) & (1u << s))
 			cs[n++] = s;
 	}
 	return n;
@@ -235,8 +238,8 @@ static void svg_heatmap(FILE *out, const struct html *h, const struct gdata *d)
 	if (hi < 0)
 		return;
 	rows = hi - lo + 1;
-	fprintf(out, "<h3>end_to_end over time (I/Os per log2 latency bin and time slice of %.3f s)</h3>\n"
-		"<svg class=\"chart\" width=\"%d\" height=\"%d\" role=\"img\">\n", span / NT_HTML_TBINS,
+	fprintf(out, "<h3>%s over time (I/Os per log2 latency bin and time slice of %.3f s)</h3>\n"
+		"<svg class=\"chart\" width=\"%d\" height=\"%d\" role=\"img\">\n", nt_stage_name(NT_ST_E2E), span / NT_HTML_TBINS,
 		X0 + CW * NT_HTML_TBINS + 20, Y0 + CH * rows + 40);
 	for (int b = hi; b >= lo; b--) {
 		int y = Y0 + (hi - b) * CH;

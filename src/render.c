@@ -187,9 +187,9 @@ static void print_failover_text(FILE *out, const struct nt_report *rep)
 	if (!f->path_errors)
 		return;
 	fprintf(out, "# failed over: %" PRIu64 " requests ended in a path error (status= groups); ", f->path_errors);
-	fprintf(out, "%" PRIu64 " I/Os retried on another path (%" PRIu64 " retry requests), end_to_end including "
-		"the retry avg %.2f us, p50 %.2f, p99 %.2f, max %.2f", f->ios, f->retries, f->e2e_avg_us, f->e2e_p50_us,
-		f->e2e_p99_us, f->e2e_max_us);
+	fprintf(out, "%" PRIu64 " I/Os retried on another path (%" PRIu64 " retry requests), %s including "
+		"the retry avg %.2f us, p50 %.2f, p99 %.2f, max %.2f", f->ios, f->retries, nt_stage_name(NT_ST_E2E),
+		f->e2e_avg_us, f->e2e_p50_us, f->e2e_p99_us, f->e2e_max_us);
 	if (f->unretried)
 		fprintf(out, "; %" PRIu64 " with no retry among the records", f->unretried);
 	fputc('\n', out);
@@ -348,7 +348,8 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 			" paired only where the partner was still held\n", rep->m.window_ns / 1e9, rep->m.slow_init,
 			rep->m.slow_tgt);
 	if (rep->neg_network)
-		fprintf(out, "# network_transmission left out where negative: %" PRIu64 " I/Os\n", rep->neg_network);
+		fprintf(out, "# %s left out where negative: %" PRIu64 " I/Os\n", nt_stage_name(NT_ST_NETWORK),
+			rep->neg_network);
 	for (int i = 0; i < rep->nins; i++) {
 		const struct nt_header *h = &rep->ins[i].hdr;
 
@@ -364,13 +365,14 @@ static void print_notes_text(FILE *out, const struct nt_report *rep)
 				fputc('\n', out);
 			}
 	}
-	if (!(rep->stages_seen & ~((1u << NT_ST_BLK_SUB) | (1u << NT_ST_BLK_DEVICE) | (1u << NT_ST_E2E))) &&
-	    rep->n_init && rep->stages_seen)	/* none seen at all (an empty window): no claim */
-		fprintf(out, "# no nvme_tcp events: blk_submission ends at block_rq_issue; the rest is blk_device\n");
+	/* only what a block-only record yields (the stage table's events): none seen at all (an empty window): no claim */
+	if (!(rep->stages_seen & ~NT_BLK_ONLY_MASK) && rep->n_init && rep->stages_seen)
+		fprintf(out, "# no nvme_tcp events: %s ends at block_rq_issue; the rest is %s\n", nt_stage_name(NT_ST_BLK_SUB),
+			nt_stage_name(NT_ST_BLK_DEVICE));
 	if (rep->n_init && !rep->n_tgt)
-		fprintf(out, "# no target records: target stages and network_transmission not measured\n");
+		fprintf(out, "# no target records: target stages and %s not measured\n", nt_stage_name(NT_ST_NETWORK));
 	if (rep->n_tgt && !rep->n_init)
-		fprintf(out, "# no initiator records: host stages and network_transmission not measured\n");
+		fprintf(out, "# no initiator records: host stages and %s not measured\n", nt_stage_name(NT_ST_NETWORK));
 }
 
 /* biolatency's print_log2_hist: "    16 -> 31         : 120      |*****     |" */

@@ -423,6 +423,51 @@ static void test_table_views_agree(void **state)
 		assert_int_equal(nt_spans[s].role == 0, s == NT_ST_NETWORK);
 }
 
+/*
+ * The sets derived from the columns ROLE, LAYER, DEPTH and the events
+ * (src/stages.h), written out here: what each host's CPU runs (--diagnose's
+ * initiator_cpu and target_cpu), nvmet's own stages (interference's windows),
+ * the stage behind each host's depth, what a block-only record yields (and
+ * that a block-only record yields exactly that), and the joined names.
+ */
+static void test_table_sets(void **state)
+{
+	struct ntbpf_rec r = { .role = NTBPF_ROLE_INITIATOR };
+	uint32_t got = 0;
+	char buf[200];
+	__u64 v;
+
+	assert_int_equal(nt_stages_where(NTBPF_ROLE_INITIATOR, NT_LAYERS_CPU),
+			 1u << NT_ST_BLK_SUB | 1u << NT_ST_NVME_TCP_SUB | 1u << NT_ST_NSTACK_COMP |
+			 1u << NT_ST_NVME_TCP_COMP | 1u << NT_ST_BLK_COMP);
+	assert_int_equal(nt_stages_where(NTBPF_ROLE_TARGET, NT_LAYERS_CPU),
+			 1u << NT_ST_NSTACK_SUB | 1u << NT_ST_NVMET_TCP_SUB | 1u << NT_ST_NVMET_TCP_COMP);
+	assert_int_equal(nt_stages_where(NTBPF_ROLE_TARGET, 1u << NT_LAYER_NVME | 1u << NT_LAYER_DEVICE),
+			 1u << NT_ST_NVMET_TCP_SUB | 1u << NT_ST_TARGET_SUBSYS | 1u << NT_ST_NVMET_TCP_COMP);
+	assert_int_equal(nt_stages_where(0, ~0u), 1u << NT_ST_NETWORK);
+	assert_int_equal(nt_stages_where(-1, ~0u), (1u << NT_ST_NR) - 1);
+	assert_int_equal(nt_stages_where(-1, 1u << NT_LAYER_SUM),
+			 1u << NT_ST_REMOTE | 1u << NT_ST_TARGET_RES | 1u << NT_ST_E2E);
+	for (int s = 0; s < NT_ST_NR; s++)
+		assert_int_equal(nt_stage_role(s), nt_spans[s].role);
+	assert_int_equal(nt_depth_stage(NTBPF_ROLE_INITIATOR), NT_ST_NVME_TCP_SUB);
+	assert_int_equal(nt_depth_stage(NTBPF_ROLE_TARGET), NT_ST_TARGET_SUBSYS);
+	assert_int_equal(NT_BLK_ONLY_MASK, 1u << NT_ST_BLK_SUB | 1u << NT_ST_BLK_DEVICE | 1u << NT_ST_E2E);
+	r.ev_mask = NT_BLK_ONLY_EVS;
+	r.ev[EV_I_BLK_ISSUE] = 10;
+	r.ev[EV_I_BLK_DONE] = 30;
+	for (int s = 0; s < NT_ST_NR; s++)
+		if (nt_stage_of(&r, s, &v) > 0)
+			got |= 1u << s;
+	assert_int_equal(got, NT_BLK_ONLY_MASK);
+	assert_int_equal(nt_stage_join(buf, sizeof(buf), nt_stages_where(NTBPF_ROLE_TARGET, NT_LAYERS_CPU), "+"), 59);
+	assert_string_equal(buf, "nstack_submission+nvmet_tcp_submission+nvmet_tcp_completion");
+	assert_int_equal(nt_stage_join(buf, 8, NT_TEN_MASK & ~nt_stages_where(NTBPF_ROLE_INITIATOR, ~0u), ", "), 101);
+	assert_string_equal(buf, "nstack_");
+	assert_int_equal(nt_stage_join(buf, sizeof(buf), 0, "+"), 0);
+	assert_string_equal(buf, "");
+}
+
 /* docs/stages.md's table and src/stages.c must say the same thing */
 static void test_doc_agrees(void **state)
 {
@@ -516,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_buckets),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_table_views_agree),
+		cmocka_unit_test(test_table_sets),
 		cmocka_unit_test(test_doc_agrees),
 	};
 
