@@ -371,7 +371,7 @@ bench: all $(OUTPUT)/bench-gen $(OUTPUT)/bench-recfile $(OUTPUT)/ntbpf-inject
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	       -Iinclude -Isrc -DNT_FUZZ_MAIN
-FUZZ_SRCS := src/recfile.c src/rechdr.c src/recsum.c src/colcodec.c
+FUZZ_SRCS := src/recfile.c src/rechdr.c src/recsum.c src/colenc.c src/coldec.c
 $(OUTPUT)/fuzz-recfile: tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) $(wildcard src/*.h) $(wildcard include/*.h) | $(OUTPUT)
 	$(call msg,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_recfile.c $(FUZZ_SRCS) -lz

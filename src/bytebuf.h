@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * bytebuf - the record file's bytes, shared by its container (recfile.c)
- * and its column codec (colcodec.c): little-endian integers encoded with
+ * and its column codec (colenc.c, coldec.c): little-endian integers encoded with
  * shifts (never by copying host memory, so a file moves between hosts of
  * any byte order), a growable output buffer, a bounds-checked input cursor,
  * and LEB128 varints on both.  Inline: the codec's loops call them per byte.

@@ -4,7 +4,7 @@
  * zlib, CRC32), records packed and unpacked, the trailer, and the writer and
  * reader over them.  The header's model and its TLV items are rechdr.c's,
  * the uncoded chunks' checks recsum.c's, what a coded chunk's bytes hold --
- * records as bit-packed columns -- the column codec's (colcodec.c); what the
+ * records as bit-packed columns -- the column codec's (colenc.c, coldec.c); what the
  * three share is recfile_int.h.
  *
  * The byte-level format is specified in docs/record-format.md.  Every

@@ -7,7 +7,7 @@
  *   chunks   "RECP" (record's default), record count, the records packed
  *            (each with only the event slots it has), a Fletcher check; or
  *            "CHNK" (record -z), the records as bit-packed columns with a
- *            prediction chosen per column (colcodec.c), zlib, CRC32; or
+ *            prediction chosen per column (colenc.c), zlib, CRC32; or
  *            "RECS" (uncoded, as version 4 wrote them: read, never written)
  *   trailer  "TRLR", record count, BPF counters, end time, CRC32
  *

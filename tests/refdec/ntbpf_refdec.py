@@ -3,7 +3,7 @@
 """ntbpf_refdec.py - a reference decoder of the ntbpf record file, format version 5.
 
 Written from docs/record-format.md alone (not from src/recfile.c, src/rechdr.c,
-src/recsum.c or src/colcodec.c), in Python 3 with the standard library only, so
+src/recsum.c, src/colenc.c or src/coldec.c), in Python 3 with the standard library only, so
 that the C reader can be held to the spec by an implementation that shares no
 code with it (tests/refdec/test_refdec.py).  It reads what the spec says a reader
 reads and refuses what it says a reader refuses, and stops where the spec says

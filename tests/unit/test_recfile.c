@@ -2818,7 +2818,7 @@ static void test_modes(void **state)
 }
 
 /*
- * A large chunk is planned on a sample of its values (colcodec.c, plan()):
+ * A large chunk is planned on a sample of its values (colenc.c, plan()):
  * a sample of one in 8 at fixed places would see a column that repeats every
  * 4 records (I/O spread round robin over 4 queues) as constant, and write
  * three values in four as exceptions.  The qid column of such a chunk has
