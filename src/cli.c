@@ -325,6 +325,28 @@ static const struct argp_option record_opts[] = {
 	{},
 };
 
+/* record's options, all read: the combinations they may not make, and the sampling defaults */
+static error_t record_end(struct parse_ctx *pc, struct nt_config *cfg)
+{
+	if ((cfg->rotate_bytes || cfg->rotate_ns) && cfg->output && !strcmp(cfg->output, "-")) {
+		fail(pc, "--rotate writes files: not with -o -");
+		return EINVAL;
+	}
+	if (pc->sample_by == 2 && pc->sample_window_ms) {
+		fail(pc, "--sample-window goes with --sample-by time, not io");
+		return EINVAL;
+	}
+	if (pc->sample_by == 2 && pc->sample_detach) {
+		fail(pc, "--sample-detach goes with --sample-by time, not io");
+		return EINVAL;
+	}
+	cfg->sample_window_ms = pc->sample_by == 2 ? 0 :
+		pc->sample_window_ms ? pc->sample_window_ms : nt_sample_window_ms(cfg->sample);
+	if (!pc->sample_detach)
+		cfg->sample_detach_all = true;	/* where windows are 10 s apart or more */
+	return 0;
+}
+
 static error_t record_parse(int key, char *arg, struct argp_state *st)
 {
 	struct parse_ctx *pc = st->input;
@@ -418,23 +440,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		}
 		break;
 	case ARGP_KEY_END:
-		if ((cfg->rotate_bytes || cfg->rotate_ns) && cfg->output && !strcmp(cfg->output, "-")) {
-			fail(pc, "--rotate writes files: not with -o -");
-			return EINVAL;
-		}
-		if (pc->sample_by == 2 && pc->sample_window_ms) {
-			fail(pc, "--sample-window goes with --sample-by time, not io");
-			return EINVAL;
-		}
-		if (pc->sample_by == 2 && pc->sample_detach) {
-			fail(pc, "--sample-detach goes with --sample-by time, not io");
-			return EINVAL;
-		}
-		cfg->sample_window_ms = pc->sample_by == 2 ? 0 :
-			pc->sample_window_ms ? pc->sample_window_ms : nt_sample_window_ms(cfg->sample);
-		if (!pc->sample_detach)
-			cfg->sample_detach_all = true;	/* where windows are 10 s apart or more */
-		break;
+		return record_end(pc, cfg);
 	case 'v':
 		cfg->verbose = true;
 		break;
