@@ -19,9 +19,14 @@ def load(d, name):
         return json.load(f)
 
 
+def fio_job_ios(j):
+    """every I/O one fio job completed, its fsyncs (flushes) included"""
+    return sum(j[op]["total_ios"] for op in ("read", "write", "trim", "sync") if op in j)
+
+
 def fio_total_ios(fio):
     """every I/O fio completed, its fsyncs (flushes) included"""
-    return sum(j[op]["total_ios"] for j in fio["jobs"] for op in ("read", "write", "trim", "sync") if op in j)
+    return sum(fio_job_ios(j) for j in fio["jobs"])
 
 
 def fio_clat_us(fio, pct):
@@ -1168,8 +1173,7 @@ def live_peers_isolated(d, min_matched=0.99, tol=0.03, min_each=0.85):
     controller's host at two interval ends in a row, so a controller's first records go to no
     peer (counted in the target's log): each peer pairs >= min_each of its I/Os, and the paired
     ones plus those sent to no peer are >= min_matched of all."""
-    jobs = {j["jobname"]: sum(j[op]["total_ios"] for op in ("read", "write", "trim", "sync") if op in j)
-            for j in load(d, "fio.json")["jobs"]}
+    jobs = {j["jobname"]: fio_job_ios(j) for j in load(d, "fio.json")["jobs"]}
     t = open(os.path.join(d, "live-target.log"), errors="replace").read()
     nopeer = re.search(r"(\d+) records sent to no peer", t)
     nopeer = int(nopeer.group(1)) if nopeer else 0
@@ -1209,7 +1213,7 @@ def host_groups_equal_fio(d, min_matched=0.99, tgt_tol=0.01):
     want = {}
     for j in load(d, "fio.json")["jobs"]:
         assert j["jobname"] in hosts, f"fio job {j['jobname']} is no disk of hosts.txt {hosts}"
-        want[hosts[j["jobname"]]] = sum(j[op]["total_ios"] for op in ("read", "write", "trim", "sync") if op in j)
+        want[hosts[j["jobname"]]] = fio_job_ios(j)
     assert len(want) == 2, f"want two hosts, hosts.txt and fio say {want}"
 
     def per_host(rep):
