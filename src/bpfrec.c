@@ -917,6 +917,8 @@ static int rec_finish(struct rec_run *r)
 		fprintf(stderr, "ntbpf record: warning: the devices' own counts (/sys/class/block/*/stat) hold %" PRIu64
 			" I/Os that no program run of ntbpf's saw: the kernel did not run them (counted as lost)\n",
 			r->tr.stats[ST_NOT_RUN]);
+	if (r->tr.stats[ST_PROG_MISSES])
+		nt_probes_misses_each(&r->pr, stderr, "ntbpf record: warning");
 	if (r->windowed)
 		fprintf(stderr, "ntbpf record: %" PRIu64 " sampling windows of %u ms (between them %s), one "
 			"every %g s; %" PRIu64 " I/Os in flight when a window closed (counted as in flight at "

@@ -457,6 +457,7 @@ int nt_live_run(const struct nt_config *cfg, int argc, char **argv)
 	}
 	if (cfg->bpf_stats)
 		live_cost(r);
+	nt_probes_misses_each(&r->pr, stderr, "ntbpf live: warning");
 	rc = 0;
 out:
 	nt_metrics_server_stop(r->mxs);

@@ -1037,6 +1037,37 @@ void nt_probes_run_time_each(const struct nt_probes *p, FILE *out)
 	}
 }
 
+/*
+ * Which programs the kernel skipped, by name, on one line (record's and
+ * live's end): the count alone does not say which events are missing.
+ */
+void nt_probes_misses_each(const struct nt_probes *p, FILE *out, const char *who)
+{
+	struct bpf_program *prog;
+	uint64_t total = 0;
+	char list[512] = "";
+	size_t off = 0;
+
+	if (!p->skel)
+		return;
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog), n;
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || !info.recursion_misses)
+			continue;
+		total += info.recursion_misses;
+		n = snprintf(list + off, sizeof(list) - off, "%s%s %llu", off ? ", " : "",
+			     bpf_program__name(prog), (unsigned long long)info.recursion_misses);
+		if (n > 0 && (size_t)n < sizeof(list) - off)
+			off += (size_t)n;
+	}
+	if (total)
+		fprintf(out, "%s: %" PRIu64 " program runs skipped by the kernel (the program was already "
+			"running on that CPU): %s\n", who, total, list);
+}
+
 void nt_probes_destroy(struct nt_probes *p)
 {
 	if (p->stats_fd >= 0)

@@ -134,6 +134,8 @@ void nt_probes_stats(const struct nt_probes *p, uint64_t stats[ST_NR]);
 int nt_probes_run_time(const struct nt_probes *p, uint64_t *ns, uint64_t *runs);
 /* with -v: each program's runs and run time (needs bpf_stats) */
 void nt_probes_run_time_each(const struct nt_probes *p, FILE *out);
+/* the programs the kernel skipped runs of, by name, on one line (nothing when none) */
+void nt_probes_misses_each(const struct nt_probes *p, FILE *out, const char *who);
 void nt_probes_destroy(struct nt_probes *p);
 
 #endif

@@ -116,17 +116,34 @@ def _skipped(rep):
     return ld.get("skipped_runs", 0) + ld.get("no_completion", 0)
 
 
-def no_lost_records(d, max_frac=0.005):
+def no_lost_records(d, max_frac=0.005, skipped_in=None):
     """nothing lost to ntbpf's own limits (ring buffer, maps, writing); what the kernel skipped
-    is counted, and rare (under TCG, with I/Os in flight on several CPUs, a run in a thousand)"""
+    is counted, and rare (under TCG, with I/Os in flight on several CPUs, a run in a thousand).
+    skipped_in: the only programs whose runs may be skipped (record's warning names them, and
+    their counts add up to the report's skipped_runs)"""
     rep = load(d, "report.json")
     lost, ld = rep.get("lost_records", 0), rep.get("lost_detail", {})
     own = {k: ld.get(k, 0) for k in ("ring_buffer_full", "map_full", "user_space")}
     assert not any(own.values()), f"lost_records {lost}: {own}"
     n = fio_total_ios(load(d, "fio.json"))
+    # record names the programs whose runs the kernel skipped (record-*.log)
+    which = []
+    for role in ("initiator", "target"):
+        p = os.path.join(d, f"record-{role}.log")
+        if os.path.exists(p):
+            which += [f"{role}: {l.split('CPU): ', 1)[1].strip()}" for l in open(p, errors="replace")
+                      if "program runs skipped by the kernel" in l and "CPU): " in l]
+    if skipped_in is not None and ld.get("skipped_runs", 0):
+        named = {}
+        for w in which:
+            for item in w.split(": ", 1)[1].split(", "):
+                prog, cnt = item.rsplit(" ", 1)
+                named[prog] = named.get(prog, 0) + int(cnt)
+        assert set(named) <= set(skipped_in) and sum(named.values()) == ld["skipped_runs"], \
+            f"skipped runs {ld['skipped_runs']}, record named {named}: only {skipped_in} expected"
     assert lost == _skipped(rep) and lost <= max(1, max_frac * n), \
-        f"lost_records {lost} ({ld}) for {n} I/Os"
-    return f"{lost} lost" + (f" (skipped by the kernel: {ld})" if lost else "")
+        f"lost_records {lost} ({ld}; {'; '.join(which) or 'programs not named'}) for {n} I/Os"
+    return f"{lost} lost" + (f" (skipped by the kernel: {ld}; {'; '.join(which)})" if lost else "")
 
 
 def nothing_in_flight_at_start(d, max=2):

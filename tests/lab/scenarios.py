@@ -335,10 +335,15 @@ SCENARIOS = [
     # the target, unanswered, when the link dies (with 2 ms, half the runs aborted none:
     # docs/stages.md, "Multipath").  Known answers: fio's counts, ftrace's failed requests, an
     # own pairing by LBA (check.py multipath_failover).  ~35-110 s
+    # The kernel skips 1-14 runs in ~2300 (0.04-0.6 %) of the initiator's block_rq_complete
+    # program (record names it): null_blk's completions (irqmode=2, an hrtimer: hard interrupts)
+    # come 32 deep on the CPUs where that program runs for nvme's completions, and interrupt it;
+    # the nested run, null_blk's, is the one skipped.  None of fio's I/Os is lost (multipath_failover:
+    # ok records = fio's I/Os), so here the skipped runs may reach 2 %.
     {"name": "one-6.12-multipath-failover",
      "args": ["--topology", "one", "--kernel", "6.12", "--multipath", "1.5", "--device-delay", "50ms",
               "--fio", "rw=randread bs=4k iodepth=32 numjobs=1 runtime=4"],
-     "checks": [("fio_ok", {}), ("no_lost_records", {}), ("target_records", {}), ("multipath_failover", {}),
+     "checks": [("fio_ok", {}), ("no_lost_records", {"max_frac": 0.02, "skipped_in": ["tp_btf_block_rq_complete"]}), ("target_records", {}), ("multipath_failover", {}),
                 ("paired_by_port", {})]},
     # record --rotate 1s: each file of the series is whole, and lists its queues in its own header
     {"name": "one-6.12-randread-rotate",
