@@ -715,6 +715,11 @@ EXTRA = [
                              ops=("write",), others_us=15) + findings(present=("network",))},
     known_answers("6.1", exempt=KA_EXEMPT_6_1),
     known_answers("7.2", ("--flavor", "generic", "--digest"), "-generic-digest", exempt=KA_EXEMPT_7_2),
+    # 7.2 generic with one vCPU: queue_rq's overshoot is gone (blk_submission +61.35 / +61.43 us
+    # for 61.3; every delay within 0.2 us, reads' other stages within 0.93 us), so it is the second
+    # vCPU's; fails its netem pair only (reads' nstack_completion -3.79 us; 2026-11-29)
+    known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest"), "-smp1-generic-digest",
+                  exempt=KA_EXEMPT_7_2),
     known_answers_arm64("7.2"),
     # 6.1 arm64 loads fentry/fexit programs but refuses to attach them (ENOTSUPP, 524: its config
     # lacks CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS): ntbpf tries one, then loads kprobes instead.
