@@ -662,21 +662,14 @@ static int group_cmp(const void *a, const void *b)
 /* what the files' trailers say was lost */
 static void count_lost(struct nt_report *rep, const struct nt_input *ins, int nins)
 {
-	for (int i = 0; i < nins; i++) {
-		const struct nt_input *in = &ins[i];
+	struct nt_unseen u;
 
-		if (!in->has_trailer)
-			continue;
-		rep->lost_why[0] += in->trailer.stats[ST_LOST_RINGBUF];
-		rep->lost_why[1] += in->trailer.stats[ST_LOST_MAP_FULL];
-		rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
-		rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
-		rep->lost_why[4] += in->trailer.lost_user;
-		rep->lost_why[5] += in->trailer.stats[ST_NOT_RUN];
-		rep->lost += nt_lost_sum(in->trailer.stats) + in->trailer.lost_user;
-		rep->no_start += in->trailer.stats[ST_NO_START];
-		rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
-	}
+	nt_inputs_unseen(ins, nins, &u);
+	for (int k = 0; k < 6; k++)
+		rep->lost_why[k] += u.why[k];
+	rep->lost += u.lost;
+	rep->no_start += u.no_start;
+	rep->inflight_end += u.inflight_end;
 }
 
 static void count_matched(struct nt_report *rep)

@@ -498,19 +498,13 @@ static int script_row(void *ctx, const struct nt_row *w)
 /* what the rows cannot show, as the report says it: records lost while recording, admin commands left out */
 static void note_unseen(FILE *err, const struct nt_input *ins, int n, const struct nt_rows *rs)
 {
-	uint64_t lost = 0, inflight = 0;
+	struct nt_unseen u;
 
-	for (int i = 0; i < n; i++)
-		if (ins[i].has_trailer) {
-			const struct nt_trailer *t = &ins[i].trailer;
-
-			lost += nt_lost_sum(t->stats) + t->lost_user;
-			inflight += t->stats[ST_NO_START] + t->stats[ST_INFLIGHT_END];
-		}
-	if (lost || inflight || rs->p.m.admin)
+	nt_inputs_unseen(ins, n, &u);
+	if (u.lost || u.no_start + u.inflight_end || rs->p.m.admin)
 		fprintf(err, "ntbpf script: not in the rows: %" PRIu64 " records lost while recording, %" PRIu64
-			" I/Os in flight at its start or stop, %zu admin commands (ntbpf report says why)\n", lost, inflight,
-			rs->p.m.admin);
+			" I/Os in flight at its start or stop, %zu admin commands (ntbpf report says why)\n", u.lost,
+			u.no_start + u.inflight_end, rs->p.m.admin);
 }
 
 int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
