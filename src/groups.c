@@ -720,13 +720,9 @@ static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct
 		  void *pay)
 {
 	if (role == NTBPF_ROLE_INITIATOR && !rep->fo_skip) {
-		if (h != rep->fo_h) {	/* a host's number: its boot (one monotonic clock) */
-			uint32_t x = 2166136261u;
-
-			for (const char *c = h->boot_id; *c; c++)
-				x = (x ^ (unsigned char)*c) * 16777619u;
+		if (h != rep->fo_h) {	/* a file's first initiator record */
 			rep->fo_h = h;
-			rep->fo_host = x;
+			rep->fo_host = nt_fo_host(h);
 			rep->fo_mp = nt_mpath_of(&rep->mpath, h);
 		}
 		if (rep->fo_mp && nt_fo_feed(&rep->fo, r, rep->fo_host, rep->fo_seq++))

@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "escape.h"
 #include "failover.h"
 #include "input.h"
@@ -28,20 +27,10 @@ struct pass1 {
 	uint16_t tf;
 	uint32_t n_init;	/* initiator records so far: the next one's global index */
 	struct nt_failover fo;	/* multipath's retries, by the initiators' global index */
-	uint32_t host;		/* the file's host number (its boot) */
+	uint32_t host;		/* the file's host number (nt_fo_host) */
 	bool mp;		/* its header names a multipath namespace: only then are its records fed */
 	struct nt_mpath mpath;
 };
-
-/* a host's number for failover.h: its boot (one monotonic clock) */
-static uint32_t boot_hash(const struct nt_header *h)
-{
-	uint32_t x = 2166136261u;
-
-	for (const char *c = h->boot_id; *c; c++)
-		x = (x ^ (unsigned char)*c) * 16777619u;
-	return x;
-}
 
 static int take(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
 {
@@ -59,7 +48,7 @@ static int take(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h,
 	}
 	if (h != c->h) {	/* a file's first initiator record */
 		c->h = h;
-		c->host = boot_hash(h) | 1;
+		c->host = nt_fo_host(h);
 		c->mp = nt_mpath_of(&c->mpath, h);
 	}
 	if (c->mp && nt_fo_feed(&c->fo, r, c->host, c->n_init))
