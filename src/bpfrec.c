@@ -4,8 +4,9 @@
  * (src/probes.c), the command it runs, the sampling windows' thread, and
  * what each round of the drain loop (src/recorder.c, shared with live) does
  * with the records: the per-CPU rings and the ring buffer into the file,
- * and --interval's lines (src/live.c).  A clean stop on Ctrl-C, SIGTERM,
- * SIGHUP, --duration or the command's exit: the trailer says what was lost.
+ * and --interval's lines (src/interval.c, which live uses too).  A clean
+ * stop on Ctrl-C, SIGTERM, SIGHUP, --duration or the command's exit: the
+ * trailer says what was lost.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -25,7 +26,7 @@
 #include "bpfrec.h"
 #include "recorder.h"
 #include "drainprio.h"
-#include "live.h"
+#include "interval.h"
 #include "outfile.h"
 #include "probes.h"
 #include "recfile.h"
@@ -38,7 +39,7 @@ static double tv_s(const struct timeval *t)
 }
 
 struct rec_state {
-	struct nt_live *live;	/* --interval */
+	struct nt_interval *iv;	/* --interval: its lines (src/interval.h) */
 	struct nt_writer *w;
 	uint64_t lost_user;
 	uint64_t pending;	/* records given to the writer, not yet in a written chunk */
@@ -69,8 +70,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		st->discarded++;
 		return 0;
 	}
-	if (st->live && size >= sizeof(struct ntbpf_rec))
-		nt_live_push(st->live, data);
+	if (st->iv && size >= sizeof(struct ntbpf_rec))
+		nt_interval_push(st->iv, data);
 	if (st->werr || size < sizeof(struct ntbpf_rec) || nt_writer_add(st->w, data)) {
 		st->lost_user++;
 		if (!st->werr)
@@ -113,7 +114,7 @@ static uint64_t pcr_drain(struct pcr_reader *pc, struct rec_state *st)
 		if (h - t > most)
 			most = h - t;
 		/* the plain case, records to the file only: each run of the ring in one call */
-		while (t != h && !st->discard && !st->live && !st->werr) {
+		while (t != h && !st->discard && !st->iv && !st->werr) {
 			uint64_t at = t & (pc->n - 1), k = pc->n - at < h - t ? pc->n - at : h - t;
 			size_t added;
 
@@ -646,8 +647,8 @@ static int rec_open(struct rec_run *r, int argc, char **argv)
 	r->st.hdr_len = nt_writer_bytes(r->st.w);
 	r->st.nctrls0 = r->hdr.nctrls;
 	if (cfg->interval > 0) {
-		r->st.live = nt_live_new(cfg, &r->hdr);
-		if (!r->st.live)
+		r->st.iv = nt_interval_new(cfg, &r->hdr);
+		if (!r->st.iv)
 			return -1;
 	}
 	r->knob = nt_test_cost();
@@ -759,7 +760,7 @@ static int rec_round(void *ctx, int n)
 	return r->st.werr || r->child_done || (r->t_end && t >= r->t_end);
 }
 
-/* --interval: live's lines of the records so far */
+/* --interval: the lines of the records so far, as live prints them */
 static void rec_tick(void *ctx, double secs)
 {
 	struct rec_run *r = ctx;
@@ -767,7 +768,7 @@ static void rec_tick(void *ctx, double secs)
 
 	nt_probes_stats(&r->pr, s2);
 	lost = nt_lost_sum(s2);
-	nt_live_tick(r->st.live, stdout, secs, lost - r->lost_ticked);
+	nt_interval_tick(r->st.iv, stdout, secs, lost - r->lost_ticked);
 	r->lost_ticked = lost;
 }
 
@@ -799,7 +800,7 @@ static void rec_stop(struct rec_run *r, uint64_t t_last)
 	nt_probes_detach(&r->pr);
 	ring_buffer__consume(r->rb);
 	pcr_drain(&r->pc, &r->st);
-	if (r->st.live)
+	if (r->st.iv)
 		rec_tick(r, (nt_clock_ns(CLOCK_MONOTONIC) - t_last) / 1e9);
 	dropped = r->pr.inflight_dropped;
 	nt_probes_stats(&r->pr, now);
@@ -951,7 +952,7 @@ static int rec_close(struct rec_run *r, int rc)
 	if (r->st.w)
 		nt_writer_close(r->st.w, &r->tr);
 	ring_buffer__free(r->rb);
-	nt_live_free(r->st.live);
+	nt_interval_free(r->st.iv);
 	if (r->loaded)
 		nt_probes_destroy(&r->pr);
 	if (r->opened) {
@@ -1008,7 +1009,7 @@ int nt_record_run(const struct nt_config *cfg, int argc, char **argv)
 		goto out;
 	lp.rb = r->rb;
 	lp.ctx = r;
-	if (r->st.live) {
+	if (r->st.iv) {
 		lp.interval_ns = (uint64_t)(cfg->interval * 1e9);
 		lp.tick = rec_tick;
 	}

@@ -91,6 +91,15 @@ static int close_old(struct nt_failover *fo, bool all)
 	return rc;
 }
 
+uint32_t nt_fo_host(const struct nt_header *h)
+{
+	uint32_t x = 2166136261u;
+
+	for (const char *c = h->boot_id; *c; c++)
+		x = (x ^ (unsigned char)*c) * 16777619u;
+	return x;
+}
+
 int nt_fo_feed(struct nt_failover *fo, const struct ntbpf_rec *r, uint32_t host, uint64_t idx)
 {
 	struct nt_fo_req q;

@@ -76,6 +76,9 @@ struct nt_fo_summary {
 };
 
 void nt_fo_init(struct nt_failover *fo);
+struct nt_header;
+/* a number for a record file's host, as nt_fo_feed takes it: its boot (one monotonic clock), hashed */
+uint32_t nt_fo_host(const struct nt_header *h);
 /* one initiator record (others are ignored); host: a number for its host; idx: the caller's, unique per record; -1 out of memory */
 int nt_fo_feed(struct nt_failover *fo, const struct ntbpf_rec *r, uint32_t host, uint64_t idx);
 /* after the last record: the links (fo->links), sorted by the first request's start */

@@ -3,17 +3,19 @@
  * groups.c - the report's aggregation (src/groups.h).  Each I/O contributes
  * one value per stage it has to its group's histograms; groups are few (op x
  * size x device x queue), so they live in a small array, searched from the
- * last one used.  Below every renderer: none of them calls back up into the
+ * last one used.  A file report's records come from the input-and-pairing
+ * pass (src/pairing.c), which hands each record to take_sum and each I/O to
+ * emit_sums.  Below every renderer: none of them calls back up into the
  * report command for a group, a key's name or a queue.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "escape.h"
 #include "groups.h"
 #include "names.h"
+#include "pairing.h"
 
 /* ---- hosts, subsystems, namespaces (--group-by host, subsys, ns) ---- */
 
@@ -660,21 +662,14 @@ static int group_cmp(const void *a, const void *b)
 /* what the files' trailers say was lost */
 static void count_lost(struct nt_report *rep, const struct nt_input *ins, int nins)
 {
-	for (int i = 0; i < nins; i++) {
-		const struct nt_input *in = &ins[i];
+	struct nt_unseen u;
 
-		if (!in->has_trailer)
-			continue;
-		rep->lost_why[0] += in->trailer.stats[ST_LOST_RINGBUF];
-		rep->lost_why[1] += in->trailer.stats[ST_LOST_MAP_FULL];
-		rep->lost_why[2] += in->trailer.stats[ST_PROG_MISSES];
-		rep->lost_why[3] += in->trailer.stats[ST_NO_COMPLETE];
-		rep->lost_why[4] += in->trailer.lost_user;
-		rep->lost_why[5] += in->trailer.stats[ST_NOT_RUN];
-		rep->lost += nt_lost_sum(in->trailer.stats) + in->trailer.lost_user;
-		rep->no_start += in->trailer.stats[ST_NO_START];
-		rep->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
-	}
+	nt_inputs_unseen(ins, nins, &u);
+	for (int k = 0; k < 6; k++)
+		rep->lost_why[k] += u.why[k];
+	rep->lost += u.lost;
+	rep->no_start += u.no_start;
+	rep->inflight_end += u.inflight_end;
 }
 
 static void count_matched(struct nt_report *rep)
@@ -725,13 +720,9 @@ static int sum_io(struct nt_report *rep, const struct ntbpf_rec *r, const struct
 		  void *pay)
 {
 	if (role == NTBPF_ROLE_INITIATOR && !rep->fo_skip) {
-		if (h != rep->fo_h) {	/* a host's number: its boot (one monotonic clock) */
-			uint32_t x = 2166136261u;
-
-			for (const char *c = h->boot_id; *c; c++)
-				x = (x ^ (unsigned char)*c) * 16777619u;
+		if (h != rep->fo_h) {	/* a file's first initiator record */
 			rep->fo_h = h;
-			rep->fo_host = x;
+			rep->fo_host = nt_fo_host(h);
 			rep->fo_mp = nt_mpath_of(&rep->mpath, h);
 		}
 		if (rep->fo_mp && nt_fo_feed(&rep->fo, r, rep->fo_host, rep->fo_seq++))
@@ -755,36 +746,7 @@ static int add_io(struct nt_report *rep, const void *si, const void *st)
 	return add_pair(rep, si, st);	/* the summary: the payload's first bytes */
 }
 
-/* the file report's state: per side, each record's item (matching) and summary (stages) */
-struct stream {
-	struct nt_report *rep;
-	struct nt_vec ii, si, ti, st;
-};
-
-static int take_record(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
-{
-	struct stream *c = ctx;
-	struct nt_mitem *x;
-	void *s;
-	bool no_cntlid, tgt;
-
-	if (r->flags & NTBPF_F_ADMIN) {
-		c->rep->m.admin++;
-		return 0;
-	}
-	/* straight into the arrays */
-	tgt = r->role == NTBPF_ROLE_TARGET;
-	x = nt_vec_push(tgt ? &c->ti : &c->ii);
-	s = nt_vec_push(tgt ? &c->st : &c->si);
-	if (!x || !s)
-		return -1;
-	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
-	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
-	c->rep->m.no_cntlid += no_cntlid;
-	return sum_io(c->rep, r, &in->hdr, tgt ? NTBPF_ROLE_TARGET : NTBPF_ROLE_INITIATOR, s);
-}
-
-/* streaming (nt_smatch_run): a record's payload is its struct io_sum */
+/* the pass's take and emit (src/pairing.h): a record's payload is its struct io_sum (or nt_sum) */
 static int take_sum(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
 {
 	return sum_io(ctx, r, h, role, pay);
@@ -795,339 +757,41 @@ static int emit_sums(void *ctx, const void *si, const void *st)
 	return add_io(ctx, si, st);
 }
 
-struct file_src {
-	struct nt_input *in;
-	struct nt_reader *rd;
-	FILE *f;
-};
-
-/*
- * The files of one source: one file, or the series one "record --rotate"
- * wrote (same role, host, boot and command line), read as one stream in the
- * order of their start.  The source's header is the current file's.
- */
-struct series {
-	struct file_src **fs;
-	int n, cur;
-	struct nt_ssrc *src;
-};
-
-static size_t series_chunk(void *ctx, const struct ntbpf_rec **recs)
-{
-	struct series *se = ctx;
-
-	for (; se->cur < se->n; se->cur++) {
-		struct file_src *f = se->fs[se->cur];
-		size_t k;
-
-		se->src->hdr = &f->in->hdr;
-		if ((k = nt_input_chunk(f->in, f->rd, recs)))
-			return k;
-	}
-	return 0;
-}
-
-/* a series read again from the start (struct nt_ssrc's reopen), each regular file through a descriptor of its own */
-struct series_again {
-	const struct series *se;
-	int cur;
-	struct nt_input in;
-	struct nt_reader *rd;
-	FILE *f;
-	struct nt_ssrc *self;
-};
-
-static void again_end(struct series_again *a)
-{
-	if (a->rd)
-		nt_reader_close(a->rd);
-	if (a->f)
-		fclose(a->f);
-	nt_header_free(&a->in.hdr);
-	a->rd = NULL;
-	a->f = NULL;
-}
-
-/* file a->cur of the series, open again: 0, or -1 (not a regular file, or unreadable) */
-static int again_open(struct series_again *a)
-{
-	FILE *orig = a->se->fs[a->cur]->f;
-	struct stat st;
-	char path[64], err[200];
-
-	if (fileno(orig) < 0 || fstat(fileno(orig), &st) || !S_ISREG(st.st_mode))
-		return -1;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fileno(orig));
-	a->f = fopen(path, "rb");
-	if (!a->f || !(a->rd = nt_input_open(&a->in, a->f, path, err, sizeof(err)))) {
-		again_end(a);
-		return -1;
-	}
-	a->self->hdr = &a->in.hdr;
-	return 0;
-}
-
-static size_t again_chunk(void *ctx, const struct ntbpf_rec **recs)
-{
-	struct series_again *a = ctx;
-	size_t k = 0;
-
-	while (a->rd && !(k = nt_reader_chunk(a->rd, recs))) {
-		again_end(a);
-		if (++a->cur >= a->se->n || again_open(a))
-			return 0;
-	}
-	return k;
-}
-
-static void again_close(struct nt_ssrc *again)
-{
-	struct series_again *a = again->ctx;
-
-	again_end(a);
-	free(a);
-}
-
-static int series_reopen(void *ctx, struct nt_ssrc *again)
-{
-	struct series_again *a = calloc(1, sizeof(*a));
-
-	if (!a)
-		return -1;
-	a->se = ctx;
-	a->self = again;
-	*again = (struct nt_ssrc){ .chunk = again_chunk, .ctx = a, .close = again_close };
-	if (again_open(a)) {
-		free(a);
-		return -1;
-	}
-	return 0;
-}
-
-static int start_cmp(const void *a, const void *b)
-{
-	const struct file_src *x = *(struct file_src *const *)a, *y = *(struct file_src *const *)b;
-
-	return x->in->hdr.mono_ns < y->in->hdr.mono_ns ? -1 : x->in->hdr.mono_ns > y->in->hdr.mono_ns;
-}
-
-/* file b continues file a's series: both written by one "record --rotate" (else files are never joined) */
-static bool same_series(const struct nt_header *a, const struct nt_header *b)
-{
-	return a->role == b->role && a->boot_id[0] && strstr(a->cmdline, "--rotate") && !strcmp(a->boot_id, b->boot_id) &&
-	       !strcmp(a->hostname, b->hostname) && !strcmp(a->cmdline, b->cmdline);
-}
-
-/*
- * The sources: each file alone, or with the rest of its series.  se[] gets
- * them (se[k].fs points into order[]), src[] their nt_ssrc; returns how
- * many, or -1.
- */
-static int sources_of(struct file_src *fs, int n, struct file_src **order, struct series *se, struct nt_ssrc *src)
-{
-	int ns = 0, used = 0;
-	bool *taken = calloc(n ? n : 1, sizeof(*taken));
-
-	if (!taken)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		if (taken[i])
-			continue;
-		se[ns] = (struct series){ .fs = &order[used], .src = &src[ns] };
-		for (int j = i; j < n; j++)
-			if (j == i || (!taken[j] && same_series(&fs[i].in->hdr, &fs[j].in->hdr))) {
-				taken[j] = true;
-				order[used++] = &fs[j];
-				se[ns].n++;
-			}
-		qsort(se[ns].fs, se[ns].n, sizeof(se[ns].fs[0]), start_cmp);
-		src[ns] = (struct nt_ssrc){ .hdr = &se[ns].fs[0]->in->hdr, .chunk = series_chunk, .ctx = &se[ns],
-					    .reopen = series_reopen };
-		ns++;
-	}
-	free(taken);
-	return ns;
-}
-
-/* more files of both sides: every record's item and summary in memory, then nt_match_items */
-static int build_whole(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
-{
-	struct stream c = { .rep = rep, .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
-			    .si.sz = io_size(rep), .st.sz = io_size(rep) };
-	size_t *init_at = calloc(n + 1, sizeof(*init_at)), *tgt_at = calloc(n + 1, sizeof(*tgt_at));
-	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
-	const unsigned char *si, *st;
-	const struct ntbpf_rec *r;
-	size_t sz = io_size(rep);
-	int rc = -1;
-
-	if (!init_at || !tgt_at || !hdrs)
-		goto out;
-	for (int i = 0; i < n; i++) {
-		size_t k;
-
-		while ((k = nt_input_chunk(&ins[i], fs[i].rd, &r)))
-			for (size_t j = 0; j < k; j++)
-				if (take_record(&c, &ins[i], &r[j]))
-					goto out;
-		hdrs[i] = &ins[i].hdr;
-		init_at[i + 1] = c.ii.n;
-		tgt_at[i + 1] = c.ti.n;
-	}
-	rep->m.n_init = c.ii.n;
-	rep->m.n_tgt = c.ti.n;
-	if (nt_match_items(&rep->m, c.ii.v, init_at, c.ti.v, tgt_at, hdrs, n))
-		goto out;
-	si = c.si.v;
-	st = c.st.v;
-	/* the summaries are io_size() apart */
-	for (size_t k = 0; k < rep->m.n_init; k++)
-		if (add_io(rep, (const void *)(si + k * sz),
-			   rep->m.pidx[k] ? (const void *)(st + (rep->m.pidx[k] - 1) * sz) : NULL))
-			goto out;
-	for (size_t k = 0; k < rep->m.n_tgt; k++)
-		if (!rep->m.tgt_matched[k] && add_io(rep, NULL, (const void *)(st + k * sz)))
-			goto out;
-	rc = 0;
-out:
-	free(c.ii.v);
-	free(c.ti.v);
-	free(c.si.v);
-	free(c.st.v);
-	free(init_at);
-	free(tgt_at);
-	free(hdrs);
-	return rc;
-}
-
 /* --since/--until on the wall clock: seconds from the start count from the earliest file's start */
-static void set_window(struct nt_report *rep, const struct nt_input *ins, int n)
+static void set_window(void *ctx, const struct nt_input *ins, int n)
 {
+	struct nt_report *rep = ctx;
 	const struct nt_report_opts *o = rep->o;
 	int64_t start = INT64_MAX;
 
 	for (int i = 0; i < n; i++)
 		start = (int64_t)ins[i].hdr.real_ns < start ? (int64_t)ins[i].hdr.real_ns : start;
-	rep->since_set = o->since.set;
-	rep->until_set = o->until.set;
 	rep->since_ns = o->since.rel && n ? start + o->since.ns : o->since.ns;
 	rep->until_ns = o->until.rel && n ? start + o->until.ns : o->until.ns;
-}
-
-/*
- * One initiator (a file, or a series) against one target, and any number of
- * sources with nothing to pair: read side by side in bounded memory
- * (src/match.h, nt_smatch_run).  More of both sides, a fleet: every
- * initiator source against every target source (nt_smatch_fleet), or from
- * standard input whole (nt_match_items).
- */
-static int build_sources(struct nt_report *rep, struct nt_input *ins, struct file_src *fs, int n)
-{
-	struct nt_smatch_ops ops = { .payload = io_size(rep), .take = take_sum, .emit = emit_sums,
-				     .ctx = rep };
-	struct file_src **order = calloc(n ? n : 1, sizeof(*order));
-	struct series *se = calloc(n ? n : 1, sizeof(*se));
-	struct nt_ssrc *src = calloc(n ? n : 1, sizeof(*src));
-	uint64_t window = rep->o->window_ns ? rep->o->window_ns : NT_PAIR_WINDOW_NS;
-	int ns = -1, a = -1, b = -1, na = 0, nb = 0, rc = -1;
-
-	if (!order || !se || !src || (ns = sources_of(fs, n, order, se, src)) < 0)
-		goto out;
-	for (int k = 0; k < ns; k++) {
-		if (src[k].hdr->role == NTBPF_ROLE_INITIATOR) {
-			a = k;
-			na++;
-		} else if (src[k].hdr->role == NTBPF_ROLE_TARGET) {
-			b = k;
-			nb++;
-		}
-	}
-	if (na && nb && na + nb > 2) {
-		rep->fo_skip = true;	/* a fleet's runs may read an initiator's records more than once */
-		rc = nt_smatch_fleet(&rep->m, src, ns, window, &ops);
-		rep->fo_skip = false;
-		if (rc == -2)
-			rc = build_whole(rep, ins, fs, n);
-		else
-			rep->fo_skip = true;
-		goto out;
-	}
-	rc = 0;
-	if (na == 1 && nb == 1)
-		rc = nt_smatch_run(&rep->m, &src[a], &src[b], window, &ops);
-	else
-		a = b = -1;
-	for (int k = 0; !rc && k < ns; k++)
-		if (k != a && k != b)
-			rc = nt_smatch_run(&rep->m, src[k].hdr->role == NTBPF_ROLE_TARGET ? NULL : &src[k],
-					   src[k].hdr->role == NTBPF_ROLE_TARGET ? &src[k] : NULL, 0, &ops);
-out:
-	free(order);
-	free(se);
-	free(src);
-	return rc;
 }
 
 int nt_report_build_files(struct nt_report *rep, struct nt_input *ins, FILE *const *files, const char *const *names,
 			  int n, const struct nt_report_opts *o, FILE *warn, char *err, size_t errlen)
 {
-	struct file_src *fs = calloc(n ? n : 1, sizeof(*fs));
-	int opened = 0, rc = -1;
+	struct nt_pair_ops ops = { .take = take_sum, .emit = emit_sums, .start = set_window, .rereads = &rep->fo_skip,
+				   .ctx = rep };
 
 	nt_report_begin(rep, ins, n, o);
-	if (!fs) {
-		snprintf(err, errlen, "out of memory");
+	rep->since_set = o->since.set;	/* the payload's size: set_window gives the times */
+	rep->until_set = o->until.set;
+	ops.payload[0] = ops.payload[1] = io_size(rep);
+	if (nt_pair_files(&rep->m, ins, files, names, n, o->window_ns, &ops, "ntbpf report", warn, err, errlen))
 		return -1;
-	}
-	for (int i = 0; i < n; i++, opened++) {
-		char sub[200];
-
-		fs[i].in = &ins[i];
-		fs[i].f = files[i];
-		fs[i].rd = nt_input_open(&ins[i], files[i], names[i], sub, sizeof(sub));
-		if (!fs[i].rd) {
-			char path[256];
-
-			snprintf(err, errlen, "%s: %s", nt_esc_term(path, sizeof(path), names[i]), sub);
-			rep->nins = i + 1;	/* its header is loaded: nt_report_free's caller frees it */
-			goto out;
-		}
-	}
-	if (nt_inputs_twice(ins, n, false, err, errlen))	/* the same recording twice: before reading it */
-		goto out;
-	set_window(rep, ins, n);
-	if (build_sources(rep, ins, fs, n)) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	rc = 0;
-out:
-	for (int i = 0; i < opened; i++) {
-		nt_input_close(&ins[i], fs[i].rd);
-		if (!rc && ins[i].status != NT_READ_OK && warn) {
-			fputs("ntbpf report: warning: ", warn);
-			nt_put_term(warn, names[i]);
-			fputs(": ", warn);
-			nt_put_term(warn, ins[i].status_msg);
-			fputc('\n', warn);
-		}
-	}
-	free(fs);
-	if (!rc && nt_inputs_twice(ins, n, true, err, errlen))	/* recordings that overlap: their ends are known now */
-		rc = -1;
-	if (!rc && !rep->fo_skip) {
+	if (!rep->fo_skip) {
 		if (nt_fo_finish(&rep->fo)) {
 			snprintf(err, errlen, "out of memory");
-			rc = -1;
-		} else {
-			nt_fo_summarize(&rep->fo, &rep->fo_sum);
+			return -1;
 		}
+		nt_fo_summarize(&rep->fo, &rep->fo_sum);
 	}
-	if (!rc) {
-		nt_report_count(rep, ins, n);
-		nt_report_finish(rep);
-	}
-	return rc;
+	nt_report_count(rep, ins, n);
+	nt_report_finish(rep);
+	return 0;
 }
 
 void nt_report_opts_of(const struct nt_config *cfg, struct nt_report_opts *o)

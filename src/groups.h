@@ -4,9 +4,9 @@
  * what could not be seen, and groups of I/Os (op x size x device x queue,
  * --group-by host, subsys, ns), each with a histogram per stage.
  *
- *   nt_report_build_files()  read record files (src/input.h), pair I/Os across
- *                      hosts (src/match.h), group, fill histograms, collect
- *                      what could not be seen ("ntbpf report")
+ *   nt_report_build_files()  record files read and paired by the input-and-
+ *                      pairing pass (src/pairing.h), grouped, histograms
+ *                      filled, what could not be seen collected ("ntbpf report")
  *   nt_report_begin(), _add(), _finish()  one I/O at a time (ntbpf live),
  *                      nt_report_count() the head's counts of matching
  *   nt_report_opts_of()  the report's options from the command line

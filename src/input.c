@@ -59,6 +59,26 @@ int nt_input_scan(struct nt_input *in, FILE *f, const char *name, char *err, siz
 	return rc;
 }
 
+void nt_inputs_unseen(const struct nt_input *ins, int n, struct nt_unseen *u)
+{
+	memset(u, 0, sizeof(*u));
+	for (int i = 0; i < n; i++) {
+		const struct nt_input *in = &ins[i];
+
+		if (!in->has_trailer)
+			continue;
+		u->why[0] += in->trailer.stats[ST_LOST_RINGBUF];
+		u->why[1] += in->trailer.stats[ST_LOST_MAP_FULL];
+		u->why[2] += in->trailer.stats[ST_PROG_MISSES];
+		u->why[3] += in->trailer.stats[ST_NO_COMPLETE];
+		u->why[4] += in->trailer.lost_user;
+		u->why[5] += in->trailer.stats[ST_NOT_RUN];
+		u->lost += nt_lost_sum(in->trailer.stats) + in->trailer.lost_user;
+		u->no_start += in->trailer.stats[ST_NO_START];
+		u->inflight_end += in->trailer.stats[ST_INFLIGHT_END];
+	}
+}
+
 /* the recording's end, or just after its start when its trailer does not say (cut short) */
 static uint64_t span_end(const struct nt_input *in)
 {

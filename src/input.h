@@ -56,6 +56,18 @@ void nt_input_close(struct nt_input *in, struct nt_reader *rd);
  */
 int nt_inputs_twice(const struct nt_input *ins, int n, bool spans, char *err, size_t errlen);
 
+/*
+ * What the inputs' trailers say was lost while recording, summed over them
+ * (a file without a trailer says nothing): what the report's head shows and
+ * "ntbpf script" notes.
+ */
+struct nt_unseen {
+	uint64_t lost;		/* ring buffer + map full + user space + skipped runs + no completion */
+	uint64_t why[6];	/* ring buffer, map full, program runs skipped, no completion, user space, not run */
+	uint64_t no_start, inflight_end;	/* I/Os in flight at the recording's start, at its stop */
+};
+void nt_inputs_unseen(const struct nt_input *ins, int n, struct nt_unseen *u);
+
 /* a growing array of n elements of size sz (zero it, set sz) */
 struct nt_vec {
 	void *v;

@@ -2,8 +2,9 @@
 /*
  * live.c - "ntbpf live": the report, every interval, while I/O runs.
  *
- * Local records are aggregated per interval with the report's own grouping
- * and histograms.  With --peer, the initiator also receives the target's
+ * Local records are aggregated per interval by src/interval.c (which
+ * "record --interval" uses too), with the report's own grouping and
+ * histograms.  With --peer, the initiator also receives the target's
  * records (a thread reads the peer's record stream) and pairs them with its
  * own, so every line carries all ten stages; an initiator interval is held
  * back one interval so that its target records have time to arrive.  The
@@ -15,7 +16,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "interval.h"
 #include "live.h"
 #include "match.h"
 #include "groups.h"
@@ -24,51 +25,23 @@
 
 #define POOL_AGE_MAX 3	/* intervals a target record waits for its initiator partner */
 
-struct recvec {
-	struct ntbpf_rec *v;
-	size_t n, cap;
-};
-
-static int vec_push(struct recvec *v, const struct ntbpf_rec *r, size_t max)
-{
-	if (v->n >= max)
-		return -1;
-	if (v->n == v->cap) {
-		size_t ncap = v->cap ? v->cap * 2 : 1024;
-		struct ntbpf_rec *p = realloc(v->v, ncap * sizeof(*p));
-
-		if (!p)
-			return -1;
-		v->v = p;
-		v->cap = ncap;
-	}
-	v->v[v->n++] = *r;
-	return 0;
-}
-
-/* ---- aggregation ---- */
-
 struct nt_live {
 	const struct nt_config *cfg;
-	struct nt_report_opts o;
-	struct nt_input local;		/* this host's header (device names, controllers) */
-	struct recvec cur;		/* this interval's records */
-	struct recvec pending;		/* peer mode: last interval's initiator records */
+	struct nt_interval iv;		/* this host's records, this interval's (src/interval.h) */
+	struct nt_recvec pending;	/* peer mode: last interval's initiator records */
 	double pending_secs;
 	uint64_t pending_lost;
 	char pending_when[40];
-	struct recvec pool;		/* peer mode: target records waiting for a partner */
+	struct nt_recvec pool;		/* peer mode: target records waiting for a partner */
 	uint8_t *pool_age;
 	size_t pool_age_cap;
-	struct recvec in;		/* peer mode: taken from the stream */
+	struct nt_recvec in;		/* peer mode: taken from the stream */
 	struct nt_stream_client *peer;
-	size_t max_recs;
-	uint64_t dropped;		/* records over the caps here (this host's and the peer's) */
 };
 
 void nt_live_set_local(struct nt_live *l, const struct nt_header *local)
 {
-	l->local.hdr = *local;	/* shares the caller's arrays, as nt_live_new */
+	l->iv.local.hdr = *local;	/* shares the caller's arrays, as nt_live_new */
 }
 
 struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header *local)
@@ -78,77 +51,25 @@ struct nt_live *nt_live_new(const struct nt_config *cfg, const struct nt_header 
 	if (!l)
 		return NULL;
 	l->cfg = cfg;
-	nt_report_opts_of(cfg, &l->o);
-	l->local.path = "live";
-	l->local.hdr = *local;	/* shares the caller's arrays: never freed here */
-	l->max_recs = NT_STREAM_MAX_RECS;
+	nt_interval_init(&l->iv, cfg, local);
 	return l;
 }
 
 void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct nt_report *rep,
 						       const struct nt_interval_info *info), void *ctx)
 {
-	l->o.on_interval = fn;
-	l->o.on_interval_ctx = ctx;
+	l->iv.o.on_interval = fn;
+	l->iv.o.on_interval_ctx = ctx;
 }
 
 void nt_live_set_cap(struct nt_live *l, size_t max_recs)
 {
-	l->max_recs = max_recs;
+	l->iv.max_recs = max_recs;
 }
 
 void nt_live_push(struct nt_live *l, const struct ntbpf_rec *r)
 {
-	if (vec_push(&l->cur, r, l->max_recs))
-		l->dropped++;
-}
-
-int nt_time_label(char *buf, size_t len, bool rfc3339)
-{
-	struct timespec ts;
-	struct tm tm;
-	char zone[8];
-	size_t n;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (!localtime_r(&ts.tv_sec, &tm))
-		return -1;
-	if (!rfc3339)
-		return strftime(buf, len, "%H:%M:%S", &tm) ? 0 : -1;
-	/* 2026-11-24T04:33:08.123+01:00: RFC 3339, local time with its offset */
-	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!n || !strftime(zone, sizeof(zone), "%z", &tm) || strlen(zone) != 5)
-		return -1;
-	return snprintf(buf + n, len - n, ".%03ld%.3s:%s", ts.tv_nsec / 1000000, zone, zone + 3) < (int)(len - n) ? 0 : -1;
-}
-
-static void now_label(const struct nt_live *l, char *buf, size_t len)
-{
-	nt_time_label(buf, len, l->o.format != NT_FMT_TEXT);	/* JSON Lines and CSV: RFC 3339 */
-}
-
-/* this host's records alone */
-static void tick_local(struct nt_live *l, FILE *out, double secs, uint64_t lost)
-{
-	struct nt_report rep;
-	struct nt_interval_info info = { .lost = lost + l->dropped };
-	char when[40];
-
-	l->dropped = 0;	/* over the cap: lost in this interval */
-	now_label(l, when, sizeof(when));
-	nt_report_begin(&rep, &l->local, 1, &l->o);
-	for (size_t k = 0; k < l->cur.n; k++) {
-		const struct ntbpf_rec *r = &l->cur.v[k];
-
-		if (r->role == NTBPF_ROLE_TARGET)
-			nt_report_add(&rep, NULL, r);
-		else
-			nt_report_add(&rep, r, NULL);
-	}
-	nt_report_finish(&rep);
-	nt_report_print_interval(out, &rep, when, secs, &info);
-	nt_report_free(&rep);
-	l->cur.n = 0;
+	nt_interval_push(&l->iv, r);
 }
 
 /* take what the peer thread received into the pool (capped) */
@@ -156,8 +77,8 @@ static void pool_take(struct nt_live *l)
 {
 	nt_stream_client_take(l->peer, &l->in.v, &l->in.n, &l->in.cap);
 	for (size_t k = 0; k < l->in.n; k++)
-		if (vec_push(&l->pool, &l->in.v[k], l->max_recs)) {
-			l->dropped += l->in.n - k;
+		if (nt_recvec_push(&l->pool, &l->in.v[k], l->iv.max_recs)) {
+			l->iv.dropped += l->in.n - k;
 			break;
 		}
 	l->in.n = 0;
@@ -165,7 +86,7 @@ static void pool_take(struct nt_live *l)
 		uint8_t *a = realloc(l->pool_age, l->pool.cap);
 
 		if (!a) {	/* the records without an age are dropped */
-			l->dropped += l->pool.n - l->pool_age_cap;
+			l->iv.dropped += l->pool.n - l->pool_age_cap;
 			l->pool.n = l->pool_age_cap;
 			return;
 		}
@@ -200,11 +121,11 @@ static void tick_peer(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 		if (ps.dropped_there && len < (int)sizeof(state))
 			len += snprintf(state + len, sizeof(state) - len, ", %" PRIu64 " records dropped by the target",
 					ps.dropped_there);
-		if (ps.dropped_here + l->dropped && len < (int)sizeof(state))
+		if (ps.dropped_here + l->iv.dropped && len < (int)sizeof(state))
 			snprintf(state + len, sizeof(state) - len, ", %" PRIu64 " records dropped here (over the cap)",
-				 ps.dropped_here + l->dropped);
+				 ps.dropped_here + l->iv.dropped);
 	}
-	in[0].hdr = l->local.hdr;
+	in[0].hdr = l->iv.local.hdr;
 	in[0].recs = l->pending.v;
 	in[0].n = l->pending.n;
 	in[1].recs = l->pool.v;
@@ -213,7 +134,7 @@ static void tick_peer(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 	info.lost = l->pending_lost;
 
 	if (l->pending_when[0] && !nt_match_build(&m, in, 2)) {
-		nt_report_begin(&rep, &l->local, 1, &l->o);
+		nt_report_begin(&rep, &l->iv.local, 1, &l->iv.o);
 		for (size_t k = 0; k < m.n_init; k++)
 			nt_report_add(&rep, m.init[k], m.partner[k]);
 		nt_report_finish(&rep);
@@ -240,15 +161,15 @@ static void tick_peer(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 	}
 	/* this interval becomes the pending one */
 	{
-		struct recvec t = l->pending;
+		struct nt_recvec t = l->pending;
 
-		l->pending = l->cur;
-		l->cur = t;
-		l->cur.n = 0;
+		l->pending = l->iv.cur;
+		l->iv.cur = t;
+		l->iv.cur.n = 0;
 	}
 	l->pending_secs = secs;
 	l->pending_lost = lost;
-	now_label(l, l->pending_when, sizeof(l->pending_when));
+	nt_interval_when(&l->iv, l->pending_when, sizeof(l->pending_when));
 }
 
 void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost)
@@ -256,12 +177,12 @@ void nt_live_tick(struct nt_live *l, FILE *out, double secs, uint64_t lost)
 	if (l->peer)
 		tick_peer(l, out, secs, lost);
 	else
-		tick_local(l, out, secs, lost);
+		nt_interval_tick(&l->iv, out, secs, lost);
 }
 
 int nt_live_peer(struct nt_live *l, const char *addr, const struct nt_key *key, char *err, size_t errlen)
 {
-	l->peer = nt_stream_client_start(addr, key, l->cfg->interval, l->max_recs, err, errlen);
+	l->peer = nt_stream_client_start(addr, key, l->cfg->interval, l->iv.max_recs, err, errlen);
 	return l->peer ? 0 : -1;
 }
 
@@ -278,7 +199,7 @@ void nt_live_free(struct nt_live *l)
 		return;
 	nt_stream_client_stop(l->peer);
 	free(l->in.v);
-	free(l->cur.v);
+	nt_interval_fini(&l->iv);
 	free(l->pending.v);
 	free(l->pool.v);
 	free(l->pool_age);

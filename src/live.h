@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * live - stage latencies every interval while the workload runs: the intervals (live.c),
- * used by "ntbpf live" (liverun.c) and "ntbpf record --interval" (bpfrec.c).
+ * live - stage latencies every interval while the workload runs: "ntbpf live"'s intervals
+ * (live.c: this host's records through src/interval.h, the peer's merged in; the in-kernel
+ * histograms' differences), run by liverun.c.  "ntbpf record --interval" uses src/interval.h
+ * alone.
  *
  *   ntbpf live [interval] [count]             this host's stages
  *   ntbpf live --serve ADDR:PORT ...          (target) also stream every record to a peer
  *                                             (--key DIR: to a peer per host, its host's records)
  *   ntbpf live --peer ADDR:PORT ...           (initiator) merge the target's records: all ten stages
- *   ntbpf record --interval SEC ...           the same lines while recording to a file
+ *   ntbpf record --interval SEC ...           the same lines while recording to a file (interval.h)
  *
  * The stream (stream.h) is the record file format itself (docs/record-format.md) after an
  * HMAC handshake: a header, then one chunk per interval; a peer that drops is reported and
@@ -19,6 +21,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "cli.h"
+#include "interval.h"
 #include "recfile.h"
 #include "stream.h"
 #include "ntbpf_stages.h"
@@ -37,8 +40,6 @@ void nt_live_free(struct nt_live *l);
 /* each interval's report also goes to fn(ctx, ...) before it is printed (--metrics) */
 void nt_live_on_interval(struct nt_live *l, void (*fn)(void *ctx, const struct nt_report *rep,
 						       const struct nt_interval_info *info), void *ctx);
-/* now, "HH:MM:SS" (text), or RFC 3339 with milliseconds and zone (JSON Lines): 0, or -1 if it does not fit */
-int nt_time_label(char *buf, size_t len, bool rfc3339);
 /* the local header again (the caller's arrays moved: --group-by queue reads the queues every interval) */
 void nt_live_set_local(struct nt_live *l, const struct nt_header *local);
 /* records held per interval and waiting from the peer, each (default NT_STREAM_MAX_RECS); more are dropped */

@@ -29,7 +29,7 @@
 #include "ntbpf_kh.h"
 #include "probes.h"
 #include "recorder.h"
-#include "report.h"
+#include "render.h"
 #include "stream.h"
 #include "sysinfo.h"
 

@@ -16,6 +16,7 @@
 #include "escape.h"
 #include "html.h"
 #include "outfile.h"
+#include "pairing.h"
 #include "script.h"
 
 void nt_report_print(FILE *out, const struct nt_report *rep)
@@ -145,18 +146,10 @@ int nt_report_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 		rc = 1;
 		goto out;
 	}
-	for (int i = 0; i < cfg->nfiles; i++) {
-		/* "-": standard input, read front to back like any file (a pipe will do); html reads the files twice */
-		files[i] = html ? nt_open_input(cfg->files[i]) :
-			   strcmp(cfg->files[i], "-") ? fopen(cfg->files[i], "rb") : fdopen(dup(STDIN_FILENO), "rb");
-		if (!files[i]) {
-			char path[256];
-
-			fprintf(err, "ntbpf report: cannot open %s: %s\n", nt_esc_term(path, sizeof(path), cfg->files[i]),
-				strerror(errno));
-			rc = 1;
-			goto out;
-		}
+	/* html reads the files twice: standard input copied first */
+	if (nt_pair_open(files, (const char *const *)cfg->files, cfg->nfiles, html, "ntbpf report", err)) {
+		rc = 1;
+		goto out;
 	}
 	if (nt_report_build_files(&rep, ins, files, (const char *const *)cfg->files, cfg->nfiles, &o, err, msg,
 				  sizeof(msg))) {

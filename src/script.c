@@ -8,70 +8,52 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "escape.h"
 #include "failover.h"
 #include "input.h"
 #include "match.h"
 #include "names.h"
+#include "pairing.h"
 #include "script.h"
 #include "stages.h"
 
 static const char *const match_names[] = { "both", "initiator_only", "target_only" };
 
-/* pass 1: what pairing needs, and each target record's stages (tag: its file) */
+/* pass 1 (nt_pair_whole): each target record's stages (tag: its file), and multipath's retries */
 struct pass1 {
-	struct nt_vec ii, ti, ts;
-	size_t admin, no_cntlid;
-	uint16_t file;
+	const struct nt_input *ins;
+	const struct nt_header *h;	/* the last initiator record's file's header */
+	const struct nt_header *th;	/* the last target record's, and its file */
+	uint16_t tf;
+	uint32_t n_init;	/* initiator records so far: the next one's global index */
 	struct nt_failover fo;	/* multipath's retries, by the initiators' global index */
-	uint32_t host;		/* the file's host number (its boot) */
+	uint32_t host;		/* the file's host number (nt_fo_host) */
 	bool mp;		/* its header names a multipath namespace: only then are its records fed */
 	struct nt_mpath mpath;
 };
 
-/* a host's number for failover.h: its boot (one monotonic clock) */
-static uint32_t boot_hash(const struct nt_header *h)
-{
-	uint32_t x = 2166136261u;
-
-	for (const char *c = h->boot_id; *c; c++)
-		x = (x ^ (unsigned char)*c) * 16777619u;
-	return x;
-}
-
-static int take(void *ctx, struct nt_input *in, const struct ntbpf_rec *r)
+static int take(void *ctx, const struct ntbpf_rec *r, const struct nt_header *h, uint8_t role, void *pay)
 {
 	struct pass1 *c = ctx;
-	bool tgt = r->role == NTBPF_ROLE_TARGET, no_cntlid;
-	struct nt_mitem *x;
-
-	if (r->flags & NTBPF_F_ADMIN) {
-		c->admin++;
+	struct nt_sum *s = pay;
+	if (role == NTBPF_ROLE_TARGET) {
+		if (h != c->th) {
+			for (c->tf = 0; &c->ins[c->tf].hdr != h; c->tf++)
+				;
+			c->th = h;
+		}
+		nt_sum_of(r, NTBPF_ROLE_TARGET, s);
+		s->tag = c->tf;
 		return 0;
 	}
-	x = nt_vec_push(tgt ? &c->ti : &c->ii);
-	if (!x)
+	if (h != c->h) {	/* a file's first initiator record */
+		c->h = h;
+		c->host = nt_fo_host(h);
+		c->mp = nt_mpath_of(&c->mpath, h);
+	}
+	if (c->mp && nt_fo_feed(&c->fo, r, c->host, c->n_init))
 		return -1;
-	nt_mitem_of(r, &in->hdr, x, &no_cntlid);
-	x->idx = (uint32_t)((tgt ? c->ti.n : c->ii.n) - 1);
-	c->no_cntlid += no_cntlid;
-	if (!tgt) {
-		if (!c->host) {
-			c->host = boot_hash(&in->hdr) | 1;
-			c->mp = nt_mpath_of(&c->mpath, &in->hdr);
-		}
-		if (c->mp && nt_fo_feed(&c->fo, r, c->host, x->idx))
-			return -1;
-	}
-	if (tgt) {
-		struct nt_sum *s = nt_vec_push(&c->ts);
-
-		if (!s)
-			return -1;
-		nt_sum_of(r, NTBPF_ROLE_TARGET, s);
-		s->tag = c->file;
-	}
+	c->n_init++;
 	return 0;
 }
 
@@ -89,11 +71,9 @@ struct nt_rows {
 	struct nt_input *ins;
 	FILE *const *files;
 	int n;
-	bool cut;		/* a file was cut short or damaged */
-	size_t admin;		/* admin-queue records, left out */
-	struct nt_matching m;
-	struct nt_sum *ts;	/* each target record's stages (tag: its file) */
-	size_t *init_at, *tgt_at;
+	/* pass 1's: the pairing (p.m), each target record's stages (p.pay[1]: struct nt_sum, tag: its
+	 * file), where each file's records start (p.at), whether a file was cut short or damaged (p.cut) */
+	struct nt_paired p;
 	struct src *src;
 	struct fo_mark {	/* initiator requests of a failover link, by global index */
 		uint64_t idx;
@@ -196,6 +176,7 @@ static int marks_of(struct nt_rows *sc, struct nt_failover *fo)
 static int advance(struct nt_rows *sc, int f)
 {
 	struct src *s = &sc->src[f];
+	const struct nt_sum *ts = sc->p.pay[1].v;
 	struct ntbpf_rec r;
 
 	while (nt_reader_next(s->rd, &r) == 1) {
@@ -206,16 +187,16 @@ static int advance(struct nt_rows *sc, int f)
 			continue;
 		/* pass 1's count of this file's records of that role bounds pass 2 (a file grown since: its end) */
 		k = r.role == NTBPF_ROLE_TARGET ? s->next_t++ : s->next_i++;
-		if (k >= (r.role == NTBPF_ROLE_TARGET ? sc->tgt_at[f + 1] : sc->init_at[f + 1]))
+		if (k >= sc->p.at[r.role == NTBPF_ROLE_TARGET][f + 1])
 			break;
 		if (r.role == NTBPF_ROLE_TARGET) {
-			if (sc->m.tgt_matched[k])
+			if (sc->p.m.tgt_matched[k])
 				continue;	/* printed with its initiator I/O */
 			nt_sum_of(&r, NTBPF_ROLE_TARGET, &st);
 			fill_row(sc, f, &r, NULL, &st, &s->ahead);
 		} else {
 			nt_sum_of(&r, NTBPF_ROLE_INITIATOR, &si);
-			fill_row(sc, f, &r, &si, sc->m.pidx[k] ? &sc->ts[sc->m.pidx[k] - 1] : NULL, &s->ahead);
+			fill_row(sc, f, &r, &si, sc->p.m.pidx[k] ? &ts[sc->p.m.pidx[k] - 1] : NULL, &s->ahead);
 			if (sc->nmarks) {
 				uint64_t key = k;
 				const struct fo_mark *mk = bsearch(&key, sc->marks, sc->nmarks, sizeof(*mk), mark_cmp);
@@ -251,8 +232,8 @@ int nt_rows_each(struct nt_rows *sc, int (*each)(void *ctx, const struct nt_row 
 		memset(s, 0, sizeof(*s));
 		if (fseek(sc->files[f], 0, SEEK_SET) || !(s->rd = nt_reader_open(sc->files[f], &s->hdr, sub, sizeof(sub))))
 			return -1;
-		s->next_i = sc->init_at[f];
-		s->next_t = sc->tgt_at[f];
+		s->next_i = sc->p.at[0][f];
+		s->next_t = sc->p.at[1][f];
 		advance(sc, f);
 	}
 	for (;;) {
@@ -274,7 +255,7 @@ int nt_rows_each(struct nt_rows *sc, int (*each)(void *ctx, const struct nt_row 
 
 bool nt_rows_cut(const struct nt_rows *rs)
 {
-	return rs->cut;
+	return rs->p.cut;
 }
 
 void nt_rows_free(struct nt_rows *sc)
@@ -287,10 +268,7 @@ void nt_rows_free(struct nt_rows *sc)
 			nt_header_free(&sc->src[f].hdr);
 		}
 	free(sc->src);
-	nt_match_free(&sc->m);
-	free(sc->ts);
-	free(sc->init_at);
-	free(sc->tgt_at);
+	nt_paired_free(&sc->p);
 	free(sc->marks);
 	nt_mpath_free(&sc->mpath);
 	free(sc);
@@ -300,14 +278,12 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 		 const char *prog, FILE *err)
 {
 	struct nt_rows *sc = calloc(1, sizeof(*sc));
-	const struct nt_header **hdrs = calloc(n + 1, sizeof(*hdrs));
-	struct pass1 c = { .ii.sz = sizeof(struct nt_mitem), .ti.sz = sizeof(struct nt_mitem),
-			   .ts.sz = sizeof(struct nt_sum) };
-	char path[1024];
+	struct pass1 c = { .ins = ins };
+	struct nt_pair_ops ops = { .payload = { 0, sizeof(struct nt_sum) }, .take = take, .ctx = &c };
 	int rc = -1;
 
 	*out = sc;
-	if (!sc || !hdrs || !(sc->init_at = calloc(n + 1, sizeof(size_t))) || !(sc->tgt_at = calloc(n + 1, sizeof(size_t)))) {
+	if (!sc) {
 		fprintf(err, "%s: out of memory\n", prog);
 		goto out;
 	}
@@ -318,91 +294,17 @@ int nt_rows_open(struct nt_rows **out, struct nt_input *ins, FILE *const *files,
 	sc->ins = ins;
 	sc->files = files;
 	sc->n = n;
-	for (int i = 0; i < n; i++) {
-		char sub[200];
-
-		c.file = (uint16_t)i;
-		c.host = 0;
-		if (fseek(files[i], 0, SEEK_SET)) {
-			fprintf(err, "%s: %s: cannot read it again\n", prog, nt_esc_term(path, sizeof(path), names[i]));
-			goto out;
-		}
-		if (nt_input_scan(&ins[i], files[i], names[i], sub, sizeof(sub), take, &c)) {
-			fprintf(err, "%s: %s: ", prog, nt_esc_term(path, sizeof(path), names[i]));
-			nt_put_term(err, sub);
-			fputc('\n', err);
-			goto out;
-		}
-		if (ins[i].status != NT_READ_OK) {
-			fprintf(err, "%s: warning: ", prog);
-			nt_put_term(err, names[i]);
-			fputs(": ", err);
-			nt_put_term(err, ins[i].status_msg);
-			fputc('\n', err);
-			sc->cut = true;
-		}
-		hdrs[i] = &ins[i].hdr;
-		sc->init_at[i + 1] = c.ii.n;
-		sc->tgt_at[i + 1] = c.ti.n;
-	}
-	if (nt_inputs_twice(ins, n, true, path, sizeof(path))) {	/* would count I/Os twice */
-		fprintf(err, "%s: %s\n", prog, path);
+	if (nt_pair_whole(&sc->p, ins, files, names, n, &ops, prog, err))
 		goto out;
-	}
-	sc->m.n_init = c.ii.n;
-	sc->m.n_tgt = c.ti.n;
-	sc->admin = c.admin;
-	if (nt_match_items(&sc->m, c.ii.v, sc->init_at, c.ti.v, sc->tgt_at, hdrs, n)) {
-		fprintf(err, "%s: out of memory\n", prog);
-		goto out;
-	}
 	if (marks_of(sc, &c.fo)) {
 		fprintf(err, "%s: out of memory\n", prog);
 		goto out;
 	}
-	/* only the pairing and the targets' stages stay */
-	sc->ts = c.ts.v;
-	c.ts.v = NULL;
 	rc = 0;
 out:
-	free(c.ii.v);
-	free(c.ti.v);
-	free(c.ts.v);
 	nt_fo_free(&c.fo);
 	nt_mpath_free(&c.mpath);
-	free(hdrs);
 	return rc;
-}
-
-FILE *nt_open_input(const char *name)
-{
-	FILE *in, *tmp;
-	char buf[65536];
-	size_t n;
-
-	if (strcmp(name, "-"))
-		return fopen(name, "rb");
-	tmp = tmpfile();	/* 0600, unlinked */
-	in = fdopen(dup(STDIN_FILENO), "rb");
-	if (!tmp || !in) {
-		if (tmp)
-			fclose(tmp);
-		if (in)
-			fclose(in);
-		return NULL;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		if (fwrite(buf, 1, n, tmp) != n)
-			break;
-	if (ferror(in) || ferror(tmp) || fflush(tmp)) {
-		fclose(in);
-		fclose(tmp);
-		errno = EIO;
-		return NULL;
-	}
-	fclose(in);
-	rewind(tmp);
-	return tmp;
 }
 
 /* ---- "ntbpf script": printing through a reorder buffer ---- */
@@ -585,19 +487,13 @@ static int script_row(void *ctx, const struct nt_row *w)
 /* what the rows cannot show, as the report says it: records lost while recording, admin commands left out */
 static void note_unseen(FILE *err, const struct nt_input *ins, int n, const struct nt_rows *rs)
 {
-	uint64_t lost = 0, inflight = 0;
+	struct nt_unseen u;
 
-	for (int i = 0; i < n; i++)
-		if (ins[i].has_trailer) {
-			const struct nt_trailer *t = &ins[i].trailer;
-
-			lost += nt_lost_sum(t->stats) + t->lost_user;
-			inflight += t->stats[ST_NO_START] + t->stats[ST_INFLIGHT_END];
-		}
-	if (lost || inflight || rs->admin)
+	nt_inputs_unseen(ins, n, &u);
+	if (u.lost || u.no_start + u.inflight_end || rs->p.m.admin)
 		fprintf(err, "ntbpf script: not in the rows: %" PRIu64 " records lost while recording, %" PRIu64
-			" I/Os in flight at its start or stop, %zu admin commands (ntbpf report says why)\n", lost, inflight,
-			rs->admin);
+			" I/Os in flight at its start or stop, %zu admin commands (ntbpf report says why)\n", u.lost,
+			u.no_start + u.inflight_end, rs->p.m.admin);
 }
 
 int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
@@ -608,20 +504,13 @@ int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err)
 	struct nt_rows *rs = NULL;
 	struct script sc = { .ins = ins, .n = n, .fmt = cfg->format == NT_FMT_JSON ? NT_FMT_JSON : NT_FMT_CSV,
 			     .out = out };
-	char path[256];
 
 	if (!ins || !files || !(sc.heap = malloc(NT_SCRIPT_WINDOW * sizeof(*sc.heap)))) {
 		fprintf(err, "ntbpf script: out of memory\n");
 		goto out;
 	}
-	for (int i = 0; i < n; i++) {
-		files[i] = nt_open_input(cfg->files[i]);
-		if (!files[i]) {
-			fprintf(err, "ntbpf script: cannot open %s: %s\n", nt_esc_term(path, sizeof(path), cfg->files[i]),
-				strerror(errno));
-			goto out;
-		}
-	}
+	if (nt_pair_open(files, (const char *const *)cfg->files, n, true, "ntbpf script", err))
+		goto out;
 	if (nt_rows_open(&rs, ins, files, (const char *const *)cfg->files, n, "ntbpf script", err))
 		goto out;
 	print_header(&sc);

@@ -8,8 +8,9 @@
  * bytes per record and each target record's stages (struct nt_sum); the
  * second reads the files side by side, in order of completion time, and
  * hands over each I/O as a row.  "ntbpf script" prints them through a
- * reorder buffer of fixed size.  Standard input is copied to an unlinked
- * temporary file first (nt_open_input).
+ * reorder buffer of fixed size.  Pass 1 is the input-and-pairing pass's
+ * whole form (src/pairing.h: nt_pair_whole); standard input is copied to an
+ * unlinked temporary file first (nt_pair_open, nt_open_input).
  */
 #ifndef NTBPF_SCRIPT_H
 #define NTBPF_SCRIPT_H
@@ -56,8 +57,6 @@ int nt_rows_each(struct nt_rows *rs, int (*each)(void *ctx, const struct nt_row 
 bool nt_rows_cut(const struct nt_rows *rs);
 void nt_rows_free(struct nt_rows *rs);
 
-/* open a file to read, "-" standard input copied to an unlinked temporary file; NULL with errno */
-FILE *nt_open_input(const char *name);
 
 /* "ntbpf script": 0, or 1 when an input was unreadable (nothing printed) or cut short (printed) */
 int nt_script_cmd(const struct nt_config *cfg, FILE *out, FILE *err);

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "live.h"
+#include "interval.h"
 #include "sysinfo.h"
 
 static int parse(int argc, char **argv, struct nt_config *c, char *errbuf, size_t len)
