@@ -374,6 +374,227 @@ dec_events(struct dcol *cols, struct ntbpf_rec *r, uint32_t m, const uint32_t *s
 }
 
 /*
+ * A column with b = 0 holds one value: it goes into a template record that
+ * starts every record, and the column is only counted.
+ */
+static void dec_template(const struct dcol *cols, struct ntbpf_rec *tmpl)
+{
+	memset(tmpl, 0, sizeof(*tmpl));
+	tmpl->dev = cols[C_DEV].base;
+	tmpl->bytes = cols[C_BYTES].base;
+	tmpl->ev_mask = cols[C_MASK].base;
+	tmpl->ctrl = cols[C_CTRL].base;
+	tmpl->qid = cols[C_QID].base;
+	tmpl->cid = cols[C_CID].base;
+	tmpl->op = cols[C_OP].base;
+	tmpl->opcode = cols[C_OPCODE].base;
+	tmpl->flags = cols[C_FLAGS].base;
+	tmpl->role = cols[C_ROLE].base;
+	tmpl->status = cols[C_STATUS].base;
+}
+
+/*
+ * Whether the port column (nk) and cid's high bits (nk + 1) are read at all
+ * (*portp, *genp); one that is not counts as used up now, so the final check
+ * holds.  Predicted gens start at 0 in every chunk.
+ */
+static void dec_port_gen(struct nt_coldec *s, struct dcol *cols, uint32_t nk, bool *portp, bool *genp)
+{
+	bool port, gen;
+
+	/* the port column, unless every port is 0 (then in the template) */
+	port = cols[nk].b || cols[nk].base;
+	if (!port)
+		cols[nk].next = cols[nk].n;
+	/* cid's high bits, unless all 0 */
+	gen = cols[nk + 1].b || cols[nk + 1].base || cols[nk + 1].mode;
+	if (!gen)
+		cols[nk + 1].next = cols[nk + 1].n;
+	if (gen && cols[nk + 1].mode)
+		memset(s->gen, 0, sizeof(s->gen));
+	*portp = port;
+	*genp = gen;
+}
+
+/*
+ * One field of a block's m records r from column col (both named cols, m and
+ * r in the caller, as COL_FOR's cols): nothing to read when the template has
+ * it.
+ */
+#define COL_FIELD(col, field)	do {					\
+		if (!cols[col].b)					\
+			cols[col].next += m;	/* in the template */	\
+		else							\
+			COL_FOR(col, m, x, r[i].field = x);		\
+	} while (0)
+
+/*
+ * The block's m records r start as the template, with their t0 (the running
+ * sum *tp) and, unless the chunk's ev_mask is one value, their ev_mask.
+ * This and the block's other steps are always inlined: the block loop is the
+ * decoder's hot path, and their running state (*tp, *nextp, *nportsp) then
+ * stays in registers.
+ */
+static inline __attribute__((always_inline)) const char *
+dec_block_t0(struct dcol *cols, struct ntbpf_rec *r, uint32_t m, const struct ntbpf_rec *tmpl,
+	     const uint32_t *mask, bool const_mask, uint64_t *tp)
+{
+	uint64_t t = *tp;
+
+	if (const_mask) {
+		COL_FOR(C_T0, m, x, {
+			rec_from(&r[i], tmpl);
+			r[i].t0 = t += x;
+		});
+	} else {
+		COL_FOR(C_T0, m, x, {
+			rec_from(&r[i], tmpl);
+			r[i].t0 = t += x;
+			r[i].ev_mask = mask[i];
+		});
+	}
+	*tp = t;
+	return NULL;
+}
+
+/*
+ * The block's dev, bytes, sector (*nextp: where the previous I/O ended, for
+ * a sector that follows on), ctrl, qid and cid's tag bits.
+ */
+static inline __attribute__((always_inline)) const char *
+dec_block_head(struct dcol *cols, struct ntbpf_rec *r, uint32_t m, uint64_t *nextp)
+{
+	uint64_t next = *nextp;
+
+	COL_FIELD(C_DEV, dev);
+	COL_FIELD(C_BYTES, bytes);
+	if (cols[C_SECTOR].mode)	/* M_ALT: the sector itself */
+		COL_FOR(C_SECTOR, m, x, r[i].sector = x);
+	else
+		COL_FOR(C_SECTOR, m, x, {
+			r[i].sector = next + x;
+			next = r[i].sector + (r[i].bytes >> 9);
+		});
+	*nextp = next;
+	COL_FIELD(C_CTRL, ctrl);
+	COL_FIELD(C_QID, qid);
+	if (!cols[C_CID].b)
+		cols[C_CID].next += m;	/* in the template (below 2^12) */
+	else
+		COL_FOR(C_CID, m, x, r[i].cid = x & TAG_MASK);
+	return NULL;
+}
+
+/*
+ * cid's high bits (column nk + 1, when gen): as predicted per (qid, tag)
+ * (s->gen) plus the column's value, or the value itself.
+ */
+static inline __attribute__((always_inline)) const char *
+dec_block_gen(struct nt_coldec *s, struct dcol *cols, struct ntbpf_rec *r, uint32_t m, uint32_t nk,
+	      bool gen)
+{
+	uint32_t i;
+
+	if (gen && cols[nk + 1].mode && !cols[nk + 1].b) {	/* all as predicted */
+		uint8_t *g = s->gen;
+		unsigned int base = cols[nk + 1].base;
+
+		cols[nk + 1].next += m;
+		for (i = 0; i < m; i++) {
+			uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
+			unsigned int v = (base + *p) & 15;
+
+			*p = (v + 1) & 15;
+			r[i].cid |= v << TAG_BITS;
+		}
+	} else if (gen && cols[nk + 1].mode) {	/* predicted per (qid, tag) */
+		uint8_t *g = s->gen;
+
+		COL_FOR(nk + 1, m, x, {
+			uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
+			unsigned int v = (x + *p) & 15;
+
+			*p = (v + 1) & 15;
+			r[i].cid |= v << TAG_BITS;
+		});
+	} else if (gen) {
+		COL_FOR(nk + 1, m, x, r[i].cid |= (x & 15) << TAG_BITS);
+	}
+	return NULL;
+}
+
+/* The block's op, opcode, flags, role and status. */
+static inline __attribute__((always_inline)) const char *
+dec_block_tail(struct dcol *cols, struct ntbpf_rec *r, uint32_t m)
+{
+	COL_FIELD(C_OP, op);
+	COL_FIELD(C_OPCODE, opcode);
+	COL_FIELD(C_FLAGS, flags);
+	COL_FIELD(C_ROLE, role);
+	COL_FIELD(C_STATUS, status);
+	return NULL;
+}
+#undef COL_FIELD
+
+/*
+ * The block's ports (column nk, when port), through the chunk's dictionary
+ * s->ports of *nportsp: an index into it, or past it a new port.
+ */
+static inline __attribute__((always_inline)) const char *
+dec_block_ports(struct nt_coldec *s, struct dcol *cols, struct ntbpf_rec *r, uint32_t m, uint32_t nk,
+		bool port, uint32_t *nportsp)
+{
+	uint32_t nports = *nportsp;
+
+	if (port)	/* the dictionary (C_PORT) */
+		COL_FOR(nk, m, x, {
+			if (x < nports) {
+				r[i].port = s->ports[x];
+			} else {
+				if (x - nports > UINT16_MAX)
+					return "bad record encoding: port";
+				r[i].port = s->ports[nports] = x - nports;
+				nports++;
+			}
+		});
+	*nportsp = nports;
+	return NULL;
+}
+
+/* The block's depth (files before it have none: 0), then a later writer's columns, skipped. */
+static inline __attribute__((always_inline)) const char *
+dec_block_extra(struct dcol *cols, struct ntbpf_rec *r, uint32_t m, uint32_t nk, uint32_t ncols)
+{
+	uint32_t k;
+
+	if (ncols > nk + 2)
+		COL_FOR(nk + 2, m, x, r[i].depth = x);
+	for (k = nk + 3; k < ncols; k++)
+		COL_FOR(k, m, x, (void)x);
+	return NULL;
+}
+
+/*
+ * After the last block: every column used up exactly, and the ev_mask bits
+ * of slots the file has and a record cannot hold cleared.
+ */
+static const char *dec_finish(const struct dcol *cols, uint32_t ncols, struct ntbpf_rec *recs,
+			      uint32_t nrec, uint32_t file_nev)
+{
+	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
+	uint32_t ours = (uint32_t)((1ull << nslots) - 1);
+	uint32_t k, i;
+
+	for (k = 0; k < ncols; k++)
+		if (cols[k].next != cols[k].n || cols[k].exc.len)
+			return "bad record encoding: column not used up";
+	if (file_nev != NTBPF_MAX_EV)	/* ev_mask bits of slots we lack */
+		for (i = 0; i < nrec; i++)
+			recs[i].ev_mask &= ours;
+	return NULL;
+}
+
+/*
  * Every read is bounds-checked; every part of the chunk must be used up
  * exactly.
  *
@@ -385,10 +606,8 @@ dec_events(struct dcol *cols, struct ntbpf_rec *r, uint32_t m, const uint32_t *s
 const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const uint8_t *raw,
 			   size_t len, uint32_t nrec, uint32_t file_nev)
 {
-	uint32_t nslots = file_nev < NTBPF_MAX_EV ? file_nev : NTBPF_MAX_EV;
-	uint32_t ours = (uint32_t)((1ull << nslots) - 1);
 	struct dcol cols[MAX_COLS];
-	uint32_t ncols, nk = C_EV0 + file_nev, k, i, i0, any, all, nports = 0;
+	uint32_t ncols, nk = C_EV0 + file_nev, k, i0, any, all, nports = 0;
 	uint32_t at[NT_COLS_MAX_NEV];	/* M_ALT ev[]: t0 + ev[k] of the last, mod 2^32 */
 	uint64_t t = 0, next = 0;
 	struct ntbpf_rec tmpl;
@@ -397,131 +616,27 @@ const char *nt_cols_decode(struct nt_coldec *s, struct ntbpf_rec *recs, const ui
 
 	if ((err = dec_directory(s, cols, raw, len, nrec, file_nev, &ncols, &any, &all)))
 		return err;
-
-	/*
-	 * A column with b = 0 holds one value: it goes into a template record
-	 * that starts every record, and the column is only counted.
-	 */
-	memset(&tmpl, 0, sizeof(tmpl));
-	tmpl.dev = cols[C_DEV].base;
-	tmpl.bytes = cols[C_BYTES].base;
-	tmpl.ev_mask = cols[C_MASK].base;
-	tmpl.ctrl = cols[C_CTRL].base;
-	tmpl.qid = cols[C_QID].base;
-	tmpl.cid = cols[C_CID].base;
-	tmpl.op = cols[C_OP].base;
-	tmpl.opcode = cols[C_OPCODE].base;
-	tmpl.flags = cols[C_FLAGS].base;
-	tmpl.role = cols[C_ROLE].base;
-	tmpl.status = cols[C_STATUS].base;
+	dec_template(cols, &tmpl);
 	const_mask = !cols[C_MASK].b;
-	/* the port column, unless every port is 0 (then in the template) */
-	port = cols[nk].b || cols[nk].base;
-	if (!port)
-		cols[nk].next = cols[nk].n;
-	/* cid's high bits, unless all 0 */
-	gen = cols[nk + 1].b || cols[nk + 1].base || cols[nk + 1].mode;
-	if (!gen)
-		cols[nk + 1].next = cols[nk + 1].n;
-	if (gen && cols[nk + 1].mode)
-		memset(s->gen, 0, sizeof(s->gen));
-
-#define COL_FIELD(col, field)	do {					\
-		if (!cols[col].b)					\
-			cols[col].next += m;	/* in the template */	\
-		else							\
-			COL_FOR(col, m, x, r[i].field = x);		\
-	} while (0)
+	dec_port_gen(s, cols, nk, &port, &gen);
 
 	for (i0 = 0; i0 < nrec; i0 += BLOCK) {
 		uint32_t m = nrec - i0 < BLOCK ? nrec - i0 : BLOCK;
 		uint32_t *slots = s->slots + i0, *last = s->last + i0, *mask = s->mask + i0;
 		struct ntbpf_rec *r = recs + i0;
 
-		if (const_mask) {
-			COL_FOR(C_T0, m, x, {
-				rec_from(&r[i], &tmpl);
-				r[i].t0 = t += x;
-			});
-		} else {
-			COL_FOR(C_T0, m, x, {
-				rec_from(&r[i], &tmpl);
-				r[i].t0 = t += x;
-				r[i].ev_mask = mask[i];
-			});
-		}
+		if ((err = dec_block_t0(cols, r, m, &tmpl, mask, const_mask, &t)))
+			return err;
 		if (!i0)	/* M_ALT ev[]: the first from the chunk's first t0 */
 			for (k = 0; k < NT_COLS_MAX_NEV; k++)
 				at[k] = (uint32_t)r[0].t0;
-		COL_FIELD(C_DEV, dev);
-		COL_FIELD(C_BYTES, bytes);
-		if (cols[C_SECTOR].mode)	/* M_ALT: the sector itself */
-			COL_FOR(C_SECTOR, m, x, r[i].sector = x);
-		else
-			COL_FOR(C_SECTOR, m, x, {
-				r[i].sector = next + x;
-				next = r[i].sector + (r[i].bytes >> 9);
-			});
-		COL_FIELD(C_CTRL, ctrl);
-		COL_FIELD(C_QID, qid);
-		if (!cols[C_CID].b)
-			cols[C_CID].next += m;	/* in the template (below 2^12) */
-		else
-			COL_FOR(C_CID, m, x, r[i].cid = x & TAG_MASK);
-		if (gen && cols[nk + 1].mode && !cols[nk + 1].b) {	/* all as predicted */
-			uint8_t *g = s->gen;
-			unsigned int base = cols[nk + 1].base;
-
-			cols[nk + 1].next += m;
-			for (i = 0; i < m; i++) {
-				uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
-				unsigned int v = (base + *p) & 15;
-
-				*p = (v + 1) & 15;
-				r[i].cid |= v << TAG_BITS;
-			}
-		} else if (gen && cols[nk + 1].mode) {	/* predicted per (qid, tag) */
-			uint8_t *g = s->gen;
-
-			COL_FOR(nk + 1, m, x, {
-				uint8_t *p = &g[gen_slot(r[i].qid, r[i].cid)];
-				unsigned int v = (x + *p) & 15;
-
-				*p = (v + 1) & 15;
-				r[i].cid |= v << TAG_BITS;
-			});
-		} else if (gen) {
-			COL_FOR(nk + 1, m, x, r[i].cid |= (x & 15) << TAG_BITS);
-		}
-		COL_FIELD(C_OP, op);
-		COL_FIELD(C_OPCODE, opcode);
-		COL_FIELD(C_FLAGS, flags);
-		COL_FIELD(C_ROLE, role);
-		COL_FIELD(C_STATUS, status);
-		if (port)	/* the dictionary (C_PORT) */
-			COL_FOR(nk, m, x, {
-				if (x < nports) {
-					r[i].port = s->ports[x];
-				} else {
-					if (x - nports > UINT16_MAX)
-						return "bad record encoding: port";
-					r[i].port = s->ports[nports] = x - nports;
-					nports++;
-				}
-			});
-		if ((err = dec_events(cols, r, m, slots, last, at, file_nev, any, all)))
+		if ((err = dec_block_head(cols, r, m, &next)) ||
+		    (err = dec_block_gen(s, cols, r, m, nk, gen)) ||
+		    (err = dec_block_tail(cols, r, m)) ||
+		    (err = dec_block_ports(s, cols, r, m, nk, port, &nports)) ||
+		    (err = dec_events(cols, r, m, slots, last, at, file_nev, any, all)) ||
+		    (err = dec_block_extra(cols, r, m, nk, ncols)))
 			return err;
-		if (ncols > nk + 2)	/* depth (files before it have none: 0) */
-			COL_FOR(nk + 2, m, x, r[i].depth = x);
-		for (k = nk + 3; k < ncols; k++)
-			COL_FOR(k, m, x, (void)x);
 	}
-#undef COL_FIELD
-	for (k = 0; k < ncols; k++)
-		if (cols[k].next != cols[k].n || cols[k].exc.len)
-			return "bad record encoding: column not used up";
-	if (file_nev != NTBPF_MAX_EV)	/* ev_mask bits of slots we lack */
-		for (i = 0; i < nrec; i++)
-			recs[i].ev_mask &= ours;
-	return NULL;
+	return dec_finish(cols, ncols, recs, nrec, file_nev);
 }
