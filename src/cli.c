@@ -347,16 +347,13 @@ static error_t record_end(struct parse_ctx *pc, struct nt_config *cfg)
 	return 0;
 }
 
-static error_t record_parse(int key, char *arg, struct argp_state *st)
+/* record's -o, --role, --duration and -d: where the records go, whose I/O, for how long */
+static error_t record_what(struct parse_ctx *pc, int key, char *arg)
 {
-	struct parse_ctx *pc = st->input;
 	struct nt_config *cfg = pc->cfg;
 	double d;
 
 	switch (key) {
-	case ARGP_KEY_INIT:
-		st->err_stream = pc->scratch;
-		break;
 	case 'o':
 		cfg->output = arg;
 		break;
@@ -392,6 +389,18 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		}
 		cfg->devs[cfg->ndevs++] = arg;
 		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* record's --sample and how it samples; record_end checks how they combine, once all are read */
+static error_t record_sampling(struct parse_ctx *pc, int key, char *arg)
+{
+	struct nt_config *cfg = pc->cfg;
+
+	switch (key) {
 	case OPT_SAMPLE: {
 		char *end;
 		unsigned long v;
@@ -433,14 +442,25 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		pc->sample_window_ms = v;
 		break;
 	}
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* record's --rotate, --interval, --nice and switches: how the recording runs */
+static error_t record_how(struct parse_ctx *pc, int key, char *arg)
+{
+	struct nt_config *cfg = pc->cfg;
+	double d;
+
+	switch (key) {
 	case OPT_ROTATE:
 		if (nt_parse_rotate(arg, &cfg->rotate_bytes, &cfg->rotate_ns)) {
 			fail(pc, "bad --rotate '%s' (want a size, 64M, 1G, or a time, 30s, 10m, 1h)", arg);
 			return EINVAL;
 		}
 		break;
-	case ARGP_KEY_END:
-		return record_end(pc, cfg);
 	case 'v':
 		cfg->verbose = true;
 		break;
@@ -473,16 +493,50 @@ static error_t record_parse(int key, char *arg, struct argp_state *st)
 		cfg->nice = (int)v;
 		break;
 	}
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* argp's calls for record: each option to the step that reads its kind */
+static error_t record_parse(int key, char *arg, struct argp_state *st)
+{
+	struct parse_ctx *pc = st->input;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		st->err_stream = pc->scratch;
+		return 0;
+	case 'o':
+	case OPT_ROLE:
+	case OPT_DURATION:
+	case 'd':
+		return record_what(pc, key, arg);
+	case OPT_SAMPLE:
+	case OPT_SAMPLE_BY:
+	case OPT_SAMPLE_DETACH:
+	case OPT_SAMPLE_WINDOW:
+		return record_sampling(pc, key, arg);
+	case OPT_ROTATE:
+	case 'v':
+	case OPT_KPROBE:
+	case OPT_BPF_STATS:
+	case 'z':
+	case OPT_INTERVAL:
+	case OPT_NICE:
+		return record_how(pc, key, arg);
+	case ARGP_KEY_END:
+		return record_end(pc, pc->cfg);
 	case ARGP_KEY_ARG:
 		fail(pc, "unexpected argument '%s' (put the command to run after --)", arg);
 		return EINVAL;
 	case ARGP_KEY_ERROR:
 		note_bad_arg(pc, st);
-		break;
+		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
-	return 0;
 }
 
 /* ---- report ---- */
