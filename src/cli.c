@@ -986,23 +986,12 @@ int nt_cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 	return rc;
 }
 
-static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
+/*
+ * No command, or the top level's help or version: 1 when printed as asked,
+ * -1 when nothing was given, 0 to go on to a command.
+ */
+static int top_level(int argc, char **argv, FILE *err)
 {
-	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
-	static const struct argp report_argp = { report_opts, report_parse, "[FILE...]", report_doc, NULL,
-						 report_help_filter, NULL };
-	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
-	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
-	static const struct argp script_argp = { script_opts, script_parse, "[FILE...]", script_doc, NULL, NULL, NULL };
-	const struct argp *ap;
-	struct parse_ctx pc = { .cfg = cfg, .err = err };
-	char prog[32], *scratch_buf = NULL;
-	size_t scratch_len = 0;
-	int sub_argc, i, dashdash = -1, rc;
-	const char *sub;
-
-	defaults(cfg);
-	argp_program_version = nt_version_line();
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		fputs(top_usage, argc < 2 ? err : stdout);
 		return argc < 2 ? -1 : 1;
@@ -1011,7 +1000,20 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		printf("%s\n", argp_program_version);
 		return 1;
 	}
-	sub = argv[1];
+	return 0;
+}
+
+/* The command sub: cfg->cmd and its argp (NULL, said on err, when unknown or out of memory). */
+static const struct argp *pick_command(const char *sub, int argc, struct nt_config *cfg, FILE *err)
+{
+	static const struct argp record_argp = { record_opts, record_parse, "[-- CMD [ARG...]]", record_doc, NULL, NULL, NULL };
+	static const struct argp report_argp = { report_opts, report_parse, "[FILE...]", report_doc, NULL,
+						 report_help_filter, NULL };
+	static const struct argp probe_argp = { probe_opts, probe_parse, "", probe_doc, NULL, NULL, NULL };
+	static const struct argp live_argp = { live_opts, live_parse, "[interval] [count]", live_doc, NULL, NULL, NULL };
+	static const struct argp script_argp = { script_opts, script_parse, "[FILE...]", script_doc, NULL, NULL, NULL };
+	const struct argp *ap;
+
 	if (!strcmp(sub, "record")) {
 		cfg->cmd = NT_CMD_RECORD;
 		ap = &record_argp;
@@ -1021,7 +1023,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		cfg->files = calloc(argc, sizeof(*cfg->files));	/* no limit but argc */
 		if (!cfg->files) {
 			fprintf(err, "ntbpf: out of memory\n");
-			return -1;
+			return NULL;
 		}
 	} else if (!strcmp(sub, "script")) {
 		cfg->cmd = NT_CMD_SCRIPT;
@@ -1029,7 +1031,7 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		cfg->files = calloc(argc, sizeof(*cfg->files));	/* no limit but argc */
 		if (!cfg->files) {
 			fprintf(err, "ntbpf: out of memory\n");
-			return -1;
+			return NULL;
 		}
 	} else if (!strcmp(sub, "probe")) {
 		cfg->cmd = NT_CMD_PROBE;
@@ -1039,8 +1041,19 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		ap = &live_argp;
 	} else {
 		fprintf(err, "ntbpf: unknown command '%s' (want record, report, script, live or probe; see ntbpf --help)\n", sub);
-		return -1;
+		return NULL;
 	}
+	return ap;
+}
+
+/*
+ * Where argv's "--" is (*dashdash, -1 if none) and how many arguments argp
+ * parses (*sub_argc); -1, said on err, when record has nothing after it.
+ */
+static int split_dashdash(int argc, char **argv, struct nt_config *cfg, const char *sub, FILE *err,
+			  int *sub_argcp, int *dashdashp)
+{
+	int sub_argc, i, dashdash = -1;
 
 	/* "record ... -- CMD ARGS": argp must not see CMD's options */
 	sub_argc = argc - 1;
@@ -1058,55 +1071,116 @@ static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
 		cfg->cmd_argv = &argv[dashdash + 1];
 		sub_argc = dashdash - 1;
 	}
+	*sub_argcp = sub_argc;
+	*dashdashp = dashdash;
+	return 0;
+}
 
-	snprintf(prog, sizeof(prog), "ntbpf %s", sub);
-	pc.prog = prog;
+/* A help, usage or version option before "--": printed alone by argp (true), nothing else parsed. */
+static bool help_asked(const struct argp *ap, int argc, char **argv, int dashdash, char *prog,
+		       struct parse_ctx *pc)
+{
+	int i;
+
 	for (i = 2; i < (dashdash >= 0 ? dashdash : argc); i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-?") || !strcmp(argv[i], "-h") ||
 		    !strcmp(argv[i], "--usage") || !strcmp(argv[i], "-V") ||
 		    !strcmp(argv[i], "--version")) {
 			char *hargv[] = { prog, strcmp(argv[i], "-h") ? argv[i] : "--help", NULL };
 
-			pc.help = true;
-			pc.scratch = stderr;
-			argp_parse(ap, 2, hargv, ARGP_NO_EXIT, NULL, &pc);
-			return 1;
+			pc->help = true;
+			pc->scratch = stderr;
+			argp_parse(ap, 2, hargv, ARGP_NO_EXIT, NULL, pc);
+			return true;
 		}
+	return false;
+}
 
-	pc.scratch = open_memstream(&scratch_buf, &scratch_len);
-	if (!pc.scratch)
+/*
+ * The command's options through argp, its own complaints into a scratch
+ * stream (ours are the one line): argp's result (0 or an errno), or -1
+ * without the stream.
+ */
+static int run_argp(const struct argp *ap, int sub_argc, char **argv, char *prog, struct parse_ctx *pc)
+{
+	char *scratch_buf = NULL;
+	size_t scratch_len = 0;
+	int rc;
+
+	pc->scratch = open_memstream(&scratch_buf, &scratch_len);
+	if (!pc->scratch)
 		return -1;
 	{
 		char *saved = argv[1];
 
 		argv[1] = prog;	/* argp and getopt name the program after argv[0] */
 		/* ARGP_NO_ERRS: getopt quiet; its complaint becomes our one line, with the --help hint */
-		rc = argp_parse(ap, sub_argc, argv + 1, ARGP_NO_ERRS | ARGP_IN_ORDER, NULL, &pc);
+		rc = argp_parse(ap, sub_argc, argv + 1, ARGP_NO_ERRS | ARGP_IN_ORDER, NULL, pc);
 		argv[1] = saved;
 	}
-	fclose(pc.scratch);
+	fclose(pc->scratch);
 	free(scratch_buf);
+	return rc;
+}
+
+/* live's interval, and the percentiles of what prints intervals, unless given */
+static void interval_defaults(struct nt_config *cfg, const struct parse_ctx *pc)
+{
 	if (cfg->cmd == NT_CMD_LIVE) {
 		if (!cfg->interval)
 			cfg->interval = 1;
-		if (!pc.pcts_given) {
+		if (!pc->pcts_given) {
 			cfg->npcts = 2;
 			cfg->pcts[0] = 50;
 			cfg->pcts[1] = 99;
 		}
 	}
-	if (cfg->cmd == NT_CMD_RECORD && cfg->interval && !pc.pcts_given) {
+	if (cfg->cmd == NT_CMD_RECORD && cfg->interval && !pc->pcts_given) {
 		cfg->npcts = 2;
 		cfg->pcts[0] = 50;
 		cfg->pcts[1] = 99;
 	}
-	if (rc || pc.failed) {
-		if (!pc.failed && pc.bad_arg && pc.bad_arg[0] == '-')
+}
+
+/* argp's result: 0, or -1 with the one line that says why (unless a parser said it) */
+static int parse_result(int rc, const struct parse_ctx *pc, const char *prog, FILE *err)
+{
+	if (rc || pc->failed) {
+		if (!pc->failed && pc->bad_arg && pc->bad_arg[0] == '-')
 			fprintf(err, "%s: bad option '%s' (unknown here, or its value is missing; see '%s --help')\n",
-				prog, pc.bad_arg, prog);
-		else if (!pc.failed)
+				prog, pc->bad_arg, prog);
+		else if (!pc->failed)
 			fprintf(err, "%s: bad command line (%s; see '%s --help')\n", prog, strerror(rc), prog);
 		return -1;
 	}
 	return 0;
+}
+
+static int cli_parse(int argc, char **argv, struct nt_config *cfg, FILE *err)
+{
+	const struct argp *ap;
+	struct parse_ctx pc = { .cfg = cfg, .err = err };
+	char prog[32];
+	int sub_argc, dashdash, rc;
+	const char *sub;
+
+	defaults(cfg);
+	argp_program_version = nt_version_line();
+	if ((rc = top_level(argc, argv, err)))
+		return rc;
+	sub = argv[1];
+	ap = pick_command(sub, argc, cfg, err);
+	if (!ap)
+		return -1;
+	if (split_dashdash(argc, argv, cfg, sub, err, &sub_argc, &dashdash))
+		return -1;
+	snprintf(prog, sizeof(prog), "ntbpf %s", sub);
+	pc.prog = prog;
+	if (help_asked(ap, argc, argv, dashdash, prog, &pc))
+		return 1;
+	rc = run_argp(ap, sub_argc, argv, prog, &pc);
+	if (rc < 0)
+		return -1;
+	interval_defaults(cfg, &pc);
+	return parse_result(rc, &pc, prog, err);
 }
