@@ -396,18 +396,9 @@ static const char *load_cause(void)
 	return lb.why[0] ? lb.why : lb.fail[0] ? lb.fail : lb.last;
 }
 
-/*
- * One loop: decide from the facts, load; when the kernel refuses a program,
- * turn its hook off (or, for a refused fentry/fexit, every function over to
- * kprobes, once; for a refused tp_btf_rc_ program, the probe-read tp_btf
- * one), decide again (stand-ins may now be needed) and retry.
- * Each round turns at least one more thing off, so it ends.
- */
-int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
+/* p reset for a load: o's role, the hook count, libbpf's log, the kernel's facts (-1, err set, if unread). */
+static int probes_reset(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
 {
-	bool force_kprobe = o->force_kprobe;
-	int rounds;
-
 	memset(p, 0, sizeof(*p));
 	p->stats_fd = -1;
 	p->role = o->role;
@@ -420,19 +411,29 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 		p->facts = *o->facts;
 	else if (nt_facts_read(&p->facts, err, errlen))
 		return -1;
-	/*
-	 * The fentry -> fexit entry time lives in task storage for tracing
-	 * programs (BPF_MAP_TYPE_TASK_STORAGE, v5.11).  Without it (5.10) the map
-	 * cannot be created and the whole object would be refused: functions are
-	 * attached as kprobes there, whose entry -> return stash is a hash.
-	 */
+	return 0;
+}
+
+/*
+ * The fentry -> fexit entry time lives in task storage for tracing
+ * programs (BPF_MAP_TYPE_TASK_STORAGE, v5.11).  Without it (5.10) the map
+ * cannot be created and the whole object would be refused: functions are
+ * attached as kprobes there, whose entry -> return stash is a hash.
+ */
+static void check_task_storage(struct nt_probes *p, bool *force_kprobe)
+{
 	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) <= 0) {
 		p->no_task_storage = true;
-		if (!force_kprobe)
+		if (!*force_kprobe)
 			snprintf(p->fallback, sizeof(p->fallback),
 				 "no task storage for tracing programs (kernel before 5.11): kprobes used");
-		force_kprobe = true;
+		*force_kprobe = true;
 	}
+}
+
+/* The per-CPU rings' size, when o asks for them. */
+static void size_percpu_rings(struct nt_probes *p, const struct nt_probe_opts *o)
+{
 	/* x86 only: elsewhere the programs' stores could be seen out of order (pcr_put) */
 #if defined(__x86_64__) || defined(__i386__)
 	if (o->percpu_rings && !o->kernel_agg) {
@@ -441,66 +442,103 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 			p->pcr_recs = pcr_recs_for(p->pcr_ncpu);
 	}
 #endif
+}
+
+/*
+ * After a load that worked without kprobes forced: true (the skeleton
+ * destroyed, *force_kprobe set, said in p->fallback) when fentry/fexit
+ * cannot attach here.
+ */
+static bool fentry_fallback(struct nt_probes *p, bool *force_kprobe)
+{
+	char name[96];
+	int e = fentry_cannot_attach(p, name, sizeof(name));
+
+	if (e) {
+		ntbpf_bpf__destroy(p->skel);
+		p->skel = NULL;
+		*force_kprobe = true;
+		add_fallback(p, "fentry/fexit cannot attach (%s: %s): kprobes used", name,
+			     e == 524 ? "not supported by this kernel" : strerror(e));
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The kernel refused program lb.prog: turn off what it needs (its hook, or
+ * rdonly_cast, or fentry/fexit for all) for the next round; -1 when no one
+ * program is at fault (a map, the object): nothing to turn off.
+ */
+static int turn_off_refused(struct nt_probes *p, const struct nt_probe_opts *o, bool *force_kprobe)
+{
+	int i = lb.prog[0] ? nt_hook_of_prog(p->choice, p->nhooks, lb.prog) : -1;
+
+	if (i < 0)	/* not one program's fault (a map, the object): nothing to turn off */
+		return -1;
+	if (p->choice[i].rc) {
+		/* a kernel that has bpf_rdonly_cast but refuses it here: the probe-read program then */
+		p->facts.rdonly_cast = 0;
+		add_fallback(p, "bpf_rdonly_cast refused (%s: %s): probe reads used", lb.prog, load_cause());
+		return 0;
+	}
+	if (!*force_kprobe && (p->choice[i].attach == NT_AT_FENTRY || p->choice[i].attach == NT_AT_FEXIT)) {
+		/* some kernels (lockdown, some LSMs) refuse fentry/fexit: kprobes then */
+		*force_kprobe = true;
+		add_fallback(p, "fentry/fexit refused (%s: %s): kprobes used", lb.prog, load_cause());
+		return 0;
+	}
+	p->choice[i].refused = true;
+	snprintf(p->choice[i].detail, sizeof(p->choice[i].detail), "%s: %s", lb.prog, load_cause());
+	p->nrefused++;
+	if (!o->quiet)
+		fprintf(stderr, "ntbpf: warning: hook %s left out: the kernel refused %s (%s)\n",
+			p->choice[i].hook->name, lb.prog, load_cause());
+	return 0;
+}
+
+/* The rounds of decide and load (nt_probes_load says how they end): 0, or -1 with err set. */
+static int load_rounds(struct nt_probes *p, const struct nt_probe_opts *o, bool force_kprobe, char *err,
+		       size_t errlen)
+{
+	int rounds;
+
 	for (rounds = 0; rounds <= 2 * p->nhooks + 1; rounds++) {
-		int rc, i;
+		int rc;
 
 		nt_hooks_decide(&p->facts, p->choice, p->nhooks, p->role, force_kprobe);
 		rc = try_load(p, o, err, errlen);
 		if (rc == 0 && !force_kprobe) {
-			char name[96];
-			int e = fentry_cannot_attach(p, name, sizeof(name));
-
-			if (e) {
-				ntbpf_bpf__destroy(p->skel);
-				p->skel = NULL;
-				force_kprobe = true;
-				add_fallback(p, "fentry/fexit cannot attach (%s: %s): kprobes used", name,
-					     e == 524 ? "not supported by this kernel" : strerror(e));
+			if (fentry_fallback(p, &force_kprobe))
 				continue;
-			}
 		}
 		if (rc <= 0)
 			break;
-		i = lb.prog[0] ? nt_hook_of_prog(p->choice, p->nhooks, lb.prog) : -1;
-		if (i < 0)	/* not one program's fault (a map, the object): nothing to turn off */
+		if (turn_off_refused(p, o, &force_kprobe))
 			return -1;
-		if (p->choice[i].rc) {
-			/* a kernel that has bpf_rdonly_cast but refuses it here: the probe-read program then */
-			p->facts.rdonly_cast = 0;
-			add_fallback(p, "bpf_rdonly_cast refused (%s: %s): probe reads used", lb.prog, load_cause());
-			continue;
-		}
-		if (!force_kprobe && (p->choice[i].attach == NT_AT_FENTRY || p->choice[i].attach == NT_AT_FEXIT)) {
-			/* some kernels (lockdown, some LSMs) refuse fentry/fexit: kprobes then */
-			force_kprobe = true;
-			add_fallback(p, "fentry/fexit refused (%s: %s): kprobes used", lb.prog, load_cause());
-			continue;
-		}
-		p->choice[i].refused = true;
-		snprintf(p->choice[i].detail, sizeof(p->choice[i].detail), "%s: %s", lb.prog, load_cause());
-		p->nrefused++;
-		if (!o->quiet)
-			fprintf(stderr, "ntbpf: warning: hook %s left out: the kernel refused %s (%s)\n",
-				p->choice[i].hook->name, lb.prog, load_cause());
 	}
 	if (!p->skel) {
 		snprintf(err, errlen, "loading the BPF programs failed after %d rounds", rounds);
 		return -1;
 	}
-	/*
-	 * block_rq_issue stamps blk_issue, which no stage of an NVMe I/O ends
-	 * at while rq->start_time_ns gives blk_start (docs/stages.md: it stands
-	 * in where that stamp is missing); nvme_setup_cmd starts the record.
-	 * Its two program runs per I/O (and one per I/O of every other block
-	 * device on the host) are then saved until an I/O comes unstamped.
-	 */
-	/*
-	 * A hook no stage needs until the kernel shows otherwise, loaded but not
-	 * attached (nt_probes_undefer): the initiator's block_rq_issue on NVMe
-	 * namespaces (nvme_setup_cmd starts the record), the target's
-	 * nvmet_try_send_data (nvmet_try_send_response ends the command unless
-	 * a queue runs without SQ head updates).
-	 */
+	return 0;
+}
+
+/*
+ * block_rq_issue stamps blk_issue, which no stage of an NVMe I/O ends
+ * at while rq->start_time_ns gives blk_start (docs/stages.md: it stands
+ * in where that stamp is missing); nvme_setup_cmd starts the record.
+ * Its two program runs per I/O (and one per I/O of every other block
+ * device on the host) are then saved until an I/O comes unstamped.
+ *
+ * A hook no stage needs until the kernel shows otherwise, loaded but not
+ * attached (nt_probes_undefer): the initiator's block_rq_issue on NVMe
+ * namespaces (nvme_setup_cmd starts the record), the target's
+ * nvmet_try_send_data (nvmet_try_send_response ends the command unless
+ * a queue runs without SQ head updates).
+ */
+static void defer_unneeded_hook(struct nt_probes *p, const struct nt_probe_opts *o)
+{
 	if (p->skel->bss && ((o->defer_blk_issue && p->role == NTBPF_ROLE_INITIATOR) ||
 			     (o->defer_data_send && p->role == NTBPF_ROLE_TARGET))) {
 		bool init = p->role == NTBPF_ROLE_INITIATOR;
@@ -524,11 +562,37 @@ int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err
 				p->skel->bss->data_send_deferred = 1;
 		}
 	}
+}
+
+/* --bpf-stats: the kernel's run-time statistics on while p is loaded (a warning if they cannot be) */
+static void enable_bpf_stats(struct nt_probes *p, const struct nt_probe_opts *o)
+{
 	if (o->bpf_stats) {
 		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (p->stats_fd < 0)
 			fprintf(stderr, "ntbpf: warning: cannot enable BPF run-time statistics: %s\n", strerror(errno));
 	}
+}
+
+/*
+ * One loop: decide from the facts, load; when the kernel refuses a program,
+ * turn its hook off (or, for a refused fentry/fexit, every function over to
+ * kprobes, once; for a refused tp_btf_rc_ program, the probe-read tp_btf
+ * one), decide again (stand-ins may now be needed) and retry.
+ * Each round turns at least one more thing off, so it ends.
+ */
+int nt_probes_load(struct nt_probes *p, const struct nt_probe_opts *o, char *err, size_t errlen)
+{
+	bool force_kprobe = o->force_kprobe;
+
+	if (probes_reset(p, o, err, errlen))
+		return -1;
+	check_task_storage(p, &force_kprobe);
+	size_percpu_rings(p, o);
+	if (load_rounds(p, o, force_kprobe, err, errlen))
+		return -1;
+	defer_unneeded_hook(p, o);
+	enable_bpf_stats(p, o);
 	return 0;
 }
 
