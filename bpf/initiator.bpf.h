@@ -40,6 +40,11 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 	/* nvme: created by nvme_setup_cmd a moment ago, on this CPU */
 	if (r && (r->flags & NTBPF_F_NVME) && !(r->ev_mask & (1u << EV_I_BLK_ISSUE))) {
 		ev_set(r, EV_I_BLK_ISSUE, bpf_ktime_get_ns());
+		skip = bpf_map_lookup_elem(&nostamp_rq, &zero);
+		if (skip && *skip == key) {
+			*skip = 0;
+			__sync_fetch_and_sub(&no_start_stamp, 1);
+		}
 		return 0;
 	}
 	skip = bpf_map_lookup_elem(&skip_rq, &zero);
@@ -315,8 +320,12 @@ static __always_inline int on_setup_cmd(bool btf, struct request *rq, struct nvm
 	r->opcode = opcode;
 	r->qid = qid;
 	r->flags |= NTBPF_F_NVME;
-	if (issue_deferred && !(r->ev_mask & (1u << EV_I_BLK_START)))
+	if (issue_deferred && !(r->ev_mask & (1u << EV_I_BLK_START))) {
 		__sync_fetch_and_add(&no_start_stamp, 1);
+		skip = bpf_map_lookup_elem(&nostamp_rq, &zero);
+		if (skip)
+			*skip = key;
+	}
 	/*
 	 * nvme_tcp's hctx->driver_data is the queue its pdus point to (not so
 	 * for nvme-pci).  A queue with a state here was seen before as

@@ -281,6 +281,18 @@ struct {
 	__type(value, __u64);
 } skip_rq SEC(".maps");
 
+/*
+ * nvme_setup_cmd counted this request in no_start_stamp: if block_rq_issue
+ * (same CPU, next; attached meanwhile) stamps it, it has an end_to_end from
+ * blk_issue after all, and is taken off the count
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} nostamp_rq SEC(".maps");
+
 /* entry -> exit stash for exit hooks (arguments and entry time), keyed by pid_tgid */
 struct args {
 	__u64 a[2];
