@@ -657,7 +657,7 @@ int nt_probes_undefer(struct nt_probes *p, uint64_t *unstamped, char *err, size_
 	if (i < 0)
 		return 0;
 	p->deferred = 0;
-	/* attached first: an I/O between the two is stamped, or counted */
+	/* attached first: an I/O between the two is stamped (and taken off the count), or counted */
 	if (attach_one(p, i) < 0) {
 		snprintf(err, errlen, "%s could not be attached: %s", p->choice[i].hook->name,
 			 strerror(-p->attach_err[i]));
