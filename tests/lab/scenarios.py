@@ -54,6 +54,11 @@ REFUSALS = [
     (["--multipath", "1", "--hosts2", "--out", "/nonexistent"], "--multipath works with one fio under record in one guest"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
+    (["--trace-events", "irq:*,$(reboot)", "--out", "/nonexistent"], "--trace-events wants SUBSYS:EVENT"),
+    (["--trace-events", "irq", "--out", "/nonexistent"], "--trace-events wants SUBSYS:EVENT"),
+    (["--trace-buffer", "4096", "--out", "/nonexistent"], "--trace-buffer wants KB per CPU (10-999999) and --trace-events"),
+    (["--trace-events", "irq:*", "--multipath", "1", "--out", "/nonexistent"],
+     "--trace-events and --multipath both use the guest's ftrace"),
 ]
 
 # Checks every scenario with both hosts recording gets.
@@ -684,6 +689,12 @@ EXTRA = [
     # every delay lands in its stage, but the neighbours spread more (writes' nvmet_tcp_submission
     # +9.9-10.8 us in the tgt_io_work and bio_done phases, handoffs 2.0-2.6 us; 2026-11-29)
     known_answers("6.12", extra=("--smp", "1"), suffix="-smp1", exempt=KA_EXEMPT_R2T_DIGEST),
+    # fio as SCHED_IDLE (docs/stages.md, "Known answers"): nvmet-tcp's io_work kworker, woken on
+    # fio's CPU when the command arrives, then always preempts fio at once; with fio a normal
+    # task EEVDF let fio run on until it slept for a few % of the reads (2.3 us more in
+    # nstack_submission).  The handoffs held to 2 us (no KA_HANDOFF)
+    known_answers("6.12", extra=("--fio-policy", "idle"), suffix="-fio-idle",
+                  exempt=[("write", KA_R2T_STAGES, 7.0)]),
     known_answers("6.12", extra=("--smp", "1", "--flavor", "generic", "--digest"), suffix="-smp1-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST),
     # the first known answers, against runs without netem or delay (5 us bands): superseded by
