@@ -159,7 +159,9 @@ KA_R2T_STAGES = ("nvme_tcp_submission", "nstack_submission", "nvmet_tcp_submissi
 #   reads' nstack_completion takes one of two modes (6.9 or 9.6 us) and its p50 moved 2.55 us
 #   between the netem runs (2026-11-29); 6.12's reads' nstack_submission p90 moved 2.19 us in the
 #   cleanup_cmd phase (~10 % of the reads 2.3 us longer there: a slower mode taken by 0-13 % of a
-#   phase's reads, whose share crossing 10 % moves p90 by the gap).  Both reads' and writes': 3 us.
+#   phase's reads, whose share crossing 10 % moves p90 by the gap: traced, EEVDF letting fio run
+#   on until it sleeps instead of preempting it for nvmet-tcp's woken io_work kworker on their
+#   one CPU; gone with --fio-policy idle, scenario -fio-idle in EXTRA).  Both reads' and writes': 3 us.
 KA_HANDOFF = [(op, ("nstack_submission", "nstack_completion"), 3.0) for op in ("read", "write")]
 KA_EXEMPT_R2T = [("write", KA_R2T_STAGES, 7.0)] + KA_HANDOFF
 KA_EXEMPT_R2T_DIGEST = [("write", KA_R2T_STAGES, 13.0)] + KA_HANDOFF
@@ -689,10 +691,12 @@ EXTRA = [
     # every delay lands in its stage, but the neighbours spread more (writes' nvmet_tcp_submission
     # +9.9-10.8 us in the tgt_io_work and bio_done phases, handoffs 2.0-2.6 us; 2026-11-29)
     known_answers("6.12", extra=("--smp", "1"), suffix="-smp1", exempt=KA_EXEMPT_R2T_DIGEST),
-    # fio as SCHED_IDLE (docs/stages.md, "Known answers"): nvmet-tcp's io_work kworker, woken on
-    # fio's CPU when the command arrives, then always preempts fio at once; with fio a normal
-    # task EEVDF let fio run on until it slept for a few % of the reads (2.3 us more in
-    # nstack_submission).  The handoffs held to 2 us (no KA_HANDOFF)
+    # fio SCHED_IDLE in the root group (docs/stages.md, "Known answers"): nvmet-tcp's io_work
+    # kworker, woken on fio's CPU when the command arrives, then always preempts fio at once;
+    # with fio a normal task EEVDF let fio run on until it slept for 1-3 % of the reads (2.3 us
+    # more in nstack_submission).  The handoffs at 2 us (no KA_HANDOFF): two runs on 2026-11-29,
+    # handoffs within 0.22 us, reads' others within 0.73 us; writes' R2T stages still 7 us
+    # (nvmet_tcp_submission +4.23 us between the netem runs in one)
     known_answers("6.12", extra=("--fio-policy", "idle"), suffix="-fio-idle",
                   exempt=[("write", KA_R2T_STAGES, 7.0)]),
     known_answers("6.12", extra=("--smp", "1", "--flavor", "generic", "--digest"), suffix="-smp1-generic-digest",
