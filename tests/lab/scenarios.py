@@ -701,8 +701,9 @@ EXTRA = [
                   exempt=[("write", KA_R2T_STAGES, 7.0)]),
     # 7.2's nstack_submission (3 us in KA_EXEMPT_7_2: "not the same run to run") is the same
     # choice: its reads took 7.6-8.0 or 8.9-9.9 us, about half each, the share moving from phase
-    # to phase; with fio SCHED_IDLE 7.2-7.6 us (792 of 877, the delayed phase aside), handoffs within 0.40 us, reads'
-    # others within 0.77 us, nstack_submission and blk_submission at 2 us (one run, 2026-11-29)
+    # to phase; with fio SCHED_IDLE 7.2-7.6 us (792 of 877, the delayed phase aside), handoffs
+    # within 0.40 us, reads' others within 0.77 us, nstack_submission and blk_submission at 2 us
+    # (one run, 2026-11-29)
     known_answers("7.2", extra=("--fio-policy", "idle"), suffix="-fio-idle",
                   exempt=[("write", KA_R2T_STAGES, 15.0)]),
     known_answers("6.12", extra=("--smp", "1", "--flavor", "generic", "--digest"), suffix="-smp1-generic-digest",
