@@ -232,7 +232,7 @@ KA_5_10_STAGES = ("blk_submission", "nstack_completion", "nvme_tcp_completion", 
 KA_5_10_MODES = [("read", ("nstack_completion", "nvme_tcp_completion"), 3.0)]
 
 
-def known_answers_initiator_only(kernel, stages):
+def known_answers_initiator_only(kernel, stages, extra=(), suffix="", exempt=KA_5_10_MODES):
     """One boot, two fio runs of 4k random reads at QD1: a warm-up, then the schedule of the
     KA_PHASES of `stages` (phase 0: their sites attached, no wait).  No netem runs:
     network_transmission is not measured without target records.  Each run: every I/O recorded
@@ -250,15 +250,15 @@ def known_answers_initiator_only(kernel, stages):
     fio = "rw=randread bs=4k iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0" % (KA_EVERY * (nph + 1))
     zero = ",".join(f"{site}=0" for site, *_ in phases)
     sched = zero + "".join(f";{site}={us}us" for site, _, us, _ in phases) + ";"   # and a last phase without a wait
-    args = ["--topology", "one", "--kernel", kernel, "--clock", "icount",
+    args = ["--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
             "--fio", fio, "--fio", fio, "--inject", sched, "--inject-every", str(KA_EVERY)]
     per_run = [("fio_ok", {}), ("initiator_count_equals_fio", {"slack": 0}), ("no_lost_records", {}),
                ("nothing_in_flight_at_start", {}),
                ("stages_as_documented", {"present": list(stages), "absent": []})]
-    return {"name": f"one-{kernel}-icount-known-answers", "args": args,
+    return {"name": f"one-{kernel}-icount-known-answers{suffix}", "args": args,
             "checks": [("known_answers", {"every": KA_EVERY, "phases": phases, "ops": ["read"],
                                           "stages": list(stages), "per_run": per_run,
-                                          "exempt": KA_5_10_MODES})]}
+                                          **({"exempt": exempt} if exempt else {})})]}
 
 
 def detach_scenario(kind, detach_arg, what):
@@ -701,11 +701,19 @@ EXTRA = [
                   exempt=[("write", KA_R2T_STAGES, 7.0)]),
     # 7.2's nstack_submission (3 us in KA_EXEMPT_7_2: "not the same run to run") is the same
     # choice: its reads took 7.6-8.0 or 8.9-9.9 us, about half each, the share moving from phase
-    # to phase; with fio SCHED_IDLE 7.2-7.6 us (792 of 877, the delayed phase aside), handoffs
-    # within 0.40 us, reads' others within 0.77 us, nstack_submission and blk_submission at 2 us
-    # (one run, 2026-11-29)
+    # to phase; with fio SCHED_IDLE 7.2-7.6 us (792 and 794 of 877, the delayed phase aside),
+    # handoffs within 0.40 and 0.71 us, reads' others within 0.77 and 0.69 us, nstack_submission
+    # and blk_submission at 2 us (two runs, 2026-11-29)
     known_answers("7.2", extra=("--fio-policy", "idle"), suffix="-fio-idle",
                   exempt=[("write", KA_R2T_STAGES, 15.0)]),
+    # 6.1 (CFS, not EEVDF) generic with digests: fio SCHED_IDLE also removed its late-run
+    # nvme_tcp_completion +3.5 us (KA_6_1_LATE, 3.48 in the cleanup_cmd phase of three plain
+    # runs) and its netem pair's nstack_completion move (2.55, -1.98 us): reads' others within
+    # 1.11 us, handoffs within 0.47 us; only the writes' R2T stages keep their band (two runs,
+    # 2026-11-29; the writes' others within 2.42 and 1.71 us)
+    known_answers("6.1", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle",
+                  exempt=[("write", KA_R2T_STAGES, 13.0)]),
+    known_answers_initiator_only("5.10", KA_5_10_STAGES, ("--fio-policy", "idle"), "-fio-idle", exempt=None),
     known_answers("6.12", extra=("--smp", "1", "--flavor", "generic", "--digest"), suffix="-smp1-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST),
     # the first known answers, against runs without netem or delay (5 us bands): superseded by
