@@ -713,7 +713,15 @@ EXTRA = [
     # 2026-11-29; the writes' others within 2.42 and 1.71 us)
     known_answers("6.1", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle",
                   exempt=[("write", KA_R2T_STAGES, 13.0)]),
+    # 5.10 with fio SCHED_IDLE, no exemption: two runs (2026-11-29) kept one pair of modes
+    # (nstack_completion 4.92 + nvme_tcp_completion 5.79 us) in every phase, the others within
+    # 0.04 us; a plain run that day switched pairs from the cleanup_cmd phase on (1.58 us)
     known_answers_initiator_only("5.10", KA_5_10_STAGES, ("--fio-policy", "idle"), "-fio-idle", exempt=None),
+    known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle",
+                  exempt=[("write", KA_R2T_STAGES, 13.0)]),
+    # 6.1 cloud with fio SCHED_IDLE: no KA_6_1_LATE, no handoff band; one run (2026-11-29): the
+    # reads' others within 0.25 us, the handoffs within 0.24, the writes' others within 1.80
+    known_answers("6.1", ("--fio-policy", "idle"), "-fio-idle", exempt=[("write", KA_R2T_STAGES, 7.0)]),
     known_answers("6.12", extra=("--smp", "1", "--flavor", "generic", "--digest"), suffix="-smp1-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST),
     # the first known answers, against runs without netem or delay (5 us bands): superseded by
