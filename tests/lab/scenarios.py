@@ -721,7 +721,8 @@ EXTRA = [
     # 0.04 us; a plain run that day switched pairs from the cleanup_cmd phase on (1.58 us)
     known_answers_initiator_only("5.10", KA_5_10_STAGES, ("--fio-policy", "idle"), "-fio-idle", exempt=None),
     # 6.12 generic with digests already held its handoffs within 0.79 us in two plain runs; with
-    # fio SCHED_IDLE too (one run, 2026-11-29: handoffs within 0.20 us, reads' others 0.73)
+    # fio SCHED_IDLE too (two runs, 2026-11-29: handoffs within 0.20 and 0.21 us, reads' others
+    # within 0.73 and 1.04)
     known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle",
                   exempt=[("write", KA_R2T_STAGES, 13.0)]),
     # 6.1 cloud with fio SCHED_IDLE: no KA_6_1_LATE, no handoff band; two runs (2026-11-29): the
