@@ -38,5 +38,24 @@ class Scenarios(unittest.TestCase):
                     self.assertFalse(missing, f"{s['name']}: {name} needs {missing}")
 
 
+class TraceArgs(unittest.TestCase):
+    """tests/lab/run --trace-events / --trace-buffer: what the runner refuses (no guest starts)"""
+    def test_refusals(self):
+        import subprocess
+        for args, says in scenarios.REFUSALS:
+            if not any(a.startswith("--trace-") for a in args):
+                continue
+            with self.subTest(args=args):
+                p = subprocess.run([os.path.join(here, "run"), *args], capture_output=True, text=True, timeout=60)
+                line = (p.stderr.strip().splitlines() or [""])[-1]
+                self.assertEqual(p.returncode, 1, line)
+                self.assertTrue(line.startswith("lab: FAILED at args: ") and says in line, line)
+
+    def test_help_documents_it(self):
+        text = open(os.path.join(here, "run")).read()
+        self.assertIn("--trace-events", text.split("# Exit 0")[0])
+        self.assertIn("--trace-buffer", text.split("# Exit 0")[0])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)
