@@ -40,7 +40,8 @@ static __always_inline int on_rq_issue(bool btf, struct request *rq)
 	/* nvme: created by nvme_setup_cmd a moment ago, on this CPU */
 	if (r && (r->flags & NTBPF_F_NVME) && !(r->ev_mask & (1u << EV_I_BLK_ISSUE))) {
 		ev_set(r, EV_I_BLK_ISSUE, bpf_ktime_get_ns());
-		skip = bpf_map_lookup_elem(&nostamp_rq, &zero);
+		/* only an I/O without a start stamp can have been counted: no lookup for the rest */
+		skip = r->ev_mask & (1u << EV_I_BLK_START) ? NULL : bpf_map_lookup_elem(&nostamp_rq, &zero);
 		if (skip && *skip == key) {
 			*skip = 0;
 			__sync_fetch_and_sub(&no_start_stamp, 1);
