@@ -298,6 +298,35 @@ def _inject_spun(d):
     return spun
 
 
+def _tick_align(d):
+    """tests/lab/inject --align-tick's counts for this fio run (inject-both.log): {ios, waited,
+    unanchored, ticks, in-io, off-grid}, or None"""
+    try:
+        with open(os.path.join(d, "inject-both.log")) as fh:
+            for line in fh:
+                w = line.split()
+                # "ntbpf-inject: tick-align ios N waited N unanchored N ticks N in-io N off-grid N"
+                if len(w) == 14 and w[:2] == ["ntbpf-inject:", "tick-align"]:
+                    return {w[i]: int(w[i + 1]) for i in range(2, 14, 2)}
+    except OSError:
+        pass
+    return None
+
+
+def tick_kept_out(d, max_frac=0.01, off_grid_frac=0.02):
+    """--tick-align: the injector aligned every nvme I/O (none before it saw a tick but the
+    first few), the ticks came on Debian's 4 ms boundaries (its HZ is right: with a wrong one
+    most would not; 1-23 of 2100-3500 came more than 100 us late, 2026-11-29, none inside an I/O),
+    and at most max_frac of the I/Os had a tick while they ran (an I/O longer than the guard)."""
+    t = _tick_align(d)
+    assert t is not None, "no tick-align line in inject-both.log"
+    assert t["ios"] > 0, f"tick-align saw no nvme I/O: {t}"
+    assert t["off-grid"] <= off_grid_frac * t["ticks"], f"{t['off-grid']} of {t['ticks']} ticks off the 4 ms boundaries"
+    assert t["unanchored"] <= 2, f"{t['unanchored']} of {t['ios']} I/Os before the first tick"
+    assert t["in-io"] <= max_frac * t["ios"], f"{t['in-io']} ticks inside {t['ios']} I/Os"
+    return f"tick kept out: {t['in-io']} ticks in {t['ios']} I/Os ({t['waited']} waited), {t['ticks']} ticks"
+
+
 def _script_rows(d):
     """every I/O of DIR's recordings as `ntbpf script --format json` prints it (completion order)"""
     import subprocess
@@ -316,7 +345,7 @@ def _nearest_rank(vals, pct):
 
 
 def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), tol=0.02, tol_us=1.0, others_us=2.0,
-                      crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None, pairs=()):
+                      crossings=None, trailing=1, netem_skip=0, stages=None, exempt=None, pairs=(), netem_settle=False):
     """The measurements behind known_answers (below) and bench/lab-calibration: one row per
     delayed (phase or netem pair) and op: stage, site, op, want (us), d50 and d90 (how far its
     p50 and p90 moved), other and other_us (the other stage that moved most), spun and n (how
@@ -327,7 +356,8 @@ def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), 
     pairs [(k1, k2)]: phases (1-based, as in phases) that wait at the same site, k2 longer; a
     row each compares phase k2 with phase k1 (the stage moves by the difference, the others
     stay), not with the phases delaying other stages: both phases perturb the I/O's rhythm
-    alike, as netem X against Y does."""
+    alike, as netem X against Y does.  netem_settle: a run at netem x, unchecked but for
+    per_run, comes before the two compared (TCP settling on a delay after none)."""
     crossings = crossings or {"read": 2, "write": 4}
     stages = list(TEN) if stages is None else list(stages)
     assert stages and set(stages) <= set(TEN), f"stages {stages}: not among the ten"
@@ -337,7 +367,7 @@ def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), 
     for op, sts, us in (exempt or ()):
         for st in sts:
             ex[(op, st)] = max(us, ex.get((op, st), 0.0))
-    runs = _ka_runs(d, phases, netem)
+    runs = _ka_runs(d, phases, netem, netem_settle)
     for r in runs:
         assert os.path.isdir(r), f"no {r}"
     out = []
@@ -407,9 +437,11 @@ def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), 
     return out
 
 
-def _ka_runs(d, phases, netem):
-    """the fio runs of a known-answer boot: a warm-up, the schedule (with phases), netem x, netem y"""
-    return [os.path.join(d, f"fio{i}") for i in range(1, 2 + (1 if phases else 0) + (2 if netem else 0))]
+def _ka_runs(d, phases, netem, settle=False):
+    """the fio runs of a known-answer boot: a warm-up, the schedule (with phases), (netem x to
+    settle on,) netem x, netem y"""
+    n = 1 + (1 if phases else 0) + ((3 if settle else 2) if netem else 0)
+    return [os.path.join(d, f"fio{i}") for i in range(1, n + 1)]
 
 
 def known_answers(d, every=0, phases=(), netem=None, per_run=(), **kw):
@@ -429,12 +461,12 @@ def known_answers(d, every=0, phases=(), netem=None, per_run=(), **kw):
     arm64 guest: no injector there) run 2 is netem x and run 3 netem y.  Every run gets the
     checks in per_run."""
     bad, said = [], []
-    for r in _ka_runs(d, phases, netem):
+    for r in _ka_runs(d, phases, netem, kw.get("netem_settle", False)):
         got = []
         for name, params in per_run:
             try:
                 msg = CHECKS[name](r, **params)
-                if name in ("initiator_count_equals_fio", "matched_fraction", "report_same_on_arm64"):
+                if name in ("initiator_count_equals_fio", "matched_fraction", "report_same_on_arm64", "tick_kept_out"):
                     got.append(msg)
             except (AssertionError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
                 bad.append(f"{os.path.basename(r)} {name}: {e}")
@@ -1332,7 +1364,7 @@ def interference_absent(d, says):
     return f"none: {note}"
 
 
-CHECKS = {f.__name__: f for f in (device_stage, report_same_on_arm64, multipath_failover, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
+CHECKS = {f.__name__: f for f in (device_stage, tick_kept_out, report_same_on_arm64, multipath_failover, known_answers, paired_by_port, fio_ok, initiator_count_equals_fio, end_to_end_within_fio_lat,
                                   no_lost_records, nothing_in_flight_at_start, matched_fraction, target_records, ops_present,
                                   stage_at_least, stages_sum_to_end_to_end, stage_delta, others_still,
                                   sampled_fraction, functions_attached_as, live_sum_equals_fio, live_matched,

@@ -52,6 +52,10 @@ REFUSALS = [
      "--arch arm64: no arm64 ntbpf-inject; --inject takes network_transmission=DELAY only"),
     (["--multipath", "x", "--out", "/nonexistent"], "--multipath wants seconds (e.g. 1.5)"),
     (["--multipath", "1", "--hosts2", "--out", "/nonexistent"], "--multipath works with one fio under record in one guest"),
+    (["--tick-align", "2", "--out", "/nonexistent"], "--tick-align wants a time (e.g. 2ms)"),
+    (["--tick-align", "4ms", "--out", "/nonexistent"], "--tick-align wants 1us to 4ms"),
+    (["--tick-align", "2ms", "--topology", "two", "--out", "/nonexistent"], "--tick-align needs --topology one"),
+    (["--tick-align", "2ms", "--kernel", "5.10", "--out", "/nonexistent"], "--tick-align needs bpf_loop (5.17+)"),
     (["--cpu-hog", "0:busy", "--out", "/nonexistent"],
      "--cpu-hog and --target-cpu-hog take CPU[:ITERS[:IDLE_US]] (e.g. 0 or 0:300:1000)"),
     (["--trace-events", "irq:*,$(reboot)", "--out", "/nonexistent"], "--trace-events wants SUBSYS:EVENT"),
@@ -191,11 +195,21 @@ KA_NETEM = (264.5, 320.3)
 # first ~95 128k writes after 41.3 -> 97.1 us took 4.3 us more in the target's receive, whose
 # ACKs change with the round trip TCP has measured; then as before)
 KA_NETEM_SKIP = 300
+# With the tick kept out (--tick-align) that settling shows alone: 6.12's 128k writes took 195.4
+# us in nvmet_tcp_submission (data_arrive -> exec) instead of 191.1 for the first ~400 I/Os of
+# netem 264.5 us after none in one run of two (2026-11-29), none after 264.5 -> 320.3: a run at
+# netem 264.5 us comes first, unchecked but for per_run (netem_settle)
 # with --fio-policy idle only the writes' R2T stages keep a band (the target's receive of a 128k
 # write's data: two modes, not the scheduler's handoff)
 KA_FIO_IDLE_R2T = [("write", KA_R2T_STAGES, 7.0)]
 KA_FIO_IDLE_R2T_DIGEST = [("write", KA_R2T_STAGES, 13.0)]
 KA_FIO_IDLE_7_2 = [("write", KA_R2T_STAGES, 15.0)]
+
+
+# --tick-align's guard: an I/O that would start within 2 ms of the next tick (Debian: every 4 ms)
+# waits for it first.  The longest I/O of a known-answer boot, a 128k write under netem 320.3 us
+# (4 crossings), takes ~1.7 ms.
+KA_TICK_GUARD = "2ms"
 
 
 # the second, longer delay of each site, for known answers by pairs (one site's two delays
@@ -205,11 +219,12 @@ KA_SECOND = {"queue_rq": 93.7, "start_request": 88.1, "r2t_copied": 79.3, "tgt_i
              "complete_remote": 114.7, "cleanup_cmd": 92.3}
 
 
-def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=True):
+def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=True, tick_align=False):
     """One boot, four fio runs of 4k random reads mixed with 128k R2T writes at QD1 (fio's
     buffer in a huge page: one bio_vec): a warm-up, the schedule of KA_PHASES (phase 0: every
     site attached, no wait), then netem KA_NETEM[0] and KA_NETEM[1] on lo (netem=False: not
-    those two)."""
+    those two).  tick_align: --tick-align KA_TICK_GUARD, every run checked for it, and a run at
+    netem KA_NETEM[0] before the two compared (check.known_answer_rows: netem_settle)."""
     phases, pairs = list(KA_PHASES), []
     if paired:   # each site twice: its delay, then its second delay
         phases = [q for ph in KA_PHASES for q in (ph, (ph[0], ph[1], KA_SECOND[ph[0]], ph[3]))]
@@ -224,13 +239,19 @@ def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=
     args = ["--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
             "--fio", fio % (KA_EVERY * (nph + 1)),
             "--fio", fio % (KA_EVERY * (nph + 1)), "--inject", sched, "--inject-every", str(KA_EVERY)]
+    if netem and tick_align:
+        args += ["--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[0]}us"]
     if netem:
         args += ["--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[0]}us",
                  "--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[1]}us"]
     per_run = [c for c in BASIC if c[0] != "matched_fraction"] + [("matched_fraction", {"min": 1.0})]
+    if tick_align:
+        args += ["--tick-align", KA_TICK_GUARD]
+        per_run.append(("tick_kept_out", {}))
     return {"name": f"one-{kernel}-icount-known-answers{suffix}", "args": args,
             "checks": [("known_answers", {"every": KA_EVERY, "phases": phases,
                                           **({"netem": KA_NETEM} if netem else {}),
+                                          **({"netem_settle": True} if netem and tick_align else {}),
                                           **({"pairs": pairs} if pairs else {}),
                                           "netem_skip": KA_NETEM_SKIP, "per_run": per_run,
                                           **({"exempt": exempt} if exempt else {})})]}
@@ -787,6 +808,15 @@ EXTRA = [
     known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest"), "-smp1-generic-digest",
                   exempt=KA_EXEMPT_7_2),
     known_answers_arm64("7.2"),
+    # the timer tick kept out of the I/Os (--tick-align): no band for the writes' R2T stages
+    known_answers("6.12", ("--fio-policy", "idle"), "-fio-idle-tick", tick_align=True),
+    known_answers("7.2", ("--fio-policy", "idle"), "-fio-idle-tick", tick_align=True),
+    known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
+                  tick_align=True),
+    known_answers("6.1", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
+                  tick_align=True),
+    known_answers("7.2", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
+                  tick_align=True),
     # multipath failover on 6.1 and 7.2 (6.12's is in make test): 6.1 passed once, 7.2 twice, 2026-11-29
     # (10 and 16 path errors, all retried on the other path; 7 and 4 runs of block_rq_complete
     # skipped, null_blk's)

@@ -286,3 +286,106 @@ int BPF_PROG(f_queue_response, struct nvmet_req *req)
 		spin(INJ_QUEUE_RESPONSE);
 	return 0;
 }
+
+/* ---- the timer tick kept out of the I/Os (--align-tick) ------------------------------------ */
+
+/* Every busy vCPU takes the timer tick at the same jiffy boundaries (HZ=250 on Debian: every 4
+ * ms), and on the instruction clock a tick on either vCPU (its handler, then the timer and RCU
+ * softirqs: 5.5-28 us of instructions) lengthens whatever stage is running then.  Where 128k
+ * writes keep both vCPUs busy for ~160 us, ~8 % of them took a tick, at random, in one of their
+ * R2T stages (tests/lab/scenarios.py: KA_R2T_STAGES): p90 of ~75 writes a phase then moved 5-15
+ * us from phase to phase.  With --align-tick GUARD an I/O that could still run when the next
+ * boundary comes (fewer than GUARD ns before it) waits before it enters the block layer
+ * (blk_mq_submit_bio, before blk-mq stamps rq->start_time_ns: no stage has begun) until the
+ * boundary and its tick have passed.  The ticks are counted: those that came while an nvme I/O
+ * was in flight (the alignment failed, or an I/O outlasted GUARD) and those off the boundaries
+ * (tick_ns wrong for this kernel). */
+const volatile __u64 tick_ns = 0;	/* 0: no alignment */
+const volatile __u64 guard_ns = 0;
+#define ALIGN_AFTER_NS 50000ULL		/* past the boundary: the tick's handler and softirqs */
+#define TICK_SLACK_NS 100000ULL		/* a tick's handler this late after its boundary is on it */
+
+__u64 last_tick = 0;
+__s64 in_flight = 0;
+__u64 align_ios = 0, align_waits = 0, align_unanchored = 0, ticks_in_io = 0, ticks_off_grid = 0, ticks = 0;
+
+SEC("fentry/update_process_times")
+int BPF_PROG(f_tick)
+{
+	__u64 now = bpf_ktime_get_ns(), prev = last_tick;
+
+	if (!tick_ns)
+		return 0;
+	__sync_fetch_and_add(&ticks, 1);
+	if (prev && now > prev && (now - prev) % tick_ns > TICK_SLACK_NS &&
+	    tick_ns - (now - prev) % tick_ns > TICK_SLACK_NS)
+		__sync_fetch_and_add(&ticks_off_grid, 1);
+	if (in_flight > 0)
+		__sync_fetch_and_add(&ticks_in_io, 1);
+	/* the grid: the first tick's handler (late after its boundary by its entry, <1 us) */
+	if (!prev)
+		last_tick = now;
+	return 0;
+}
+
+/* 5.10's bio names its disk (bi_disk; bi_bdev from 5.12) */
+struct bio___old {
+	struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool nvme_bio(struct bio *bio)
+{
+	struct gendisk *disk;
+	char name[4] = {};
+
+	if (bpf_core_field_exists(((struct bio___old *)0)->bi_disk))
+		disk = BPF_CORE_READ((struct bio___old *)bio, bi_disk);
+	else
+		disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
+	if (!disk)
+		return false;
+	bpf_probe_read_kernel(name, sizeof(name), &disk->disk_name);
+	return name[0] == 'n' && name[1] == 'v' && name[2] == 'm' && name[3] == 'e';
+}
+
+SEC("fentry/blk_mq_submit_bio")
+int BPF_PROG(f_align, struct bio *bio)
+{
+	__u64 now, grid, left, end;
+
+	if (!tick_ns || !nvme_bio(bio))
+		return 0;
+	__sync_fetch_and_add(&align_ios, 1);
+	grid = last_tick;
+	now = bpf_ktime_get_ns();
+	if (!grid || now < grid) {
+		__sync_fetch_and_add(&align_unanchored, 1);
+	} else {
+		left = tick_ns - (now - grid) % tick_ns;
+		if (left < guard_ns) {
+			end = now + left + ALIGN_AFTER_NS;
+#ifndef INJ_BOUNDED_LOOP
+#ifdef INJ_PREEMPT_OFF
+			bpf_preempt_disable();
+#endif
+			bpf_loop(1 << 23, spin_cb, &end, 0);
+#ifdef INJ_PREEMPT_OFF
+			bpf_preempt_enable();
+#endif
+#else
+			(void)end;	/* no bpf_loop: the loader refuses --align-tick */
+#endif
+			__sync_fetch_and_add(&align_waits, 1);
+		}
+	}
+	__sync_fetch_and_add(&in_flight, 1);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(f_align_done, struct request *rq)
+{
+	if (tick_ns && nvme_disk(rq) && in_flight > 0)
+		__sync_fetch_and_sub(&in_flight, 1);
+	return 0;
+}

@@ -8,6 +8,9 @@
  *   ntbpf-inject --every N SITE=NS... --then SITE=NS... ...     (one guest: a schedule of phases,
  *                             N I/Os each, counted where they enter nvme-tcp; then the last phase)
  *   ntbpf-inject --list                                         (the table below)
+ *   ntbpf-inject --align-tick GUARD [--hz HZ] [SITE=NS...]      (an nvme I/O that would be running
+ *                             within GUARD ns of the next timer tick waits for it first:
+ *                             inject.bpf.c, "the timer tick kept out of the I/Os")
  *
  * SITES is the one table of where a known delay goes for each stage; docs/stages.md
  * ("Known answers") shows it and tests/lab/test_inject.py holds the two in agreement and
@@ -98,7 +101,7 @@ static void list(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: ntbpf-inject [--role initiator|target|both] [--every N] SITE=NS... [--then SITE=NS...]... | --list\n");
+	fprintf(stderr, "usage: ntbpf-inject [--role initiator|target|both] [--align-tick GUARD_NS [--hz HZ]] [--every N] SITE=NS... [--then SITE=NS...]... | --list\n");
 	return 2;
 }
 
@@ -155,7 +158,7 @@ int main(int argc, char **argv)
 	struct inject_bpf *skel = NULL;
 	struct bpf_program *linked[3 * INJ_NSITES];
 	int i, a, err = 0, n = 0, nlinks = 0, ph = 0;
-	unsigned long every = 0;
+	unsigned long every = 0, guard = 0, hz = 250;
 
 	for (a = 1; a < argc; a++) {
 		char *eq, *end;
@@ -176,6 +179,16 @@ int main(int argc, char **argv)
 			every = strtoul(argv[++a], &end, 10);
 			if (errno || !every || *end || every > 1000000)
 				return usage();
+			continue;
+		}
+		if ((!strcmp(argv[a], "--align-tick") || !strcmp(argv[a], "--hz")) && a + 1 < argc) {
+			bool is_hz = argv[a][2] == 'h';
+
+			errno = 0;
+			unsigned long v = strtoul(argv[++a], &end, 10);
+			if (errno || !v || *end || v > (is_hz ? 10000 : 100000000))
+				return usage();
+			*(is_hz ? &hz : &guard) = v;
 			continue;
 		}
 		if (!strcmp(argv[a], "--then")) {
@@ -214,6 +227,11 @@ int main(int argc, char **argv)
 	}
 	if (every)
 		on[INJ_QUEUE_RQ] = true; /* it counts the I/Os */
+	if (guard && guard >= 1000000000UL / hz) {
+		fprintf(stderr, "ntbpf-inject: --align-tick %lu: not shorter than the tick (%lu ns at %lu Hz)\n",
+			guard, 1000000000UL / hz, hz);
+		return 2;
+	}
 
 	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
 	bool have_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) > 0;
@@ -233,6 +251,13 @@ int main(int argc, char **argv)
 			bpf_program__set_autoload(p, false);
 		skel->rodata->every = every;
 		skel->rodata->nphases = ph + 1;
+		if (guard) {
+			skel->rodata->tick_ns = 1000000000UL / hz;
+			skel->rodata->guard_ns = guard;
+			bpf_program__set_autoload(prog(skel, "f_tick"), true);
+			bpf_program__set_autoload(prog(skel, "f_align"), true);
+			bpf_program__set_autoload(prog(skel, "f_align_done"), true);
+		}
 		for (i = 0; i < INJ_NSITES; i++) {
 			for (int p = 0; p <= ph; p++)
 				skel->rodata->delay_ns[p][i] = delay[p][i];
@@ -271,6 +296,23 @@ int main(int argc, char **argv)
 	if (!skel) {
 		fprintf(stderr, "ntbpf-inject: cannot load: %s\n", strerror(-err));
 		return 1;
+	}
+	if (guard && var == V_BOUNDED) {
+		fprintf(stderr, "ntbpf-inject: --align-tick waits up to a tick: it needs bpf_loop (5.17+)\n");
+		inject_bpf__destroy(skel);
+		return 1;
+	}
+	if (guard) {
+		const char *names[] = {"f_tick", "f_align", "f_align_done"};
+
+		for (i = 0; i < 3; i++)
+			if (!bpf_program__attach(prog(skel, names[i]))) {
+				fprintf(stderr, "ntbpf-inject: --align-tick: cannot attach %s: %s\n", names[i], strerror(errno));
+				inject_bpf__destroy(skel);
+				return 1;
+			}
+		printf("ntbpf-inject: timer tick every %lu ns kept out of the I/Os: those within %lu ns of it wait\n",
+		       1000000000UL / hz, guard);
 	}
 	/* each program once: skb_copy_bits's program serves two sites */
 	for (i = 0; i < INJ_NSITES; i++) {
@@ -324,6 +366,12 @@ int main(int argc, char **argv)
 		}
 	if (every)
 		printf("ntbpf-inject: %llu I/Os counted\n", (unsigned long long)skel->bss->io_count);
+	/* "ntbpf-inject: tick-align ios N waited N unanchored N ticks N in-io N off-grid N" */
+	if (guard)
+		printf("ntbpf-inject: tick-align ios %llu waited %llu unanchored %llu ticks %llu in-io %llu off-grid %llu\n",
+		       (unsigned long long)skel->bss->align_ios, (unsigned long long)skel->bss->align_waits,
+		       (unsigned long long)skel->bss->align_unanchored, (unsigned long long)skel->bss->ticks,
+		       (unsigned long long)skel->bss->ticks_in_io, (unsigned long long)skel->bss->ticks_off_grid);
 	inject_bpf__destroy(skel);
 	return 0;
 }
