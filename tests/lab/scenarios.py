@@ -213,6 +213,10 @@ KA_FIO_IDLE_7_2 = [("write", KA_R2T_STAGES, 15.0)]
 # per-CPU list in the order the write before freed them (reversed each time), and pages in
 # ascending order merge into fewer bio segments (not traced).  That stage of the writes: 2.5 us.
 KA_TICK_WRITE_ALTERNATE = [("write", ("target_subsystem",), 2.5)]
+# 7.2 with one vCPU: the same strict alternation, its two times 2.6-2.8 us apart (71.0-71.9 or
+# 73.65-73.77 us): a CI run moved the writes' target_subsystem p50 -2.28 and -2.55 us in another
+# stage's phase (2026-11-29).  3 us there.
+KA_TICK_WRITE_ALTERNATE_7_2 = [("write", ("target_subsystem",), 3.0)]
 # 7.2 with one vCPU, under netem: the target's receive of a 128k write's data (data_arrive ->
 # exec, in nvmet_tcp_submission) takes one of two times 4.05 us apart (227.9 or 223.8 us), the
 # same for hundreds of I/Os, then the other (once in the settling run, once 200 I/Os into netem
@@ -373,14 +377,14 @@ SCENARIOS = [
     # run now hold), 6.1 generic 2, 6.12 generic 2, 7.2 cloud 1, 7.2 generic 1 (more below in
     # the session's note).  The same without --tick-align, and without --fio-policy: EXTRA
     known_answers("6.12", ("--fio-policy", "idle"), "-fio-idle-tick", exempt=KA_TICK_WRITE_ALTERNATE, tick_align=True),
-    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle"), "-smp1-fio-idle-tick", exempt=KA_TICK_7_2_NETEM,
-                  tick_align=True),
+    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle"), "-smp1-fio-idle-tick",
+                  exempt=KA_TICK_7_2_NETEM + KA_TICK_WRITE_ALTERNATE_7_2, tick_align=True),
     known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
                   tick_align=True),
     known_answers("6.1", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
                   exempt=KA_TICK_WRITE_ALTERNATE, tick_align=True),
     known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest", "--fio-policy", "idle"),
-                  "-smp1-generic-digest-fio-idle-tick-sched", exempt=KA_TICK_WRITE_ALTERNATE, tick_align=True,
+                  "-smp1-generic-digest-fio-idle-tick-sched", exempt=KA_TICK_WRITE_ALTERNATE_7_2, tick_align=True,
                   netem=False),
     known_answers_initiator_only("5.10", KA_5_10_STAGES),
     # arm64 (issue 31): 6.12 in make test, 7.2 in EXTRA
