@@ -101,21 +101,23 @@ static __always_inline void spin(int site)
 	__sync_fetch_and_add(&hits[p][site], 1);
 }
 
-/* the request's disk name starts "nvme" (the initiator's namespace or one of its paths; the
- * admin queue has no disk, the target's backing device is nullb0) */
-static __always_inline bool nvme_disk(struct request *rq)
+/* the disk's name starts "nvme" (the initiator's namespace or one of its paths; the admin
+ * queue has no disk, the target's backing device is nullb0) */
+static __always_inline bool nvme_named(struct gendisk *disk)
 {
-	struct gendisk *disk = NULL;
 	char name[4] = {};
 
-	if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
-		disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
-	else
-		disk = BPF_CORE_READ(rq, q, disk);
 	if (!disk)
 		return false;
 	bpf_probe_read_kernel(name, sizeof(name), &disk->disk_name);
 	return name[0] == 'n' && name[1] == 'v' && name[2] == 'm' && name[3] == 'e';
+}
+
+static __always_inline bool nvme_disk(struct request *rq)
+{
+	if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
+		return nvme_named(BPF_CORE_READ((struct request___old *)rq, rq_disk));
+	return nvme_named(BPF_CORE_READ(rq, q, disk));
 }
 
 /* ---- initiator ---------------------------------------------------------------------------- */
@@ -335,17 +337,9 @@ struct bio___old {
 
 static __always_inline bool nvme_bio(struct bio *bio)
 {
-	struct gendisk *disk;
-	char name[4] = {};
-
 	if (bpf_core_field_exists(((struct bio___old *)0)->bi_disk))
-		disk = BPF_CORE_READ((struct bio___old *)bio, bi_disk);
-	else
-		disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
-	if (!disk)
-		return false;
-	bpf_probe_read_kernel(name, sizeof(name), &disk->disk_name);
-	return name[0] == 'n' && name[1] == 'v' && name[2] == 'm' && name[3] == 'e';
+		return nvme_named(BPF_CORE_READ((struct bio___old *)bio, bi_disk));
+	return nvme_named(BPF_CORE_READ(bio, bi_bdev, bd_disk));
 }
 
 SEC("fentry/blk_mq_submit_bio")
