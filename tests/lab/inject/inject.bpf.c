@@ -239,9 +239,24 @@ int BPF_PROG(f_req_init)
 
 /* target_subsystem: the backing bio ends (nvmet_bio_done, its bi_end_io), before
  * nvmet_req_complete's tracepoint (subsys_done) */
+/* And what the backing write bios were made of: their segments (bi_vcnt, after bio_add_page
+ * merged the physically contiguous ascending pages of the command's data), counted 1, 2-31,
+ * 32+, and how often a write had another count than the write before (the writes'
+ * target_subsystem alternating every other write: docs/stages.md, "The timer tick, kept out") */
+__u64 wbio[3] = {}, wbio_changed = 0;
+__u16 wbio_last = 0;
+
 SEC("fentry/nvmet_bio_done")
-int BPF_PROG(f_bio_done)
+int BPF_PROG(f_bio_done, struct bio *bio)
 {
+	__u16 n = BPF_CORE_READ(bio, bi_vcnt);
+
+	if ((BPF_CORE_READ(bio, bi_opf) & 0xff) == 1) {	/* REQ_OP_WRITE */
+		__sync_fetch_and_add(&wbio[n <= 1 ? 0 : n < 32 ? 1 : 2], 1);
+		if (wbio_last && n != wbio_last)
+			__sync_fetch_and_add(&wbio_changed, 1);
+		wbio_last = n;
+	}
 	spin(INJ_BIO_DONE);
 	return 0;
 }

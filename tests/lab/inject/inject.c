@@ -366,6 +366,11 @@ int main(int argc, char **argv)
 		}
 	if (every)
 		printf("ntbpf-inject: %llu I/Os counted\n", (unsigned long long)skel->bss->io_count);
+	/* "ntbpf-inject: target write bios segments 1:N 2-31:N 32+:N changed N" */
+	if (on[INJ_BIO_DONE])
+		printf("ntbpf-inject: target write bios segments 1:%llu 2-31:%llu 32+:%llu changed %llu\n",
+		       (unsigned long long)skel->bss->wbio[0], (unsigned long long)skel->bss->wbio[1],
+		       (unsigned long long)skel->bss->wbio[2], (unsigned long long)skel->bss->wbio_changed);
 	/* "ntbpf-inject: tick-align ios N waited N unanchored N ticks N in-io N off-grid N" */
 	if (guard)
 		printf("ntbpf-inject: tick-align ios %llu waited %llu unanchored %llu ticks %llu in-io %llu off-grid %llu\n",
