@@ -205,25 +205,26 @@ KA_FIO_IDLE_R2T = [("write", KA_R2T_STAGES, 7.0)]
 KA_FIO_IDLE_R2T_DIGEST = [("write", KA_R2T_STAGES, 13.0)]
 KA_FIO_IDLE_7_2 = [("write", KA_R2T_STAGES, 15.0)]
 # With the tick kept out (--tick-align) the writes' R2T stages need no band, but one thing the
-# tick hid is left: a write's target_subsystem takes one of two times, every other write
-# (strictly alternating, whatever the reads between: 6.12 74.2-74.7 or 75.9 us, 6.1 generic 156.5
-# or 158.4 us; 6.12 generic 0.7 us apart, 7.2 one time; 2026-11-29).  About half the writes of a
-# phase are in each, so its p50 falls in one or the other by chance (+56.18 us for 57.3 in one
-# run, +55.91 in another).  Likely the page allocator: the 32 pages of a write's data come off the
-# per-CPU list in the order the write before freed them (reversed each time), and pages in
-# ascending order merge into fewer bio segments (not traced).  That stage of the writes: 2.5 us.
-KA_TICK_WRITE_ALTERNATE = [("write", ("target_subsystem",), 2.5)]
-# 7.2 with one vCPU: the same strict alternation, its two times 2.6-2.8 us apart (71.0-71.9 or
-# 73.65-73.77 us): a CI run moved the writes' target_subsystem p50 -2.28 and -2.55 us in another
-# stage's phase (2026-11-29).  3 us there.
-KA_TICK_WRITE_ALTERNATE_7_2 = [("write", ("target_subsystem",), 3.0)]
+# tick hid was left: on null_blk a write's target_subsystem took one of two times, every other
+# write (6.12 74.7 or 76.1 us, 6.1 generic 156.5 or 158.4, 7.2 with one vCPU 71.0-71.9 or
+# 73.65-73.77), and a phase's p50 fell in one or the other by chance (2.5-3 us bands).  Traced
+# (ntbpf-inject's "target write bios segments" line, 2026-11-29, 6.12): the backing write bio
+# alternated between 2-31 segments and 32, every write (922 changes in 923 writes): the 32 pages
+# of a write's data come off the per-CPU free list in the order the write before freed them,
+# reversed each time, and bio_add_page merges only ascending contiguous pages; null_blk's blk-mq
+# path (split, segment mapping) costs 1.1-2.7 us more for 32 segments.  brd, a bio driver without
+# blk-mq, does not care: 0.2 us apart on 6.12 (38.0 or 38.2 us).  So the tick-aligned known
+# answers run on brd (--target-dev brd): no band for target_subsystem.
 # 7.2 with one vCPU, under netem: the target's receive of a 128k write's data (data_arrive ->
-# exec, in nvmet_tcp_submission) takes one of two times 4.05 us apart (227.9 or 223.8 us), the
+# exec, in nvmet_tcp_submission) took one of two times 4.05 us apart (227.9 or 223.8 us), the
 # same for hundreds of I/Os, then the other (once in the settling run, once 200 I/Os into netem
-# X; two runs, 2026-11-29): TCP's state (what is left to copy after the last byte arrives), not a
-# boundary.  The netem pair's p50 sees it when a switch falls in X or Y: that stage of the
-# writes, 4.5 us (the schedule run, without netem, held it within 1.7 us).
-KA_TICK_7_2_NETEM = [("write", ("nvmet_tcp_submission",), 4.5)]
+# X; two runs, 2026-11-29): a 4.5 us band until TCP's ACKs were taken out of it.  TCP delays an
+# ACK or sends it at once by a state it changes as it goes (quick-ack mode, ping-pong), and an
+# ACK sent from the receive costs the stage it runs in.  With the route's quickack 1 (--quickack:
+# every segment acknowledged at once) the receive took 229.0 us in every netem run of two runs,
+# and no band is needed.  Only there: 6.x's netem pairs held without it, and on 6.12 generic with
+# digests it gave the writes' network_transmission a tail (6 % of the writes 1.7 or 2.65 us
+# longer: its p90 moved 1.71 us in two phases of one run) where they had modes 1.5 us apart.
 
 
 # --tick-align's guard: an I/O that would start within 2 ms of the next tick (Debian: every 4 ms)
@@ -243,8 +244,9 @@ def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=
     """One boot, four fio runs of 4k random reads mixed with 128k R2T writes at QD1 (fio's
     buffer in a huge page: one bio_vec): a warm-up, the schedule of KA_PHASES (phase 0: every
     site attached, no wait), then netem KA_NETEM[0] and KA_NETEM[1] on lo (netem=False: not
-    those two).  tick_align: --tick-align KA_TICK_GUARD, every run checked for it, and a run at
-    netem KA_NETEM[0] before the two compared (check.known_answer_rows: netem_settle)."""
+    those two).  tick_align: the lab's noise kept out: --tick-align KA_TICK_GUARD, every run
+    checked for it, a run at netem KA_NETEM[0] before the two compared (check.known_answer_rows:
+    netem_settle), and the target's namespace on brd (why: the comment above KA_TICK_GUARD)."""
     phases, pairs = list(KA_PHASES), []
     if paired:   # each site twice: its delay, then its second delay
         phases = [q for ph in KA_PHASES for q in (ph, (ph[0], ph[1], KA_SECOND[ph[0]], ph[3]))]
@@ -266,7 +268,7 @@ def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=
                  "--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[1]}us"]
     per_run = [c for c in BASIC if c[0] != "matched_fraction"] + [("matched_fraction", {"min": 1.0})]
     if tick_align:
-        args += ["--tick-align", KA_TICK_GUARD]
+        args += ["--tick-align", KA_TICK_GUARD, "--target-dev", "brd"]
         per_run.append(("tick_kept_out", {}))
     return {"name": f"one-{kernel}-icount-known-answers{suffix}", "args": args,
             "checks": [("known_answers", {"every": KA_EVERY, "phases": phases,
@@ -284,7 +286,7 @@ KA_5_10_STAGES = ("blk_submission", "nstack_completion", "nvme_tcp_completion", 
 KA_5_10_MODES = [("read", ("nstack_completion", "nvme_tcp_completion"), 3.0)]
 
 
-def known_answers_initiator_only(kernel, stages, extra=(), suffix="", exempt=KA_5_10_MODES):
+def known_answers_initiator_only(kernel, stages, extra=(), suffix="", exempt=KA_5_10_MODES, writes=False):
     """One boot, two fio runs of 4k random reads at QD1: a warm-up, then the schedule of the
     KA_PHASES of `stages` (phase 0: their sites attached, no wait).  No netem runs:
     network_transmission is not measured without target records.  Each run: every I/O recorded
@@ -294,12 +296,23 @@ def known_answers_initiator_only(kernel, stages, extra=(), suffix="", exempt=KA_
     run (4.92 + 5.79 or 6.51 + 4.48 us; not investigated): the check held with either, 0.36 us
     inside its bands at worst, until a CI run (2026-11-29) switched modes between phases:
     nstack_completion +67.60 us at p50 for 69.1 in its own phase (the two modes 1.59 us apart).
-    Both stages: 3 us (KA_5_10_MODES; nstack_completion is a handoff, KA_HANDOFF).  Reads only: with 128k writes mixed in (one run), every delayed
-    stage moved by its delay, but in the cleanup_cmd phase the writes' nstack_completion fell
-    from 9.30 to 5.17 us (more than the 2 us allowed; not investigated)."""
-    phases = [ph for ph in KA_PHASES_5_10 if ph[1] in stages]
+    Both stages: 3 us (KA_5_10_MODES; nstack_completion is a handoff, KA_HANDOFF).  The switch
+    is no accident: three plain runs of 2026-11-29 (one with --quickack) switched from the
+    cleanup_cmd phase on (4.92 + 5.79 -> 6.45 + 4.47 us; 7.82 + 6.36 -> 9.20 + 5.04 with
+    --quickack), the phase whose 59.9 us wait runs in the initiator's io_work kworker and whose
+    I/Os are that much further apart: after it fio and the kworker share the CPU otherwise (not
+    traced).  With fio SCHED_IDLE (a woken kworker always preempts it) four runs of 2026-11-29
+    kept 4.92 + 5.79 us in every phase, every stage not delayed within 0.04 us (-fio-idle).
+    writes=True: 4k reads mixed with 128k R2T writes, as on the newer kernels.  With fio a
+    normal task one run moved every delayed stage by its delay, but in the cleanup_cmd phase the
+    writes' nstack_completion fell from 9.30 to 5.17 us (the same switch); with fio SCHED_IDLE two
+    runs of 2026-11-29 held every stage not delayed within 0.17 us, reads and writes, every
+    delayed one within 0.47 us: make test runs that, without a band (-fio-idle-rw)."""
+    ops = ("read", "write") if writes else ("read",)
+    phases = [ph[:3] + (ops,) for ph in KA_PHASES_5_10 if ph[1] in stages]
     nph = 1 + len(phases)
-    fio = "rw=randread bs=4k iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0" % (KA_EVERY * (nph + 1))
+    fio = ("rw=randrw bs=4k,128k iomem=mmaphuge:/dev/hugepages/fio" if writes else "rw=randread bs=4k") + \
+        " iodepth=1 numjobs=1 runtime=5 number_ios=%d cpus_allowed=0" % (KA_EVERY * (nph + 1))
     zero = ",".join(f"{site}=0" for site, *_ in phases)
     sched = zero + "".join(f";{site}={us}us" for site, _, us, _ in phases) + ";"   # and a last phase without a wait
     args = ["--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
@@ -308,7 +321,7 @@ def known_answers_initiator_only(kernel, stages, extra=(), suffix="", exempt=KA_
                ("nothing_in_flight_at_start", {}),
                ("stages_as_documented", {"present": list(stages), "absent": []})]
     return {"name": f"one-{kernel}-icount-known-answers{suffix}", "args": args,
-            "checks": [("known_answers", {"every": KA_EVERY, "phases": phases, "ops": ["read"],
+            "checks": [("known_answers", {"every": KA_EVERY, "phases": phases, "ops": list(ops),
                                           "stages": list(stages), "per_run": per_run,
                                           **({"exempt": exempt} if exempt else {})})]}
 
@@ -366,32 +379,29 @@ SCENARIOS = [
     # 7.2's cloud flavor, 6.12, 6.1 and 7.2 on Debian's generic flavor with header and data
     # digests on; fio SCHED_IDLE outside its autogroup (--fio-policy idle: in one guest the
     # target's io_work kworker, woken on fio's CPU, then preempts fio at once, as on two hosts
-    # where they never share a CPU) and the timer tick kept out of the I/Os (--tick-align: a
-    # tick inside a 128k write's R2T stages moved their p90 5-15 us): every stage within 2 us,
-    # the delayed one within 2 % of its delay, but the writes' target_subsystem, which alternates
-    # between two times (KA_TICK_WRITE_ALTERNATE).  7.2 with one vCPU: with two, its handoffs
-    # (lazy preemption) depend on where the tick falls (EXTRA: -fio-idle, 15 us for the writes);
-    # 7.2 generic with one vCPU moves reads' nstack_completion 3.8 us in its netem pair (one vCPU
-    # takes the response's arrival and its pickup in turn): its injected schedule only.
-    # Passed, 2026-11-29: 6.12 cloud 2 of 3 (the first failed on what the band and the settling
-    # run now hold), 6.1 generic 2, 6.12 generic 2, 7.2 cloud 1, 7.2 generic 1 (more below in
-    # the session's note).  The same without --tick-align, and without --fio-policy: EXTRA
-    known_answers("6.12", ("--fio-policy", "idle"), "-fio-idle-tick", exempt=KA_TICK_WRITE_ALTERNATE, tick_align=True),
-    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle"), "-smp1-fio-idle-tick",
-                  exempt=KA_TICK_7_2_NETEM + KA_TICK_WRITE_ALTERNATE_7_2, tick_align=True),
-    # 6.12 generic with digests: with the tick kept out it passed twice, then failed a CI run
-    # (writes' target_subsystem alternating 1.2-1.3 us apart, +58.58 us for 57.3; reads'
-    # blk_submission p90 +2.36 us in the rsp_copied phase; the netem pair's reads'
-    # nstack_completion -2.07 us): make test keeps it without --tick-align (the writes' R2T
-    # stages at 13 us), the tick-aligned one in EXTRA
-    known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle",
-                  exempt=KA_FIO_IDLE_R2T_DIGEST),
+    # where they never share a CPU), the timer tick kept out of the I/Os (--tick-align: a tick
+    # inside a 128k write's R2T stages moved their p90 5-15 us) and the target's namespace on brd
+    # (null_blk's cost followed the write's segment count, which alternates: the comments above
+    # KA_TICK_GUARD): every stage within 2 us, the delayed one within 2 % of its delay, reads and
+    # 128k R2T writes, no band.  7.2 with one vCPU (with two its handoffs, under lazy preemption,
+    # depend on where the tick falls: EXTRA) and TCP acknowledging every segment at once
+    # (--quickack: under netem its delayed-ACK state moved the writes' receive 4 us).
+    # Passed, 2026-11-29, in this form (brd; --quickack on 7.2): 6.12 cloud 2, 6.1 generic 2,
+    # 6.12 generic 2 (and one with --quickack), 7.2 cloud 3, 7.2 generic 2 (its schedule alone
+    # twice more); every stage not delayed within 1.36 us.  The same on null_blk, without
+    # --tick-align, or without --fio-policy: EXTRA
+    known_answers("6.12", ("--fio-policy", "idle"), "-fio-idle-tick", tick_align=True),
+    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle", "--quickack"), "-smp1-fio-idle-tick", tick_align=True),
+    known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
+                  tick_align=True),
     known_answers("6.1", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
-                  exempt=KA_TICK_WRITE_ALTERNATE, tick_align=True),
-    known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest", "--fio-policy", "idle"),
-                  "-smp1-generic-digest-fio-idle-tick-sched", exempt=KA_TICK_WRITE_ALTERNATE_7_2, tick_align=True,
-                  netem=False),
-    known_answers_initiator_only("5.10", KA_5_10_STAGES),
+                  tick_align=True),
+    known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest", "--fio-policy", "idle", "--quickack"),
+                  "-smp1-generic-digest-fio-idle-tick", tick_align=True),
+    # 5.10: the four stages it measures, reads and 128k R2T writes, fio SCHED_IDLE (no bpf_loop,
+    # so no --tick-align; known_answers_initiator_only): no band
+    known_answers_initiator_only("5.10", KA_5_10_STAGES, ("--fio-policy", "idle"), "-fio-idle-rw", exempt=None,
+                                 writes=True),
     # arm64 (issue 31): 6.12 in make test, 7.2 in EXTRA
     known_answers_arm64("6.12"),
     # baselines: reads at QD1 on both kernels, one guest (loopback) and two guests
@@ -789,10 +799,9 @@ EXTRA = [
     # 2026-11-29; the writes' others within 2.42 and 1.71 us)
     known_answers("6.1", ("--flavor", "generic", "--digest"), "-generic-digest",
                   exempt=KA_EXEMPT_R2T_DIGEST + KA_6_1_LATE),   # (make test: with --fio-policy idle)
-    # 5.10 with fio SCHED_IDLE, no exemption: two runs (2026-11-29) kept one pair of modes
-    # (nstack_completion 4.92 + nvme_tcp_completion 5.79 us) in every phase, the others within
-    # 0.04 us; a plain run that day switched pairs from the cleanup_cmd phase on (1.58 us)
-    known_answers_initiator_only("5.10", KA_5_10_STAGES, ("--fio-policy", "idle"), "-fio-idle", exempt=None),
+    # 5.10 with fio a normal task (make test: with fio SCHED_IDLE, no band): its reads switch
+    # pairs of modes from the cleanup_cmd phase on (known_answers_initiator_only)
+    known_answers_initiator_only("5.10", KA_5_10_STAGES),
     # 6.12 generic with digests already held its handoffs within 0.79 us in two plain runs; with
     # fio SCHED_IDLE too (two runs, 2026-11-29: handoffs within 0.20 and 0.21 us, reads' others
     # within 0.73 and 1.04)
@@ -844,8 +853,8 @@ EXTRA = [
     # kblockd handoff under lazy preemption, which the tick cuts short or not)
     known_answers("6.12", extra=("--fio-policy", "idle"), suffix="-fio-idle", exempt=KA_FIO_IDLE_R2T),
     known_answers("7.2", extra=("--fio-policy", "idle"), suffix="-fio-idle", exempt=KA_FIO_IDLE_7_2),
-    known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
-                  exempt=KA_TICK_WRITE_ALTERNATE, tick_align=True),
+    known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle",
+                  exempt=KA_FIO_IDLE_R2T_DIGEST),
     known_answers("6.1", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle",
                   exempt=KA_FIO_IDLE_R2T_DIGEST),
     known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest"), "-smp1-generic-digest-sched",
@@ -857,10 +866,15 @@ EXTRA = [
     known_answers("7.2", ("--fio-policy", "idle"), "-fio-idle-tick", tick_align=True),
     known_answers("7.2", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
                   tick_align=True),
-    # 7.2 generic, one vCPU, with its netem pair: reads' nstack_completion +3.80 us, writes'
-    # network_transmission 3.05 us over (one run, 2026-11-29)
+    # 7.2 generic, one vCPU, tick kept out, null_blk, without --quickack: its netem pair moved
+    # reads' nstack_completion +3.80 us, writes' network_transmission 3.05 us over (one run,
+    # 2026-11-29); its injected schedule alone passed (and on brd, 3 runs): make test's is the
+    # whole scenario with --quickack
     known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest", "--fio-policy", "idle"),
-                  "-smp1-generic-digest-fio-idle-tick", tick_align=True),
+                  "-smp1-generic-digest-fio-idle-tick-sched", tick_align=True, netem=False),
+    # 5.10 with fio SCHED_IDLE, reads only (make test's has writes too): four runs, one pair of
+    # modes throughout (known_answers_initiator_only)
+    known_answers_initiator_only("5.10", KA_5_10_STAGES, ("--fio-policy", "idle"), "-fio-idle", exempt=None),
     # multipath failover on 6.1 and 7.2 (6.12's is in make test): 6.1 passed once, 7.2 twice, 2026-11-29
     # (10 and 16 path errors, all retried on the other path; 7 and 4 runs of block_rq_complete
     # skipped, null_blk's)
