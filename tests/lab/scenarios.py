@@ -389,7 +389,7 @@ SCENARIOS = [
     # us), its generic flavor without the netem pair (below).
     # Passed, 2026-11-29, in this form (brd; --quickack on 7.2): 6.12 cloud 2, 6.1 generic 2,
     # 6.12 generic 2 (and one with --quickack), 7.2 cloud 3, 7.2 generic's schedule 2 (and 2
-    # with null_blk); every stage not delayed within 1.12 us.  The same on null_blk, without
+    # with null_blk); every stage not delayed within 1.24 us.  The same on null_blk, without
     # --tick-align, or without --fio-policy: EXTRA
     known_answers("6.12", ("--fio-policy", "idle"), "-fio-idle-tick", tick_align=True),
     known_answers("7.2", ("--smp", "1", "--fio-policy", "idle", "--quickack"), "-smp1-fio-idle-tick", tick_align=True),
