@@ -225,6 +225,18 @@ KA_FIO_IDLE_7_2 = [("write", KA_R2T_STAGES, 15.0)]
 # and no band is needed.  Only there: 6.x's netem pairs held without it, and on 6.12 generic with
 # digests it gave the writes' network_transmission a tail (6 % of the writes 1.7 or 2.65 us
 # longer: its p90 moved 1.71 us in two phases of one run) where they had modes 1.5 us apart.
+# What --quickack leaves on 7.2 with one vCPU: the writes' nvmet_tcp_submission has small modes
+# every boot (cmd_pickup -> r2t_sent 156.5 or 157.2 us, ~25 % in the second; data_arrive -> exec
+# 75.6, 76.3-78.4 for ~12 %), its p90 0.7-1.24 us from phase to phase in six runs, and in one
+# boot of 20 runs of make test's known answers (a CI rehearsal, 2026-11-29) every write of one
+# of the 16 blk-mq tags that QD1 I/Os cycle through (tag 0x38, all 16 of its generation
+# counts) took 4.2 us more in data_arrive -> exec: 6 % of the writes, in every fio run of that
+# boot, on no other tag and in no other boot (a per-boot layout of that request's buffers, as we
+# read it; not traced).  With 7.2's other modes that tail crossed p90: +1.96 us in its own phase,
+# past the delayed stage's 1.32 (2 % of 66.1).  6.x's and 7.2 generic's writes keep that stage
+# within 0.14 and 0.83 us at p90, so a 6 % mode alone cannot cross p90 there.  7.2 cloud's: 5 us
+# (the tag's mode, 4.6 us above the usual p90, as delayed stage and as other).
+KA_7_2_WRITE_TAIL = [("write", ("nvmet_tcp_submission",), 5.0)]
 
 
 # --tick-align's guard: an I/O that would start within 2 ms of the next tick (Debian: every 4 ms)
@@ -383,7 +395,8 @@ SCENARIOS = [
     # inside a 128k write's R2T stages moved their p90 5-15 us) and the target's namespace on brd
     # (null_blk's cost followed the write's segment count, which alternates: the comments above
     # KA_TICK_GUARD): every stage within 2 us, the delayed one within 2 % of its delay, reads and
-    # 128k R2T writes, no band.  7.2 with one vCPU (with two its handoffs, under lazy preemption,
+    # 128k R2T writes, no band but one (7.2 cloud's writes' nvmet_tcp_submission, 5 us:
+    # KA_7_2_WRITE_TAIL).  7.2 with one vCPU (with two its handoffs, under lazy preemption,
     # depend on where the tick falls: EXTRA), its cloud flavor with TCP acknowledging every
     # segment at once (--quickack: under netem its delayed-ACK state moved the writes' receive 4
     # us), its generic flavor without the netem pair (below).
@@ -392,7 +405,8 @@ SCENARIOS = [
     # with null_blk); every stage not delayed within 1.24 us.  The same on null_blk, without
     # --tick-align, or without --fio-policy: EXTRA
     known_answers("6.12", ("--fio-policy", "idle"), "-fio-idle-tick", tick_align=True),
-    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle", "--quickack"), "-smp1-fio-idle-tick", tick_align=True),
+    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle", "--quickack"), "-smp1-fio-idle-tick",
+                  exempt=KA_7_2_WRITE_TAIL, tick_align=True),
     known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
                   tick_align=True),
     known_answers("6.1", ("--flavor", "generic", "--digest", "--fio-policy", "idle"), "-generic-digest-fio-idle-tick",
