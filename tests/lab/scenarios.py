@@ -231,8 +231,8 @@ KA_FIO_IDLE_7_2 = [("write", KA_R2T_STAGES, 15.0)]
 # boot of 20 runs of make test's known answers (a CI rehearsal, 2026-11-29) every write of one
 # of the 16 blk-mq tags that QD1 I/Os cycle through (tag 0x38, all 16 of its generation
 # counts) took 4.2 us more in data_arrive -> exec: 6 % of the writes, in every fio run of that
-# boot, on no other tag and in no other boot (a per-boot layout of that request's buffers, as we
-# read it; not traced).  With 7.2's other modes that tail crossed p90: +1.96 us in its own phase,
+# boot, on no other tag and in no other boot (something of that one request's, set at boot: the
+# 16 tags in use start at a random hint per boot; not traced).  With 7.2's other modes that tail crossed p90: +1.96 us in its own phase,
 # past the delayed stage's 1.32 (2 % of 66.1).  6.x's and 7.2 generic's writes keep that stage
 # within 0.14 and 0.83 us at p90, so a 6 % mode alone cannot cross p90 there.  7.2 cloud's: 5 us
 # (the tag's mode, 4.6 us above the usual p90, as delayed stage and as other).
