@@ -357,7 +357,8 @@ def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), 
     row each compares phase k2 with phase k1 (the stage moves by the difference, the others
     stay), not with the phases delaying other stages: both phases perturb the I/O's rhythm
     alike, as netem X against Y does.  netem_settle: a run at netem x, unchecked but for
-    per_run, comes before the two compared (TCP settling on a delay after none)."""
+    per_run, comes before netem x's run and one at netem y before netem y's (TCP settling on a
+    new delay for up to ~200 writes)."""
     crossings = crossings or {"read": 2, "write": 4}
     stages = list(TEN) if stages is None else list(stages)
     assert stages and set(stages) <= set(TEN), f"stages {stages}: not among the ten"
@@ -426,7 +427,7 @@ def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), 
         # receive in nvmet_tcp_submission, change with the round trip TCP has measured)
         x, y = netem
         pv = []
-        for r in runs[-2:]:
+        for r in _ka_netem_pair(runs, netem_settle):
             rs = [x for x in _script_rows(r) if str(x.get("device", "")).startswith(DEV_PREFIX)][netem_skip:]
             pv.append({(op, st, pct): _nearest_rank([x[st + "_ns"] / 1000 for x in rs
                                                      if x["op"] == op and x.get(st + "_ns") is not None], pct)
@@ -439,9 +440,14 @@ def known_answer_rows(d, every=0, phases=(), netem=None, ops=("read", "write"), 
 
 def _ka_runs(d, phases, netem, settle=False):
     """the fio runs of a known-answer boot: a warm-up, the schedule (with phases), (netem x to
-    settle on,) netem x, netem y"""
-    n = 1 + (1 if phases else 0) + ((3 if settle else 2) if netem else 0)
+    settle on,) netem x, (netem y to settle on,) netem y"""
+    n = 1 + (1 if phases else 0) + ((4 if settle else 2) if netem else 0)
     return [os.path.join(d, f"fio{i}") for i in range(1, n + 1)]
+
+
+def _ka_netem_pair(runs, settle=False):
+    """netem x's run and netem y's, each after a run at its own delay when settle"""
+    return [runs[-3], runs[-1]] if settle else runs[-2:]
 
 
 def known_answers(d, every=0, phases=(), netem=None, per_run=(), **kw):

@@ -198,7 +198,13 @@ KA_NETEM_SKIP = 300
 # With the tick kept out (--tick-align) that settling shows alone: 6.12's 128k writes took 195.4
 # us in nvmet_tcp_submission (data_arrive -> exec) instead of 191.1 for the first ~400 I/Os of
 # netem 264.5 us after none in one run of two (2026-11-29), none after 264.5 -> 320.3: a run at
-# netem 264.5 us comes first, unchecked but for per_run (netem_settle)
+# netem 264.5 us comes first, unchecked but for per_run (netem_settle).  And the same after
+# X -> Y: a CI rehearsal (2026-11-29, on brd) began netem Y with ~160 writes at 195.5 us, the rest
+# at 191.0, and moved them 4.24 us between X and Y; a settling run at X had ~200 another time.
+# Not the receive buffers' autotuning (with tcp_moderate_rcvbuf 0 a run still settled for 200
+# writes), not the delayed ACKs alone (with --quickack each run began at 196.0, then 193.5): not
+# traced.  So with tick_align a run at Y comes before Y's too: each compared run follows a run at
+# its own delay.
 # with --fio-policy idle only the writes' R2T stages keep a band (the target's receive of a 128k
 # write's data: two modes, not the scheduler's handoff)
 KA_FIO_IDLE_R2T = [("write", KA_R2T_STAGES, 7.0)]
@@ -232,7 +238,10 @@ KA_FIO_IDLE_7_2 = [("write", KA_R2T_STAGES, 15.0)]
 # of the 16 blk-mq tags that QD1 I/Os cycle through (tag 0x38, all 16 of its generation
 # counts) took 4.2 us more in data_arrive -> exec: 6 % of the writes, in every fio run of that
 # boot, on no other tag and in no other boot (something of that one request's, set at boot: the
-# 16 tags in use start at a random hint per boot; not traced).  With 7.2's other modes that tail crossed p90: +1.96 us in its own phase,
+# 16 tags in use start at a random hint per boot; not traced).  A second boot the same day had
+# it on the same tag: 2 of 9 7.2 boots, about the chance (1/8) that the 16 tags in use include
+# 0x38.  Tag 56's command PDU, the 57th 72-byte piece of the queue's page-fragment cache, is the
+# first to straddle a 4 KiB boundary (56 x 72 = 4032): a lead, not checked.  With 7.2's other modes that tail crossed p90: +1.96 us in its own phase,
 # past the delayed stage's 1.32 (2 % of 66.1).  6.x's and 7.2 generic's writes keep that stage
 # within 0.14 and 0.83 us at p90, so a 6 % mode alone cannot cross p90 there.  7.2 cloud's: 5 us
 # (the tag's mode, 4.6 us above the usual p90, as delayed stage and as other).
@@ -257,7 +266,7 @@ def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=
     buffer in a huge page: one bio_vec): a warm-up, the schedule of KA_PHASES (phase 0: every
     site attached, no wait), then netem KA_NETEM[0] and KA_NETEM[1] on lo (netem=False: not
     those two).  tick_align: the lab's noise kept out: --tick-align KA_TICK_GUARD, every run
-    checked for it, a run at netem KA_NETEM[0] before the two compared (check.known_answer_rows:
+    checked for it, a run at each netem delay before the one compared (check.known_answer_rows:
     netem_settle), and the target's namespace on brd (why: the comment above KA_TICK_GUARD)."""
     phases, pairs = list(KA_PHASES), []
     if paired:   # each site twice: its delay, then its second delay
@@ -273,11 +282,10 @@ def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=
     args = ["--topology", "one", "--kernel", kernel, "--clock", "icount", *extra,
             "--fio", fio % (KA_EVERY * (nph + 1)),
             "--fio", fio % (KA_EVERY * (nph + 1)), "--inject", sched, "--inject-every", str(KA_EVERY)]
-    if netem and tick_align:
-        args += ["--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[0]}us"]
-    if netem:
-        args += ["--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[0]}us",
-                 "--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={KA_NETEM[1]}us"]
+    for x in (KA_NETEM if netem else ()):
+        if tick_align:   # a run to settle on the delay first (netem_settle)
+            args += ["--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={x}us"]
+        args += ["--fio", fio % (2 * KA_NETEM_SKIP), "--inject", f"network_transmission={x}us"]
     per_run = [c for c in BASIC if c[0] != "matched_fraction"] + [("matched_fraction", {"min": 1.0})]
     if tick_align:
         args += ["--tick-align", KA_TICK_GUARD, "--target-dev", "brd"]
