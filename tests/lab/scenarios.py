@@ -262,7 +262,7 @@ KA_SECOND = {"queue_rq": 93.7, "start_request": 88.1, "r2t_copied": 79.3, "tgt_i
 
 
 def known_answers(kernel, extra=(), suffix="", exempt=None, paired=False, netem=True, tick_align=False):
-    """One boot, four fio runs of 4k random reads mixed with 128k R2T writes at QD1 (fio's
+    """One boot, four fio runs (six with tick_align) of 4k random reads mixed with 128k R2T writes at QD1 (fio's
     buffer in a huge page: one bio_vec): a warm-up, the schedule of KA_PHASES (phase 0: every
     site attached, no wait), then netem KA_NETEM[0] and KA_NETEM[1] on lo (netem=False: not
     those two).  tick_align: the lab's noise kept out: --tick-align KA_TICK_GUARD, every run
