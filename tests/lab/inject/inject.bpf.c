@@ -238,11 +238,12 @@ int BPF_PROG(f_req_init)
 }
 
 /* target_subsystem: the backing bio ends (nvmet_bio_done, its bi_end_io), before
- * nvmet_req_complete's tracepoint (subsys_done) */
-/* And what the backing write bios were made of: their segments (bi_vcnt, after bio_add_page
- * merged the physically contiguous ascending pages of the command's data), counted 1, 2-31,
- * 32+, and how often a write had another count than the write before (the writes'
- * target_subsystem alternating every other write: docs/stages.md, "The timer tick, kept out") */
+ * nvmet_req_complete's tracepoint (subsys_done).  And what the backing write bios were made
+ * of: their segments (bi_vcnt, after bio_add_page merged the physically contiguous ascending
+ * pages of the command's data), counted 1, 2-31, 32+, and how often a write had another count
+ * than the write before (the writes' target_subsystem alternating every other write:
+ * docs/stages.md, "The timer tick, kept out").  wbio_last is a plain read and write: exact at
+ * QD1 (the known answers), approximate when bios end on several CPUs at once. */
 __u64 wbio[3] = {}, wbio_changed = 0;
 __u16 wbio_last = 0;
 
