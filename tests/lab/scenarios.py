@@ -20,6 +20,8 @@ IC_W128 = ("rw=randwrite bs=128k iodepth=1 numjobs=1 runtime=1 number_ios=400 cp
 # Command lines tests/lab/run must refuse at once (exit 1, one line naming the cause), before
 # any guest boots: (arguments, what the line must say).
 REFUSALS = [
+    (["--queue-size", "8", "--out", "/nonexistent"], "--queue-size must be a number from 16 to 1024"),
+    (["--queue-size", "32x", "--out", "/nonexistent"], "--queue-size must be a number from 16 to 1024"),
     (["--env", "X=$(reboot)", "--out", "/nonexistent"], "--env wants VAR=VALUE"),
     (["--env", "1X=a", "--out", "/nonexistent"], "--env wants VAR=VALUE"),
     (["--topology", "two", "--clock", "icount", "--out", "/nonexistent"],
