@@ -213,8 +213,8 @@ KA_NETEM_SKIP = 300
 # compared netem X run, after its settling run: all 135 so, the usual ones inside the kworker);
 # which of the two EEVDF runs first holds for hundreds of I/Os (their lags; 6.1's CFS showed no
 # such modes).  With ksoftirqd SCHED_FIFO (--ksoftirqd-fifo) deferred softirq work runs at
-# once: two boots of 6.12, every write's next segment through ksoftirqd, one mode (195.2-196.4
-# us) in all eight netem runs.  make test's 6.12 and 6.12 generic known answers use it (6.12
+# once: three boots of 6.12, every write's next segment through ksoftirqd, one mode (195.2-196.4
+# us) in all twelve netem runs.  make test's 6.12 and 6.12 generic known answers use it (6.12
 # generic's reads had the same race: its scenario's comment); the settling runs stay.
 # with --fio-policy idle only the writes' R2T stages keep a band (the target's receive of a 128k
 # write's data: two modes, not the scheduler's handoff)
@@ -440,7 +440,7 @@ SCENARIOS = [
     # ~9 us in the socket's backlog behind io_work's read (ftrace, 2026-11-29: 151 of the 155
     # reads of the short mode had their response delivered by ksoftirqd, every read of the other
     # mode inside the kworker), the same for hundreds of reads (EEVDF's lags).  With FIFO
-    # ksoftirqd runs deferred work at once: three boots (2026-11-29), one mode in every netem
+    # ksoftirqd runs deferred work at once: four boots (2026-11-29), one mode in every netem
     # run (97-99 % of the reads within 2 us of the median), every stage not delayed within 1.02
     # us.  The whole scenario without it is in EXTRA.
     known_answers("6.12", ("--flavor", "generic", "--digest", "--fio-policy", "idle", "--ksoftirqd-fifo"),
