@@ -931,8 +931,10 @@ EXTRA = [
     # reads' blk_submission p90, -3.27 us between X and Y (2026-11-29): kblockd's handoff takes
     # 3.6 us more for some reads (fio, on the one vCPU, keeps it until it leaves the kernel:
     # lazy preemption), 3 % of the schedule run's reads but ~12 % of a netem run's (longer
-    # I/Os, as if fio's extra work came by time, not per I/O; not traced), so p90 lands in one
-    # mode or the other.  make test runs its schedule alone (4 runs passed, 2026-11-29)
+    # I/Os), so p90 lands in one mode or the other.  Traced (ftrace, one boot): in the slow mode
+    # RCU's grace-period kthread rcu_preempt, woken from fio's context a few us before, runs ~5 us
+    # before kblockd's kworker (48 of a netem run's 288 reads); its wakeups come by time, not per
+    # I/O.  make test runs its schedule alone (4 runs passed, 2026-11-29)
     known_answers("7.2", ("--smp", "1", "--flavor", "generic", "--digest", "--fio-policy", "idle", "--quickack"),
                   "-smp1-generic-digest-fio-idle-tick", tick_align=True),
     # 5.10 with fio SCHED_IDLE, reads only (make test's has writes too): four runs, one pair of
