@@ -430,8 +430,13 @@ SCENARIOS = [
     # --tick-align, or without --fio-policy: EXTRA
     # 6.12 with ksoftirqd SCHED_FIFO (--ksoftirqd-fifo: KA_NETEM's "settling", traced)
     known_answers("6.12", ("--fio-policy", "idle", "--ksoftirqd-fifo"), "-fio-idle-tick-ksoftirqd", tick_align=True),
-    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle", "--quickack", *KA_7_2_QUEUE_SIZE),
-                  "-smp1-fio-idle-tick", tick_align=True),
+    # 7.2 cloud with ksoftirqd SCHED_FIFO too: a CI rehearsal (2026-11-29) failed its netem pair,
+    # the writes' nvmet_tcp_submission -2.52 us between X and Y (netem Y's writes in a mode at
+    # 226.3 us, the others 228.8: the race KA_NETEM's comment traces on 6.12, not traced here);
+    # with --ksoftirqd-fifo two boots kept one mode (227.8 us) in all eight netem runs, every
+    # stage not delayed within 0.87 us
+    known_answers("7.2", ("--smp", "1", "--fio-policy", "idle", "--quickack", "--ksoftirqd-fifo", *KA_7_2_QUEUE_SIZE),
+                  "-smp1-fio-idle-tick-ksoftirqd", tick_align=True),
     # 6.12 generic with ksoftirqd SCHED_FIFO (--ksoftirqd-fifo).  Without it its netem pair failed
     # two CI rehearsals (the first 221 reads of netem Y 4.5 us shorter in the network, as much
     # longer in nvme_tcp_completion; once nstack_completion -2.07 us): with digests a read's data
