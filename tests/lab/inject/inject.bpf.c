@@ -323,7 +323,7 @@ const volatile __u64 guard_ns = 0;
 #define ALIGN_AFTER_NS 50000ULL		/* past the boundary: the tick's handler and softirqs */
 #define TICK_SLACK_NS 100000ULL		/* a tick's handler this late after its boundary is on it */
 
-__u64 last_tick = 0;
+__u64 last_tick = 0, off_run = 0;
 __s64 in_flight = 0;
 __u64 align_ios = 0, align_waits = 0, align_unanchored = 0, ticks_in_io = 0, ticks_off_grid = 0, ticks = 0;
 
@@ -336,8 +336,19 @@ int BPF_PROG(f_tick)
 		return 0;
 	__sync_fetch_and_add(&ticks, 1);
 	if (prev && now > prev && (now - prev) % tick_ns > TICK_SLACK_NS &&
-	    tick_ns - (now - prev) % tick_ns > TICK_SLACK_NS)
+	    tick_ns - (now - prev) % tick_ns > TICK_SLACK_NS) {
 		__sync_fetch_and_add(&ticks_off_grid, 1);
+		/* A late first tick anchors the grid late, and every tick after it looks off the
+		 * grid (a CI rehearsal, 6.1: 2185 of 2186 ticks, 467 of them inside I/Os): three
+		 * in a row, and this one becomes the anchor.  One late tick among on-grid ones
+		 * does not move it. */
+		if (++off_run >= 3) {
+			last_tick = now;
+			off_run = 0;
+		}
+	} else if (prev) {
+		off_run = 0;
+	}
 	if (in_flight > 0)
 		__sync_fetch_and_add(&ticks_in_io, 1);
 	/* the grid: the first tick's handler (late after its boundary by its entry, <1 us) */
