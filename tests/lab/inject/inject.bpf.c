@@ -351,7 +351,8 @@ int BPF_PROG(f_tick)
 	}
 	if (in_flight > 0)
 		__sync_fetch_and_add(&ticks_in_io, 1);
-	/* the grid: the first tick's handler (late after its boundary by its entry, <1 us) */
+	/* the grid: the first tick's handler (late after its boundary by its entry, <1 us), or
+	 * the third of three off-grid ticks in a row (above) */
 	if (!prev)
 		last_tick = now;
 	return 0;
