@@ -188,9 +188,9 @@ int BPF_PROG(f_copy_bits, const struct sk_buff *skb, int offset, void *to, int l
  * returns, before nvme_complete_rq (nvme_done).  At its exit, not its entry: a wait there
  * could run before ntbpf's own fentry and land in nstack_completion.  When it returns true the
  * request completes elsewhere: by an IPI on the request's CPU, which does not wait for this
- * one (CPUs not sharing a cache), or by BLOCK_SOFTIRQ raised here (io_work on another CPU than
- * the request's), which runs after the wait unless a SCHED_FIFO ksoftirqd ran it inside the
- * function (7.2 with two vCPUs and --ksoftirqd-fifo: the stage did not move, docs/stages.md) */
+ * one (CPUs not sharing a cache), or by BLOCK_SOFTIRQ raised here (one hardware queue shared
+ * by several CPUs), which runs after the wait unless a SCHED_FIFO ksoftirqd preempted io_work
+ * inside the function (7.2, PREEMPT_LAZY, two vCPUs, --ksoftirqd-fifo: docs/stages.md) */
 SEC("fexit/blk_mq_complete_request_remote")
 int BPF_PROG(f_complete_remote, struct request *rq, bool ret)
 {
